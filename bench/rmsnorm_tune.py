@@ -1,0 +1,71 @@
+"""Sweep the fused RMSNorm's launch configs (ROWS x num_warps) at every default shape and dtype,
+beside the baselines, to choose launch_config's heuristic. Writes a CSV; prints the best per case.
+
+    PYTHONPATH=. python bench/rmsnorm_tune.py OUT.csv
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pandas as pd
+import torch
+import triton
+
+from profkit.spec import find_spec, format_shape
+from profkit.timing import check, resolve_callable, time_case
+
+spec = find_spec("rmsnorm")
+rmsnorm = sys.modules["profkit_lab.rmsnorm"]
+rows_out = []
+cache: dict = {}
+for dtype in spec.dtypes:
+    for shape in spec.shapes:
+        m, n = shape
+        bytes_ = spec.bytes_moved(shape, torch.finfo(getattr(torch, dtype)).bits // 8)
+        block_n = triton.next_power_of_2(n)
+        for rows in (1, 2, 4, 8):
+            if rows > 1 and (block_n * rows > 16384 or m < rows * 132):
+                continue
+            for warps in (1, 2, 4, 8, 16, 32):
+                per_thread = block_n * rows / (32 * warps)
+                if per_thread > 64 or per_thread < 2:
+                    continue
+                cfg = (block_n, rows, warps)
+
+                def fn(inputs, cfg=cfg):
+                    return rmsnorm.rmsnorm_triton(inputs, cfg)
+
+                ok = check(spec, fn, shape, dtype, "cuda", seed=1).correct
+                t = time_case(spec, fn, shape, dtype, seed=2) if ok else None
+                rows_out.append(dict(dtype=dtype, shape=format_shape(shape), impl="triton",
+                                     rows=rows, warps=warps, correct=ok,
+                                     p50_ms=t and t.p50_ms, spread_ms=t and t.spread_ms,
+                                     gbps=t and bytes_ / t.p50_ms / 1e6))
+        for v in spec.variants:
+            if not v.baseline:
+                continue
+            fn = resolve_callable(v, cache)
+            ok = check(spec, fn, shape, dtype, "cuda", seed=1).correct
+            t = time_case(spec, fn, shape, dtype, seed=2) if ok else None
+            rows_out.append(dict(dtype=dtype, shape=format_shape(shape), impl=v.name, correct=ok,
+                                 p50_ms=t and t.p50_ms, spread_ms=t and t.spread_ms,
+                                 gbps=t and bytes_ / t.p50_ms / 1e6))
+        print(dtype, shape, flush=True)
+
+df = pd.DataFrame(rows_out)
+df.to_csv(sys.argv[1], index=False)
+heur = {(d, s): rmsnorm.launch_config(*map(int, s.split("x")), torch.finfo(getattr(torch, d)).bits // 8)
+        for d in spec.dtypes for s in map(format_shape, spec.shapes)}
+summary = []
+for (dtype, shape), g in df.groupby(["dtype", "shape"], sort=False):
+    tri = g[g.impl == "triton"].sort_values("p50_ms")
+    best = tri.iloc[0]
+    _, hr, hw = heur[(dtype, shape)]
+    h = tri[(tri.rows == hr) & (tri.warps == hw)]
+    base = g[g.impl != "triton"].set_index("impl").p50_ms
+    summary.append(dict(dtype=dtype, shape=shape, best=f"r{int(best.rows)}w{int(best.warps)}",
+                        best_us=round(best.p50_ms * 1e3, 1),
+                        heur_us=round(h.p50_ms.iloc[0] * 1e3, 1) if len(h) else None,
+                        best_gbps=round(best.gbps), **{k: round(v * 1e3, 1) for k, v in base.items()}))
+print(pd.DataFrame(summary).to_string(index=False))

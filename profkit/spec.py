@@ -1,0 +1,141 @@
+"""What a kernel entry declares, and how entries are found (the lab's and a user's own file).
+
+A spec is plain data plus callables; this module imports no torch, so the analysis half of profkit
+(show, explain) runs on machines without it. The callables take and return torch tensors.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import re
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from profkit.errors import ProfkitError
+
+Shape = tuple[int, ...]
+DTYPE_ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
+DTYPE_ALIASES = {"fp16": "float16", "half": "float16", "bf16": "bfloat16", "fp32": "float32",
+                 "float": "float32", "fp64": "float64"}
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One implementation. `fn(inputs)` returns the output; when the spec's inputs hold an `out`
+    tensor the variant may write into it (profkit poisons it first, so unwritten elements fail)."""
+
+    name: str
+    fn: Callable[[dict[str, Any]], Any]
+    baseline: bool = False
+    description: str = ""
+    # a factory run once per process before first use (e.g. torch.compile); returns the callable
+    prepare: Callable[[], Callable[[dict[str, Any]], Any]] | None = None
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    name: str
+    description: str
+    variants: tuple[Variant, ...]
+    make_inputs: Callable[..., dict[str, Any]]  # (shape, dtype_name, device, generator) -> inputs
+    reference: Callable[[dict[str, Any]], Any]  # float64 result from the same inputs
+    dtypes: tuple[str, ...]
+    shapes: tuple[Shape, ...]  # the default sweep
+    tolerances: Mapping[str, tuple[float, float]]  # dtype -> (atol, rtol) against the reference
+    bytes_moved: Callable[[Shape, int], int]  # (shape, itemsize) -> minimum bytes (read once, write once)
+    flops: Callable[[Shape], int]
+    interpret_shapes: tuple[Shape, ...] = ((4, 64), (3, 100))  # small shapes for --interpret
+    source: str = field(default="", compare=False)
+
+    def variant(self, name: str) -> Variant:
+        for v in self.variants:
+            if v.name == name:
+                return v
+        known = ", ".join(v.name for v in self.variants)
+        raise ProfkitError(f"{self.name} has no variant {name!r}; known: {known}")
+
+
+def parse_shape(text: str) -> Shape:
+    """'4096x8192' -> (4096, 8192); rejects anything that is not positive integers joined by x."""
+    if not re.fullmatch(r"\s*\d+(\s*[xX]\s*\d+)*\s*", text or ""):
+        raise ProfkitError(f"malformed shape {text!r}: write it as MxN, e.g. 4096x8192")
+    dims = tuple(int(d) for d in re.split(r"[xX]", text.replace(" ", "")))
+    if any(d <= 0 for d in dims):
+        raise ProfkitError(f"malformed shape {text!r}: every dimension must be positive")
+    return dims
+
+
+def format_shape(shape: Shape) -> str:
+    return "x".join(str(d) for d in shape)
+
+
+def normalize_dtype(spec: KernelSpec, text: str) -> str:
+    name = DTYPE_ALIASES.get(text.lower(), text.lower())
+    if name not in spec.dtypes:
+        raise ProfkitError(
+            f"{spec.name} does not support dtype {text!r}; supported: {', '.join(spec.dtypes)}")
+    return name
+
+
+def case_name(kernel: str, variant: str, dtype: str, shape: Shape) -> str:
+    """The NVTX range name of a case. Dots, never '/': ncu reads '/' as range nesting."""
+    return f"{kernel}.{variant}.{dtype}.{format_shape(shape)}"
+
+
+def numel(shape: Shape) -> int:
+    return math.prod(shape)
+
+
+# ---- finding specs -------------------------------------------------------------------------------
+
+def lab_dir() -> Path:
+    """The lab's kernels/ folder: installed as the package `profkit_lab`, or beside profkit/ in a
+    checkout (it is never importable as `kernels`, a name PyPI already uses)."""
+    try:
+        import profkit_lab  # type: ignore[import-not-found]
+
+        return Path(profkit_lab.__file__).parent
+    except ImportError:
+        return Path(__file__).resolve().parent.parent / "kernels"
+
+
+def load_module_specs(path: Path, module_name: str | None = None) -> dict[str, KernelSpec]:
+    """Import a Python file by path and collect the KernelSpec objects it defines."""
+    path = Path(path)
+    if not path.is_file():
+        raise ProfkitError(f"no such kernel file: {path}")
+    module_name = module_name or f"profkit_user_{path.stem}"
+    loader_spec = importlib.util.spec_from_file_location(module_name, path)
+    if loader_spec is None or loader_spec.loader is None:
+        raise ProfkitError(f"{path} is not an importable Python file")
+    module = importlib.util.module_from_spec(loader_spec)
+    sys.modules[module_name] = module
+    try:
+        loader_spec.loader.exec_module(module)
+    except Exception as exc:  # the user's file: report its error in one line
+        raise ProfkitError(f"could not import {path}: {type(exc).__name__}: {exc}") from exc
+    found = {}
+    for value in vars(module).values():
+        if isinstance(value, KernelSpec):
+            found[value.name] = KernelSpec(**{**value.__dict__, "source": str(path)})
+    return found
+
+
+def lab_specs() -> dict[str, KernelSpec]:
+    specs: dict[str, KernelSpec] = {}
+    for path in sorted(lab_dir().glob("[!_]*.py")):
+        specs.update(load_module_specs(path, f"profkit_lab.{path.stem}"))
+    return specs
+
+
+def find_spec(name: str, from_file: str | Path | None = None) -> KernelSpec:
+    specs = load_module_specs(Path(from_file)) if from_file else lab_specs()
+    if name not in specs:
+        where = f"in {from_file}" if from_file else "in the lab"
+        known = ", ".join(sorted(specs)) or "none"
+        raise ProfkitError(f"unknown kernel {name!r} {where}; known: {known}")
+    return specs[name]

@@ -1,0 +1,146 @@
+"""Run directories under profiles/: written atomically, read back without GPU or torch.
+
+A run is written into a hidden temp directory and renamed into place only once complete, so an
+interrupted capture never leaves a directory that looks like a finished run, and a failed one never
+touches runs already stored.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import secrets
+import shutil
+import socket
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+
+from profkit.errors import ProfkitError
+
+SCHEMA = 1
+MANIFEST = "manifest.json"
+CASES = "cases.csv"
+KERNELS = "kernels.csv"
+RULES = "rules.csv"
+REPORT = "counters.ncu-rep"
+TMP_PREFIX = ".tmp-"
+
+
+def default_root() -> Path:
+    """profiles/ in the working directory, unless PROFKIT_PROFILES points elsewhere."""
+    return Path(os.environ.get("PROFKIT_PROFILES", "profiles"))
+
+
+@dataclass
+class Run:
+    path: Path
+    manifest: dict
+    cases: pd.DataFrame
+    kernels: pd.DataFrame | None = None
+    rules: pd.DataFrame | None = None
+
+    @property
+    def run_id(self) -> str:
+        return self.manifest["run_id"]
+
+    @property
+    def timing_only(self) -> bool:
+        return self.manifest.get("counters", {}).get("status") != "ok"
+
+
+def new_run_id(kernel: str, now: datetime | None = None) -> str:
+    """kernel-YYYYmmdd-HHMMSS-host-xxxx: sortable by time, and the random tail keeps runs started in
+    the same second on the same host apart (the rename in `finish` is the final guard)."""
+    now = now or datetime.now(timezone.utc)
+    host = socket.gethostname().split(".")[0][:16] or "host"
+    return f"{kernel}-{now:%Y%m%d-%H%M%S}-{host}-{secrets.token_hex(2)}"
+
+
+@dataclass
+class RunWriter:
+    """Collects a run's files in a temp directory; `finish` renames it into place."""
+
+    root: Path
+    kernel: str
+    run_id: str = ""
+    tmp: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.run_id = self.run_id or new_run_id(self.kernel)
+        self.tmp = self.root / f"{TMP_PREFIX}{self.run_id}"
+        self.tmp.mkdir()
+
+    def path(self, name: str) -> Path:
+        return self.tmp / name
+
+    def write_table(self, name: str, df: pd.DataFrame) -> None:
+        df.to_csv(self.tmp / name, index=False)
+
+    def finish(self, manifest: dict) -> Path:
+        """Write the manifest last, then rename the directory into place; never overwrite a run."""
+        while True:
+            final = self.root / self.run_id
+            body = {"schema": SCHEMA, **manifest, "run_id": self.run_id, "complete": True}
+            (self.tmp / MANIFEST).write_text(json.dumps(body, indent=2) + "\n")
+            if not final.exists():
+                try:
+                    os.rename(self.tmp, final)  # atomic; fails if another run took the name
+                    return final
+                except OSError as exc:
+                    if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                        raise ProfkitError(f"could not store run {self.run_id}: {exc}") from exc
+            self.run_id = f"{self.run_id}-{secrets.token_hex(2)}"
+
+    def abandon(self) -> None:
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def is_run(path: Path) -> bool:
+    try:
+        return json.loads((path / MANIFEST).read_text()).get("complete") is True
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def list_runs(root: Path | None = None) -> list[Path]:
+    """Finished runs under root, oldest first (by the manifest's creation time)."""
+    root = root or default_root()
+    if not root.is_dir():
+        return []
+    runs = [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".") and is_run(p)]
+    return sorted(runs, key=lambda p: (json.loads((p / MANIFEST).read_text()).get("created", ""), p.name))
+
+
+def resolve(ref: str | None, root: Path | None = None) -> Path:
+    """A run directory from a path, a run id under root, or (None) the newest run under root."""
+    root = root or default_root()
+    if ref is None:
+        runs = list_runs(root)
+        if not runs:
+            raise ProfkitError(f"no runs stored under {root}/: capture one with `profkit capture KERNEL`")
+        return runs[-1]
+    for candidate in (Path(ref), root / ref):
+        if candidate.is_dir():
+            if is_run(candidate):
+                return candidate
+            raise ProfkitError(f"{candidate} is not a profkit run (no complete {MANIFEST})")
+    raise ProfkitError(f"no run named {ref!r} (looked for a directory and under {root}/)")
+
+
+def load(path: Path) -> Run:
+    """Read a finished run; a damaged one is a clear error, never a traceback."""
+    try:
+        manifest = json.loads((path / MANIFEST).read_text())
+        cases = pd.read_csv(path / CASES)
+    except (OSError, ValueError) as exc:
+        raise ProfkitError(f"{path} is not a readable profkit run: {exc}") from exc
+    optional = {}
+    for name in (KERNELS, RULES):
+        f = path / name
+        optional[name] = pd.read_csv(f) if f.is_file() and f.stat().st_size else None
+    return Run(path, manifest, cases, optional[KERNELS], optional[RULES])
