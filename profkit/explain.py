@@ -13,6 +13,7 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
+from typing import NamedTuple
 
 import pandas as pd
 
@@ -25,9 +26,8 @@ QUOTED_RULE_TYPES = ("WARNING", "OPTIMIZATION")
 
 @dataclass
 class Finding:
-    subject: (
-        str  # "rmsnorm triton float16 4096x8192", "rmsnorm" (verdict) or a launch's kernel name
-    )
+    # "rmsnorm triton float16 4096x8192" (case), "rmsnorm" (verdict), a kernel name (launch)
+    subject: str
     kind: str  # case | verdict | launch
     kernel: str
     bottleneck: str | None = None  # memory | compute | latency | balanced
@@ -126,8 +126,8 @@ def _text(row: Mapping, key: str) -> str | None:
     return str(value).strip() or None
 
 
-def _truthy(value: object) -> bool:
-    # bool columns come back from CSV as bool, or as text once a column holds empty cells
+def as_bool(value: object) -> bool:
+    """A bool cell of a stored table: CSV gives bool, or text once the column holds empty cells."""
     return str(value).strip().lower() in ("true", "1", "1.0")
 
 
@@ -141,7 +141,7 @@ def _count(n: float, word: str) -> str:
 def timing_outcome(
     ms: float, ref_ms: float, spread_ms: float | None, ref_spread_ms: float | None
 ) -> str:
-    """ "faster"/"slower" (ms against ref_ms) only beyond the larger spread; otherwise "noise"."""
+    """Whether ms is "faster" or "slower" than ref_ms beyond the larger spread, else "noise"."""
     spreads = [s for s in (spread_ms, ref_spread_ms) if s is not None and not math.isnan(s)]
     noise = max(spreads, default=0.0) * th.NOISE_SPREAD_MULTIPLE
     delta = ms - ref_ms
@@ -150,7 +150,7 @@ def timing_outcome(
     return "faster" if delta < 0 else "slower"
 
 
-# --- bottleneck: the speed-of-light decision and what the counters add ------------------------------
+# --- bottleneck: the speed-of-light decision and what the counters add ----------------------------
 
 
 def classify(memory_pct: float, sm_pct: float) -> str:
@@ -165,74 +165,81 @@ def classify(memory_pct: float, sm_pct: float) -> str:
     return "balanced"
 
 
+class _Said(NamedTuple):
+    """What a rule found (one or more sentences) and the next step it points to."""
+
+    text: str
+    step: str | None
+
+
 @dataclass
 class _Diagnosis:
     bottleneck: str | None
-    sentences: list[str]
+    text: str
     next_step: str | None
 
 
-Detail = tuple[list[str], str]
-
-
-def _diagnose(m: Mapping, ev: _Evidence, min_bytes: float | None) -> _Diagnosis:
-    mem_key = (
-        "memory_throughput_pct"
-        if _num(m, "memory_throughput_pct") is not None
-        else "dram_throughput_pct"
-    )
+def _diagnose(m: Mapping, ev: _Evidence, min_bytes: float | None) -> _Diagnosis | None:
+    has_memory = _num(m, "memory_throughput_pct") is not None
+    mem_key = "memory_throughput_pct" if has_memory else "dram_throughput_pct"
     mem, sm = _num(m, mem_key), _num(m, "sm_throughput_pct")
     if mem is None or sm is None:
-        return _Diagnosis(None, [], None)
+        return None
     kind = classify(mem, sm)
     mem_q, sm_q = ev.q(mem_key, mem), ev.q("sm_throughput_pct", sm)
     lead = {
-        "memory": f"Memory-bound (ncu speed of light): the busiest memory unit runs at {mem_q} of "
-        f"peak against {sm_q} for the SM.",
+        "memory": f"Memory-bound (ncu speed of light): the busiest memory unit runs at {mem_q} "
+        f"of peak against {sm_q} for the SM.",
         "compute": f"Compute-bound (ncu speed of light): the SM runs at {sm_q} of peak against "
         f"{mem_q} for memory.",
-        "latency": f"Latency-bound (ncu speed of light): SM {sm_q} and memory {mem_q} of peak are "
-        "both low, so neither unit is kept busy.",
-        "balanced": f"Balanced (ncu speed of light): SM {sm_q} and memory {mem_q} of peak are close "
-        "and neither is saturated, so only cutting both the math and the traffic gains much.",
+        "latency": f"Latency-bound (ncu speed of light): SM {sm_q} and memory {mem_q} of peak "
+        "are both low, so neither unit is kept busy.",
+        "balanced": f"Balanced (ncu speed of light): SM {sm_q} and memory {mem_q} of peak are "
+        "close and neither is saturated, so only cutting both the math and the traffic gains much.",
     }[kind]
-    sentences, step = _DETAILS[kind](m, ev, min_bytes)
-    return _Diagnosis(kind, [lead, *sentences], step)
+    detail = _DETAILS[kind](m, ev, min_bytes)
+    return _Diagnosis(kind, f"{lead} {detail.text}".strip(), detail.step)
 
 
-def _memory_detail(m: Mapping, ev: _Evidence, min_bytes: float | None) -> Detail:
-    dram, mem = _num(m, "dram_throughput_pct"), _num(m, "memory_throughput_pct")
+def _memory_detail(m: Mapping, ev: _Evidence, min_bytes: float | None) -> _Said:
+    said = _dram_level(m, ev)
     excess = _excess_bytes(m, ev, min_bytes)
+    if excess is None:
+        return said
+    # extra passes are the cheapest bytes to remove, whatever the DRAM level
+    return _Said(
+        f"{said.text} {excess}".strip(),
+        "remove the extra passes over the data first: each one costs a full read from DRAM",
+    )
+
+
+def _dram_level(m: Mapping, ev: _Evidence) -> _Said:
+    dram, mem = _num(m, "dram_throughput_pct"), _num(m, "memory_throughput_pct")
     if dram is None:
-        sentences, step = (
-            [],
-            "open MemoryWorkloadAnalysis in Nsight Compute to see which memory unit is busy",
+        return _Said(
+            "", "open MemoryWorkloadAnalysis in Nsight Compute to see the busy memory unit"
         )
-    elif dram >= th.NEAR_PEAK_DRAM_PCT:
-        sentences = [
-            f"DRAM runs at {ev.q('dram_throughput_pct', dram)} of peak, so no launch-configuration "
-            "change will help: only moving fewer bytes will."
-        ]
-        step = "fuse it with the ops around it or reuse data on chip (fewer DRAM bytes); tuning the launch will not help"
-    elif mem is not None and mem - dram >= th.CACHE_BOUND_GAP_PCT:
-        sentences = [
-            f"DRAM runs at only {ev.q('dram_throughput_pct', dram)} of peak, well under the busiest "
-            "memory unit: the pressure is on L1, L2 or shared memory, not DRAM."
-        ]
-        step = (
-            "open MemoryWorkloadAnalysis in Nsight Compute for the busy cache level: uncoalesced or "
-            "strided access, shared-memory bank conflicts, or L2 misses"
+    level = ev.q("dram_throughput_pct", dram)
+    if dram >= th.NEAR_PEAK_DRAM_PCT:
+        return _Said(
+            f"DRAM runs at {level} of peak, so no launch-configuration change will help: only "
+            "moving fewer bytes will.",
+            "fuse it with the ops around it or reuse data on chip (fewer DRAM bytes); tuning the "
+            "launch will not help",
         )
-    else:
-        headroom = ev.q("dram_headroom_pct", 100.0 - dram)
-        sentences = [
-            f"DRAM runs at {ev.q('dram_throughput_pct', dram)} of peak, leaving {headroom} of headroom."
-        ]
-        step = "get more bytes in flight: wider (vectorised) loads, more warps or blocks per SM, fewer passes over the data"
-    if excess:
-        sentences.append(excess)
-        step = "remove the extra passes over the data first: each one costs a full read from DRAM"
-    return sentences, step
+    if mem is not None and mem - dram >= th.CACHE_BOUND_GAP_PCT:
+        return _Said(
+            f"DRAM runs at only {level} of peak, well under the busiest memory unit: the pressure "
+            "is on L1, L2 or shared memory, not DRAM.",
+            "open MemoryWorkloadAnalysis in Nsight Compute for the busy cache level: uncoalesced "
+            "or strided access, shared-memory bank conflicts, or L2 misses",
+        )
+    headroom = ev.q("dram_headroom_pct", 100.0 - dram)
+    return _Said(
+        f"DRAM runs at {level} of peak, leaving {headroom} of headroom.",
+        "get more bytes in flight: wider (vectorised) loads, more warps or blocks per SM, fewer "
+        "passes over the data",
+    )
 
 
 def _excess_bytes(m: Mapping, ev: _Evidence, min_bytes: float | None) -> str | None:
@@ -246,74 +253,69 @@ def _excess_bytes(m: Mapping, ev: _Evidence, min_bytes: float | None) -> str | N
     )
 
 
-def _compute_detail(m: Mapping, ev: _Evidence, _min_bytes: float | None) -> Detail:
+def _compute_detail(m: Mapping, ev: _Evidence, _min_bytes: float | None) -> _Said:
     tensor = _num(m, "tensor_pipe_pct")
     if tensor is None:
-        return (
-            ["No Tensor Core counter was captured, so which pipe is busy is not known here."],
+        return _Said(
+            "No Tensor Core counter was captured, so which pipe is busy is not known here.",
             "open ComputeWorkloadAnalysis in Nsight Compute to see the busiest pipe",
         )
     busy = ev.q("tensor_pipe_pct", tensor)
     if tensor >= th.TENSOR_BUSY_PCT:
-        return (
-            [
-                f"It is bound on the Tensor Cores, busy {busy} of active cycles: the math already runs "
-                "near the hardware's rate."
-            ],
+        return _Said(
+            f"It is bound on the Tensor Cores, busy {busy} of active cycles: the math already "
+            "runs near the hardware's rate.",
             "do less math (lower precision, skip redundant work); launch tuning will not help",
         )
     if tensor < th.TENSOR_IDLE_PCT:
-        return (
-            [
-                f"The Tensor Cores are busy only {busy} of active cycles, so the load is on the "
-                "FMA/ALU pipes."
-            ],
-            "if the math is a matrix product, move it onto the Tensor Cores (tl.dot); otherwise cut "
-            "instructions (ComputeWorkloadAnalysis shows the busiest pipe)",
+        return _Said(
+            f"The Tensor Cores are busy only {busy} of active cycles, so the load is on the "
+            "FMA/ALU pipes.",
+            "if the math is a matrix product, move it onto the Tensor Cores (tl.dot); otherwise "
+            "cut instructions (ComputeWorkloadAnalysis shows the busiest pipe)",
         )
-    return (
-        [
-            f"The Tensor Cores are busy {busy} of active cycles: part of the load sits on other pipes."
-        ],
+    return _Said(
+        f"The Tensor Cores are busy {busy} of active cycles: part of the load sits on other pipes.",
         "keep the Tensor Cores fed (larger tiles, more pipeline stages) and check "
         "ComputeWorkloadAnalysis for the other busy pipe",
     )
 
 
-def _balanced_detail(_m: Mapping, _ev: _Evidence, _min_bytes: float | None) -> Detail:
-    return [], (
+def _balanced_detail(_m: Mapping, _ev: _Evidence, _min_bytes: float | None) -> _Said:
+    return _Said(
+        "",
         "cut both the math and the traffic; Nsight Compute's ComputeWorkloadAnalysis and "
-        "MemoryWorkloadAnalysis show where each goes"
+        "MemoryWorkloadAnalysis show where each goes",
     )
 
 
-Cause = tuple[str, str] | None
-
-
-def _launch_overhead(m: Mapping, ev: _Evidence) -> Cause:
+def _launch_overhead(m: Mapping, ev: _Evidence) -> _Said | None:
     count, duration = _num(m, "kernel_count"), _num(m, "ncu_duration_ms")
     if count is None or duration is None or count <= 1 or duration / count >= th.SHORT_KERNEL_MS:
         return None
-    return (
+    return _Said(
         f"Launch overhead: it launches {ev.q('kernel_count', int(count))} kernels averaging "
-        f"{ev.q('mean_kernel_ms', duration / count)} each, about what a launch costs, so launches "
-        "rather than the GPU set the pace.",
-        "fuse the kernels into one (or capture them in a CUDA graph) to pay for one launch instead of many",
+        f"{ev.q('mean_kernel_ms', duration / count)} each, about what a launch costs, so "
+        "launches rather than the GPU set the pace.",
+        "fuse the kernels into one (or capture them in a CUDA graph) to pay for one launch "
+        "instead of many",
     )
 
 
-def _small_grid(m: Mapping, ev: _Evidence) -> Cause:
+def _small_grid(m: Mapping, ev: _Evidence) -> _Said | None:
     waves, grid = _num(m, "waves_per_sm"), _num(m, "grid_size")
     if waves is None or waves >= th.SMALL_GRID_WAVES:
         return None
     blocks = f"its {ev.q('grid_size', int(grid))} blocks fill" if grid is not None else "it fills"
-    return (
-        f"Small grid: {blocks} only {ev.q('waves_per_sm', waves)} of one wave, so some SMs get no work.",
-        "launch more, smaller programs (split rows or the reduction across programs) so every SM gets work",
+    return _Said(
+        f"Small grid: {blocks} only {ev.q('waves_per_sm', waves)} of one wave, so some SMs get "
+        "no work.",
+        "launch more, smaller programs (split rows or the reduction across programs) so every SM "
+        "gets work",
     )
 
 
-def _tail_effect(m: Mapping, ev: _Evidence) -> Cause:
+def _tail_effect(m: Mapping, ev: _Evidence) -> _Said | None:
     waves = _num(m, "waves_per_sm")
     if waves is None or waves < th.SMALL_GRID_WAVES:
         return None
@@ -321,41 +323,44 @@ def _tail_effect(m: Mapping, ev: _Evidence) -> Cause:
     idle = (slots - waves) / slots
     if idle < th.TAIL_IDLE_SHARE:
         return None
-    return (
-        f"Tail effect: {ev.q('waves_per_sm', waves)} waves, so the last wave is only "
-        f"{ev.q('last_wave_fill_pct', round((waves - slots + 1) * 100, 2))} full and "
-        f"{ev.q('tail_idle_pct', round(idle * 100, 2))} of the launch's block slots sit idle.",
-        "size the grid (or the work per program) so the waves come out whole, or just under a whole number",
+    fill = ev.q("last_wave_fill_pct", round((waves - slots + 1) * 100, 2))
+    return _Said(
+        f"Tail effect: {ev.q('waves_per_sm', waves)} waves, so the last wave is only {fill} full "
+        f"and {ev.q('tail_idle_pct', round(idle * 100, 2))} of the launch's block slots sit idle.",
+        "size the grid (or the work per program) so the waves come out whole, or just under a "
+        "whole number",
     )
 
 
-def _low_occupancy(m: Mapping, ev: _Evidence) -> Cause:
-    achieved, theoretical = _num(m, "achieved_occupancy_pct"), _num(m, "theoretical_occupancy_pct")
+def _low_occupancy(m: Mapping, ev: _Evidence) -> _Said | None:
+    achieved = _num(m, "achieved_occupancy_pct")
+    theoretical = _num(m, "theoretical_occupancy_pct")
     if achieved is None or theoretical is None:
         return None
     if achieved < th.LOW_OCCUPANCY_RATIO * theoretical:
-        return (
+        return _Said(
             f"Low occupancy: {ev.q('achieved_occupancy_pct', achieved)} achieved against "
-            f"{ev.q('theoretical_occupancy_pct', theoretical)} theoretical, so most of the warps the "
-            "launch allows are missing (imbalance between blocks or warps, or a tail).",
+            f"{ev.q('theoretical_occupancy_pct', theoretical)} theoretical, so most of the warps "
+            "the launch allows are missing (imbalance between blocks or warps, or a tail).",
             "balance the work across programs and warps; ncu's Occupancy and SchedulerStats "
             "sections show where warps go missing",
         )
     if theoretical < th.LOW_THEORETICAL_OCCUPANCY_PCT:
-        return (
-            f"Low occupancy: the launch allows only {ev.q('theoretical_occupancy_pct', theoretical)} "
-            "theoretical occupancy, capped by registers or shared memory per block.",
-            "cut registers or shared memory per block (smaller tiles, fewer stages, other num_warps) "
-            "to fit more warps per SM",
+        return _Said(
+            "Low occupancy: the launch allows only "
+            f"{ev.q('theoretical_occupancy_pct', theoretical)} theoretical occupancy, capped by "
+            "registers or shared memory per block.",
+            "cut registers or shared memory per block (smaller tiles, fewer stages, other "
+            "num_warps) to fit more warps per SM",
         )
     return None
 
 
-def _short_kernel(m: Mapping, ev: _Evidence) -> Cause:
+def _short_kernel(m: Mapping, ev: _Evidence) -> _Said | None:
     count, duration = _num(m, "kernel_count"), _num(m, "ncu_duration_ms")
     if duration is None or (count is not None and count > 1) or duration >= th.SHORT_KERNEL_MS:
         return None
-    return (
+    return _Said(
         f"Short kernel: at {ev.q('ncu_duration_ms', duration)} it is about as short as a launch "
         "costs, so back to back with other kernels, launch overhead sets its pace.",
         "fuse it with the kernels around it or capture the sequence in a CUDA graph",
@@ -366,17 +371,18 @@ def _short_kernel(m: Mapping, ev: _Evidence) -> Cause:
 _CAUSES = (_launch_overhead, _small_grid, _tail_effect, _low_occupancy, _short_kernel)
 
 
-def _latency_detail(m: Mapping, ev: _Evidence, _min_bytes: float | None) -> Detail:
-    found = [cause for cause in (check(m, ev) for check in _CAUSES) if cause]
+def _latency_detail(m: Mapping, ev: _Evidence, _min_bytes: float | None) -> _Said:
+    found = [said for said in (check(m, ev) for check in _CAUSES) if said]
     if not found:
-        return (
-            ["No launch-shape or occupancy cause shows in these counters."],
-            "profile with ncu --section WarpStateStats --section SchedulerStats to see what the warps wait on",
+        return _Said(
+            "No launch-shape or occupancy cause shows in these counters.",
+            "profile with ncu --section WarpStateStats --section SchedulerStats to see what the "
+            "warps wait on",
         )
-    return [sentence for sentence, _ in found], found[0][1]
+    return _Said(" ".join(said.text for said in found), found[0].step)
 
 
-_DETAILS: dict[str, Callable[[Mapping, _Evidence, float | None], Detail]] = {
+_DETAILS: dict[str, Callable[[Mapping, _Evidence, float | None], _Said]] = {
     "memory": _memory_detail,
     "compute": _compute_detail,
     "latency": _latency_detail,
@@ -406,15 +412,15 @@ def _roofline(ev: _Evidence, row: Mapping, ceilings: Mapping) -> str | None:
     bound_s = max(flops / (peak * 1e12), min_bytes / (bw * 1e9))
     side, roof = ("under", "the copy bandwidth") if ai < ridge else ("over", "the matmul rate")
     return (
-        f"Arithmetic intensity {ev.q('arithmetic_intensity_flop_per_byte', ai)} is {side} the ridge "
-        f"point at {ev.q('ridge_flop_per_byte', ridge)} of the measured ceilings "
+        f"Arithmetic intensity {ev.q('arithmetic_intensity_flop_per_byte', ai)} is {side} the "
+        f"ridge point at {ev.q('ridge_flop_per_byte', ridge)} of the measured ceilings "
         f"({ev.q('copy_gbps', bw)}, {ev.q('matmul_tflops', peak)}), so its roof is {roof}; it "
         f"reaches {ev.q('roofline_pct', bound_s / (ms * 1e-3) * 100)} of that roof."
     )
 
 
 def _launch_bandwidth(ev: _Evidence, row: Mapping, ceilings: Mapping) -> str | None:
-    """A launch has no spec bytes or FLOPs: place its measured DRAM traffic against the copy ceiling."""
+    """A launch has no spec bytes or FLOPs: its measured DRAM traffic against the copy ceiling."""
     dram_bytes, ms = _num(row, "dram_bytes"), _num(row, "ncu_duration_ms")
     limits = _ceiling_values(ceilings)
     if dram_bytes is None or not ms or limits is None:
@@ -446,7 +452,8 @@ def _quoted_rules(
     wanted = rules["type"].astype(str).str.upper().isin(QUOTED_RULE_TYPES) & match(rules[column])
     quoted: list[str] = []
     for rule in rules[wanted].to_dict("records"):
-        text = f"{_text(rule, 'rule') or 'NVIDIA'}: {_clean_rule_message(_text(rule, 'message') or '')}"
+        message = _clean_rule_message(_text(rule, "message") or "")
+        text = f"{_text(rule, 'rule') or 'NVIDIA'}: {message}"
         speedup = _num(rule, "speedup_pct")
         if speedup:
             text += f" (NVIDIA's estimated speedup: {_sig(speedup)}%)"
@@ -497,7 +504,7 @@ def _has_counters(row: Mapping) -> bool:
 
 
 def _timed(row: Mapping) -> bool:
-    return _truthy(row.get("correct")) and _num(row, "p50_ms") is not None
+    return as_bool(row.get("correct")) and _num(row, "p50_ms") is not None
 
 
 def _case_finding(row: Mapping, ctx: _RunContext) -> Finding:
@@ -511,7 +518,8 @@ def _case_finding(row: Mapping, ctx: _RunContext) -> Finding:
         case=_text(row, "case"),
     )
     if not _timed(row):
-        finding.text = f"{_failure(row, ev).capitalize()}, so its speed is not judged."
+        failure = _failure(row, ev)  # not str.capitalize(): it lowercases the error text
+        finding.text = f"{failure[0].upper()}{failure[1:]}, so its speed is not judged."
         finding.next_step = "fix correctness first"
     else:
         reason = ctx.no_counters or (
@@ -522,11 +530,7 @@ def _case_finding(row: Mapping, ctx: _RunContext) -> Finding:
             if reason
             else _diagnose(row, ev, _num(row, "bytes"))
         )
-        sentences = [
-            _timing_sentence(row, ev),
-            *diagnosis.sentences,
-            _roofline(ev, row, ctx.ceilings),
-        ]
+        sentences = [_timing_sentence(row, ev), diagnosis.text, _roofline(ev, row, ctx.ceilings)]
         finding.text = " ".join(s for s in sentences if s)
         finding.bottleneck, finding.next_step = diagnosis.bottleneck, diagnosis.next_step
         finding.nvidia_rules = _rules_for_case(ctx.rules, finding.case)
@@ -536,7 +540,7 @@ def _case_finding(row: Mapping, ctx: _RunContext) -> Finding:
 
 def _failure(row: Mapping, ev: _Evidence, prefix: str = "") -> str:
     """Why a case has no judged timing: incorrect, or (rarely) correct but untimed."""
-    if _truthy(row.get("correct")):
+    if as_bool(row.get("correct")):
         what, error = "not timed", _text(row, "error") or "no latency was recorded"
     else:
         what, error = "incorrect", _text(row, "error") or "the output does not match the reference"
@@ -559,20 +563,21 @@ def _timing_sentence(row: Mapping, ev: _Evidence) -> str:
 
 
 def _timing_only(row: Mapping, ev: _Evidence, reason: str, fix: str | None) -> _Diagnosis:
-    sentences = [
-        f"Timing only ({ev.q('counters_reason', reason)}): without counters no bottleneck is claimed."
-    ]
+    """Without counters, claim only what timing supports: the share of the copy bandwidth."""
+    reason_q = ev.q("counters_reason", reason)
+    text = f"Timing only ({reason_q}): without counters no bottleneck is claimed."
     pct_bw = _num(row, "pct_peak_bw")
     if pct_bw is not None and pct_bw >= th.NEAR_COPY_CEILING_PCT:
-        sentences.append(
-            f"At {ev.q('pct_peak_bw', pct_bw)} of the measured copy bandwidth it already moves its "
-            "minimum bytes about as fast as a device copy, so only fewer bytes can make it faster."
+        text += (
+            f" At {ev.q('pct_peak_bw', pct_bw)} of the measured copy bandwidth it already moves "
+            "its minimum bytes about as fast as a device copy: only fewer bytes can make it faster."
         )
         return _Diagnosis(
-            None, sentences, "move fewer bytes (fuse it with its neighbours or reuse data)"
+            None, text, "move fewer bytes (fuse it with its neighbours or reuse data)"
         )
-    step = "capture counters to see what limits it" + (f": {fix}" if fix else "")
-    return _Diagnosis(None, sentences, step)
+    return _Diagnosis(
+        None, text, "capture counters to see what limits it" + (f": {fix}" if fix else "")
+    )
 
 
 # --- per kernel: the verdict ---------------------------------------------------------------------
@@ -634,13 +639,13 @@ def _margin(ev: _Evidence, c: _Comparison) -> str:
 def _verdicts(
     kernel: str, rows: list[dict], case_findings: list[Finding], ctx: _RunContext
 ) -> list[Finding]:
-    lab = [r for r in rows if not _truthy(r.get("baseline"))]
-    base = [r for r in rows if _truthy(r.get("baseline"))]
+    lab = [r for r in rows if not as_bool(r.get("baseline"))]
+    base = [r for r in rows if as_bool(r.get("baseline"))]
     variants = list(dict.fromkeys(str(r["variant"]) for r in lab))
     # the next step a verdict gives comes from the counters of the case where it loses most
     steps = {
         (str(r["variant"]), f"{r['dtype']} {r['shape']}"): f.next_step
-        for r, f in zip(rows, case_findings)
+        for r, f in zip(rows, case_findings, strict=True)
     }
     return [
         _verdict(
@@ -682,9 +687,21 @@ def _verdict(
         )
     else:
         finding.verdict, finding.text, finding.next_step = _judge(variant, comparisons, steps, ev)
-        finding.text += " " + _counter_sentence(lab, base, ev, ctx)
+        finding.text += (
+            _uncompared(lab, comparisons, ev) + " " + _counter_sentence(lab, base, ev, ctx)
+        )
     finding.evidence = dict(ev)
     return finding
+
+
+def _uncompared(lab: list[dict], comparisons: list[_Comparison], ev: _Evidence) -> str:
+    """Lab cases with no baseline timed beside them: the verdict says nothing about those."""
+    compared = {c.where for c in comparisons}
+    missing = [w for w in (f"{r['dtype']} {r['shape']}" for r in lab) if w not in compared]
+    if not missing:
+        return ""
+    places = ev.q("not_compared", ", ".join(missing))
+    return f" No baseline was timed at {places}, so it is not judged there."
 
 
 def _incorrect_verdict(variant: str, failed: list[dict], ev: _Evidence) -> tuple[str, str, str]:
@@ -718,9 +735,9 @@ def _win_text(variant: str, comparisons: list[_Comparison], ev: _Evidence) -> st
     closest = min(comparisons, key=lambda c: abs(c.delta_pct))
     widest = max(comparisons, key=lambda c: abs(c.delta_pct))
     text = (
-        f"{variant} is a win: correct everywhere and faster than {baselines} at all {places} "
-        f"dtype/shape cases, beyond the timing spread. The smallest margin is {_margin(ev, closest)} "
-        f"against {closest.baseline} at {closest.where}"
+        f"{variant} is a win: correct everywhere and faster than {baselines} in {places} of "
+        f"{places} dtype/shape cases compared, beyond the timing spread. The smallest margin is "
+        f"{_margin(ev, closest)} against {closest.baseline} at {closest.where}"
     )
     if widest is not closest:
         text += f"; the largest {_margin(ev, widest)} against {widest.baseline} at {widest.where}"
@@ -741,7 +758,7 @@ def _not_a_win(
 ) -> tuple[str, str, str | None]:
     losses = [_worst([c for c in comparisons if c.where == p]) for p in places]
     listed = "; ".join(f"{c.baseline} at {c.where} by {_margin(ev, c)}" for c in losses)
-    text = f"{variant} is not a win: a baseline is faster at every dtype/shape in the sweep ({listed})."
+    text = f"{variant} is not a win: a baseline beats it at every dtype/shape ({listed})."
     return "not a win", text, _next_at(_worst(losses), variant, steps)
 
 
@@ -762,25 +779,23 @@ def _active_track(
             + "."
         )
     if ties:
-        text += (
-            " It ties within noise with "
-            + "; ".join(
-                f"{c.baseline} at {c.where} ({_margin(ev, c)}, within the "
-                f"{ev.q(f'{c.key}: spread_ms', c.spread_ms)} spread)"
-                for c in ties
-            )
-            + "."
-        )
+        text += " It ties within noise with " + "; ".join(_tie(ev, c) for c in ties) + "."
     return "active track", text, _next_at(_worst(losses or ties), variant, steps)
 
 
+def _tie(ev: _Evidence, c: _Comparison) -> str:
+    side = "slower" if c.delta_ms > 0 else "faster"
+    spread = ev.q(f"{c.key}: spread_ms", c.spread_ms)
+    return f"{c.baseline} at {c.where}: {_margin(ev, c)} {side}, within the {spread} spread"
+
+
 def _representative(rows: list[dict]) -> dict:
-    """The lab case whose counters explain the verdict: the one moving the most bytes (the largest)."""
+    """The lab case whose counters explain the verdict: the largest (most bytes, then slowest)."""
     return max(rows, key=lambda r: (_num(r, "bytes") or 0.0, _num(r, "p50_ms") or 0.0))
 
 
 def _counter_sentence(lab: list[dict], base: list[dict], ev: _Evidence, ctx: _RunContext) -> str:
-    """What the counters say about the margin: kernel count and DRAM traffic side by side (fusion)."""
+    """What the counters say about the margin: kernels and DRAM traffic side by side (fusion)."""
     rep = _representative(lab)
     if ctx.no_counters or not _has_counters(rep):
         reason = ctx.no_counters or "no counters were captured for this case"
@@ -843,12 +858,14 @@ def _launch_finding(row: Mapping, rules: pd.DataFrame | None, ceilings: Mapping)
     launch = _num(row, "launch")
     if launch is not None:
         ev["launch"] = int(launch)
-    diagnosis = _diagnose(row, ev, None)
-    sentences = diagnosis.sentences or ["No throughput counters were captured for this launch."]
+    diagnosis = _diagnose(row, ev, None) or _Diagnosis(
+        None, "No throughput counters were captured for this launch.", None
+    )
     duration = _num(row, "ncu_duration_ms")
-    if duration is not None and "ncu_duration_ms" not in ev:
-        sentences.insert(0, f"ncu measured {ev.q('ncu_duration_ms', duration)}.")
-    sentences.append(_launch_bandwidth(ev, row, ceilings))
+    lead = ""
+    if duration is not None and "ncu_duration_ms" not in ev:  # unless a cause already quoted it
+        lead = f"ncu measured {ev.q('ncu_duration_ms', duration)}."
+    sentences = [lead, diagnosis.text, _launch_bandwidth(ev, row, ceilings)]
     return Finding(
         subject=name,
         kind="launch",

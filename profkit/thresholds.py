@@ -27,7 +27,7 @@ SMALL_GRID_WAVES = 1.0
 # --- Memory-bound detail ----------------------------------------------------------------------
 # At or above this share of DRAM peak the kernel streams about as fast as the GPU can: no launch
 # configuration change will help, only fewer bytes (fusion, data reuse). profkit choice, from the
-# H200 (gpu-facts.md): a Triton vector add, the simplest possible stream, reached 89.5% of DRAM peak.
+# H200 (gpu-facts.md): a Triton vector add, about the simplest stream, reached 89.5% of DRAM peak.
 NEAR_PEAK_DRAM_PCT = 90.0
 # memory_throughput_pct (busiest memory unit) this many points above dram_throughput_pct means the
 # pressure is on L1/L2/shared memory rather than DRAM. profkit choice: the same 10-point gap ncu's
@@ -48,9 +48,9 @@ TENSOR_IDLE_PCT = 10.0
 
 # --- Latency-bound causes ---------------------------------------------------------------------
 # Tail effect: with at least one full wave, the share of the launch's block slots the partial last
-# wave leaves idle, (ceil(w) - w) / ceil(w), at or above this. ncu's TailEffect rule flags a partial
-# wave when 1 / (full waves + 1) >= 0.2; profkit also weighs how empty the last wave is, so 1.1 waves
-# (45% idle) is flagged and 1.9 waves (5% idle) is not. profkit choice.
+# wave leaves idle, (ceil(w) - w) / ceil(w), at or above this. ncu's TailEffect rule flags a
+# partial wave when 1 / (full waves + 1) >= 0.2; profkit also weighs how empty the last wave is, so
+# 1.1 waves (45% idle) is flagged and 1.9 waves (5% idle) is not. profkit choice.
 TAIL_IDLE_SHARE = 0.25
 # Achieved occupancy under this fraction of the theoretical one: warps the launch could hold are
 # missing most of the time (imbalance, tail, short blocks). ncu's AchievedOccupancy rule reports any

@@ -1,0 +1,178 @@
+"""`profkit capture`: check every case, time the correct ones, run the counter pass, store the run.
+
+Stages, in order: cases -> correctness (float64 reference) -> timing (events, L2 flushed) ->
+counters (ncu child over profkit.worker) -> join -> store (atomic). A counter-pass failure leaves a
+timing-only run with the reason in its manifest; any other failure leaves no run at all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from profkit import ncu, store
+from profkit.errors import ProfkitError
+from profkit.spec import DTYPE_ITEMSIZE, KernelSpec, Shape, case_name, format_shape
+
+
+@dataclass
+class CaptureOptions:
+    dtypes: tuple[str, ...]
+    shapes: tuple[Shape, ...]
+    variants: tuple[str, ...]
+    root: Path
+    interpret: bool = False
+    counters: bool = True
+    from_file: str | None = None
+    seed: int = 0
+    ncu_metrics: tuple[str, ...] | None = None
+    ncu_set: str | None = None
+    clock_control: str = "none"
+    ncu_timeout_s: float = 1800.0
+    extra: dict = field(default_factory=dict)
+
+
+def cases(spec: KernelSpec, opts: CaptureOptions) -> list[tuple[str, str, Shape]]:
+    return [(v, d, s) for d in opts.dtypes for s in opts.shapes for v in opts.variants]
+
+
+def _progress(console: Console) -> Progress:
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), console=console, transient=False)
+
+
+def measure_cases(spec: KernelSpec, opts: CaptureOptions, console: Console,
+                  ceilings: dict) -> pd.DataFrame:
+    """Correctness for every case; timing for the correct ones (not in interpret mode)."""
+    from profkit import timing
+
+    device = "cpu" if opts.interpret else "cuda"
+    prepared: dict = {}
+    rows = []
+    todo = cases(spec, opts)
+    with _progress(console) as bar:
+        task = bar.add_task(f"{spec.name}: check + time", total=len(todo))
+        for i, (variant_name, dtype, shape) in enumerate(todo):
+            variant = spec.variant(variant_name)
+            name = case_name(spec.name, variant_name, dtype, shape)
+            bar.update(task, description=name)
+            row = {"kernel": spec.name, "variant": variant_name, "baseline": variant.baseline,
+                   "dtype": dtype, "shape": format_shape(shape), "case": name}
+            try:
+                fn = timing.resolve_callable(variant, prepared)
+                # fresh random inputs for each check: a fixed seed per case, distinct across cases
+                chk = timing.check(spec, fn, shape, dtype, device, seed=opts.seed * 100003 + i)
+            except Exception as exc:  # a variant that cannot even be prepared is recorded
+                chk = timing.Check(False, None, None, f"{type(exc).__name__}: {exc}"[:300])
+            row.update(correct=chk.correct, rel_err=chk.rel_err, max_abs_err=chk.max_abs_err,
+                       error=chk.error)
+            nbytes = spec.bytes_moved(shape, DTYPE_ITEMSIZE[dtype])
+            flops = spec.flops(shape)
+            row.update(bytes=nbytes, flops=flops)
+            if chk.correct and not opts.interpret:
+                t = timing.time_case(spec, fn, shape, dtype, seed=opts.seed + 7, range_name=name)
+                row.update(asdict(t))
+                row.update(rates(nbytes, flops, t.p50_ms, ceilings))
+            rows.append(row)
+            bar.advance(task)
+    return pd.DataFrame(rows)
+
+
+def rates(nbytes: int, flops: int, p50_ms: float, ceilings: dict) -> dict:
+    gbps = nbytes / (p50_ms * 1e-3) / 1e9
+    tflops = flops / (p50_ms * 1e-3) / 1e12
+    out = {"gbps": gbps, "tflops": tflops}
+    if ceilings.get("copy_gbps"):
+        out["pct_peak_bw"] = 100 * gbps / ceilings["copy_gbps"]
+    if ceilings.get("matmul_tflops"):
+        out["pct_peak_flops"] = 100 * tflops / ceilings["matmul_tflops"]
+    return out
+
+
+def counter_pass(spec: KernelSpec, opts: CaptureOptions, table: pd.DataFrame,
+                 writer: store.RunWriter, console: Console) -> tuple[dict, pd.DataFrame | None]:
+    """Profile the correct cases under ncu; returns the manifest block and the kernel table."""
+    correct = table[table.correct.astype(bool)]
+    if correct.empty:
+        return {"status": "timing_only", "problem": "no_cases",
+                "reason": "no correct case to profile"}, None
+    job = {"kernel": spec.name, "from_file": opts.from_file, "seed": opts.seed,
+           "cases": [{"variant": r.variant, "dtype": r.dtype,
+                      "shape": [int(d) for d in r.shape.split("x")]} for r in correct.itertuples()]}
+    job_path = writer.path("ncu-job.json")
+    job_path.write_text(json.dumps(job))
+    program = [sys.executable, "-m", "profkit.worker", str(job_path)]
+    console.print(f"counter pass: ncu over {len(job['cases'])} cases (kernel replay) ...")
+    result = ncu.run_counter_pass(
+        program, writer.path(store.REPORT), timeout_s=opts.ncu_timeout_s,
+        log_path=writer.path("ncu.log"), metrics=opts.ncu_metrics, set_name=opts.ncu_set,
+        clock_control=opts.clock_control)
+    job_path.unlink()
+    block = result.to_manifest()
+    if not result.ok:
+        console.print(f"[yellow]timing only:[/] {result.message}")
+        return block, None
+    from profkit.report import read_report
+
+    tables = read_report(result.report_path)
+    if tables.metrics_na:
+        block["metrics_na"] = list(tables.metrics_na)
+        console.print(f"[yellow]note:[/] {ncu.metrics_na_message(tables.metrics_na)}")
+    writer.write_table(store.KERNELS, tables.kernels)
+    if tables.rules is not None and not tables.rules.empty:
+        writer.write_table(store.RULES, tables.rules)
+    console.print(f"counter pass: {len(tables.kernels)} kernel launches in {result.wall_s:.1f} s")
+    return block, tables.kernels
+
+
+def run_capture(spec: KernelSpec, opts: CaptureOptions, console: Console | None = None) -> Path:
+    from profkit import hostenv
+    from profkit.join import aggregate_cases, join
+
+    console = console or Console(stderr=True)
+    if not opts.interpret:
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ProfkitError("no CUDA GPU here: capture needs one (use --interpret to check "
+                               "correctness through Triton's interpreter on the CPU)")
+    writer = store.RunWriter(opts.root, spec.name)
+    try:
+        fingerprint = hostenv.fingerprint()
+        ceilings = {} if opts.interpret else hostenv.measure_ceilings()
+        if ceilings:
+            console.print(f"ceilings: copy {ceilings['copy_gbps']:.0f} GB/s, bf16 matmul "
+                          f"{ceilings['matmul_tflops']:.0f} TFLOP/s")
+        table = measure_cases(spec, opts, console, ceilings)
+        if opts.interpret:
+            counters = {"status": "skipped", "reason": "interpret mode: correctness only"}
+            kernels = None
+        elif not opts.counters:
+            counters = {"status": "skipped", "reason": "--no-counters: timing only"}
+            kernels = None
+        else:
+            counters, kernels = counter_pass(spec, opts, table, writer, console)
+        joined = join(table, aggregate_cases(kernels) if kernels is not None else None)
+        writer.write_table(store.CASES, joined)
+        manifest = {
+            "kernel": spec.name, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "mode": "interpret" if opts.interpret else "gpu",
+            "source": spec.source, "command": " ".join(["profkit", *sys.argv[1:]]),
+            "options": {"dtypes": list(opts.dtypes), "shapes": [format_shape(s) for s in opts.shapes],
+                        "variants": list(opts.variants), "seed": opts.seed,
+                        "interpret": opts.interpret},
+            "fingerprint": fingerprint, "ceilings": ceilings, "counters": counters,
+            "env": {k: os.environ[k] for k in ("TRITON_INTERPRET",) if k in os.environ},
+        }
+        return writer.finish(manifest)
+    except BaseException:
+        writer.abandon()  # interrupted or failed: leave nothing that looks like a run
+        raise

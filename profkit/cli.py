@@ -1,0 +1,260 @@
+"""The command line: each command only wires stages together (spec -> capture -> store -> show)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from profkit.errors import ProfkitError
+
+# the columns `show --format table` prints; csv and json carry every column
+SHOW_COLUMNS = ("kernel", "variant", "dtype", "shape", "correct", "p50_ms", "p95_ms", "spread_ms",
+                "gbps", "pct_peak_bw", "tflops", "kernel_count", "dram_throughput_pct",
+                "achieved_occupancy_pct", "tensor_pipe_pct", "dram_bytes")
+LAUNCH_COLUMNS = ("launch", "nvtx_range", "kernel_name", "ncu_duration_ms", "dram_throughput_pct",
+                  "sm_throughput_pct", "achieved_occupancy_pct", "tensor_pipe_pct", "dram_bytes",
+                  "grid_size", "block_size", "waves_per_sm")
+
+
+class ProfkitGroup(click.Group):
+    """Every expected failure ends in one line on stderr and exit status 1 (usage errors: 2)."""
+
+    def main(self, *args, **kwargs):  # noqa: D102
+        kwargs["standalone_mode"] = False
+        try:
+            rv = super().main(*args, **kwargs)
+        except ProfkitError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(1)
+        except click.exceptions.Exit as exc:
+            sys.exit(exc.exit_code)
+        except click.exceptions.Abort:
+            click.echo("aborted", err=True)
+            sys.exit(130)
+        except click.ClickException as exc:
+            click.echo(f"error: {exc.format_message()}", err=True)
+            sys.exit(exc.exit_code)
+        if isinstance(rv, int) and rv:
+            sys.exit(rv)
+        sys.exit(0)
+
+
+@click.group(cls=ProfkitGroup)
+@click.version_option(package_name="profkit")
+def cli() -> None:
+    """profkit: why is my kernel this fast, and what do I try next?"""
+
+
+def main() -> None:
+    cli()
+
+
+# ---- capture / list -----------------------------------------------------------------------------
+
+@cli.command()
+@click.argument("kernel")
+@click.option("--from", "from_file", type=click.Path(dir_okay=False),
+              help="a Python file defining your own KernelSpec (else the lab's kernels/)")
+@click.option("--dtype", "dtypes", multiple=True, help="float16, bfloat16, float32 (repeatable)")
+@click.option("--shape", "shapes", multiple=True, help="MxN, e.g. 4096x8192 (repeatable)")
+@click.option("--variant", "variants", multiple=True, help="a variant name (repeatable)")
+@click.option("--out", "out", type=click.Path(file_okay=False), default=None,
+              help="directory the run is stored under [default: profiles/]")
+@click.option("--interpret", is_flag=True,
+              help="no GPU: check every variant's correctness through Triton's interpreter")
+@click.option("--no-counters", is_flag=True, help="timing only: skip the ncu counter pass")
+@click.option("--metrics", default=None, help="comma-separated ncu metrics instead of profkit's set")
+@click.option("--set", "ncu_set", default=None, help="an ncu section set instead (e.g. full)")
+@click.option("--clock-control", type=click.Choice(["none", "base"]), default="none",
+              show_default=True, help="ncu clock control: none leaves the GPU clocks as found")
+@click.option("--ncu-timeout", type=float, default=1800, show_default=True, help="seconds")
+@click.option("--seed", type=int, default=0, show_default=True)
+def capture(kernel, from_file, dtypes, shapes, variants, out, interpret, no_counters, metrics,
+            ncu_set, clock_control, ncu_timeout, seed) -> None:
+    """Check, time and profile KERNEL's variants; store the run under profiles/."""
+    from profkit.spec import find_spec, normalize_dtype, parse_shape
+
+    if interpret:
+        # must be set before triton is imported by the kernel's module
+        os.environ["TRITON_INTERPRET"] = "1"
+    parsed_shapes = tuple(parse_shape(s) for s in shapes)
+    spec = find_spec(kernel, from_file)
+    dtypes = tuple(normalize_dtype(spec, d) for d in dtypes) or spec.dtypes
+    variants = tuple(spec.variant(v).name for v in variants) or tuple(v.name for v in spec.variants)
+    if interpret:
+        shape_set = parsed_shapes or spec.interpret_shapes
+    else:
+        shape_set = parsed_shapes or spec.shapes
+    from profkit.capture import CaptureOptions, run_capture
+    from profkit.store import default_root
+
+    opts = CaptureOptions(
+        dtypes=dtypes, shapes=shape_set, variants=variants,
+        root=Path(out) if out else default_root(), interpret=interpret,
+        counters=not no_counters, from_file=from_file, seed=seed,
+        ncu_metrics=tuple(m for m in metrics.split(",") if m) if metrics else None,
+        ncu_set=ncu_set, clock_control=clock_control, ncu_timeout_s=ncu_timeout)
+    path = run_capture(spec, opts)
+    from profkit import store
+
+    run = store.load(path)
+    _print_table(run.cases, "table", SHOW_COLUMNS)
+    wrong = run.cases[~run.cases.correct.astype(bool)]
+    click.echo(f"stored {path}" + (f" ({len(wrong)} incorrect case(s))" if len(wrong) else ""))
+
+
+@cli.command(name="list")
+@click.option("--from", "from_file", type=click.Path(dir_okay=False))
+def list_kernels(from_file) -> None:
+    """List kernels, their variants, dtypes and default shapes."""
+    from profkit.spec import find_spec, format_shape, lab_specs, load_module_specs
+
+    specs = load_module_specs(Path(from_file)) if from_file else lab_specs()
+    if from_file and not specs:
+        raise ProfkitError(f"{from_file} defines no KernelSpec")
+    table = Table("kernel", "variants (* = baseline)", "dtypes", "default shapes")
+    for name in sorted(specs):
+        spec = find_spec(name, from_file) if from_file else specs[name]
+        table.add_row(name, ", ".join(v.name + ("*" if v.baseline else "") for v in spec.variants),
+                      ", ".join(spec.dtypes), ", ".join(format_shape(s) for s in spec.shapes))
+    Console(width=160).print(table)
+
+
+# ---- show -----------------------------------------------------------------------------------------
+
+def load_any(ref: str | None, profiles: str | None):
+    """A stored run (path, id, or newest) or a .ncu-rep report -> (kind, object)."""
+    from profkit import store
+
+    root = Path(profiles) if profiles else store.default_root()
+    if ref and (ref.endswith(".ncu-rep") or Path(ref).is_file()):
+        from profkit.report import read_report
+
+        if not Path(ref).is_file():
+            raise ProfkitError(f"no such report: {ref}")
+        return "report", read_report(Path(ref))
+    return "run", store.load(store.resolve(ref, root))
+
+
+@cli.command()
+@click.argument("ref", required=False)
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table",
+              show_default=True)
+@click.option("--profiles", type=click.Path(file_okay=False), default=None,
+              help="where runs are stored [default: profiles/]")
+def show(ref, fmt, profiles) -> None:
+    """Print a run's case table (default: the newest run), or a .ncu-rep's kernel launches."""
+    kind, obj = load_any(ref, profiles)
+    if kind == "report":
+        _print_table(obj.kernels, fmt, LAUNCH_COLUMNS)
+        return
+    if fmt == "table":
+        m = obj.manifest
+        fp, ceil, ctr = m.get("fingerprint", {}), m.get("ceilings", {}), m.get("counters", {})
+        click.echo(f"run {obj.run_id}: {m.get('kernel')} on {fp.get('gpu', 'no GPU')} "
+                   f"({m.get('created', '?')})")
+        if ceil:
+            click.echo(f"ceilings: copy {ceil['copy_gbps']:.0f} GB/s, bf16 matmul "
+                       f"{ceil['matmul_tflops']:.0f} TFLOP/s")
+        click.echo(f"counters: {ctr.get('status', '?')}"
+                   + (f" ({ctr['reason']})" if ctr.get("reason") else ""))
+    _print_table(obj.cases, fmt, SHOW_COLUMNS)
+
+
+def _print_table(df, fmt: str, columns) -> None:
+    if fmt == "csv":
+        click.echo(df.to_csv(index=False), nl=False)
+        return
+    if fmt == "json":
+        records = df.astype(object).where(df.notna(), None).to_dict(orient="records")
+        click.echo(json.dumps(records, indent=1))
+        return
+    cols = [c for c in columns if c in df.columns and df[c].notna().any()]
+    table = Table(*cols)
+    for row in df[cols].itertuples(index=False):
+        table.add_row(*(_cell(v) for v in row))
+    Console(width=max(160, 14 * len(cols))).print(table)
+
+
+def _cell(value) -> str:
+    if isinstance(value, float):
+        if math.isnan(value):
+            return ""
+        if abs(value) >= 1e6:
+            return f"{value:.3g}"
+        return f"{value:.4f}" if abs(value) < 10 else f"{value:.1f}"
+    return str(value)
+
+
+# ---- doctor ----------------------------------------------------------------------------------------
+
+@cli.command()
+@click.option("--no-probe", is_flag=True, help="skip the tiny ncu probe run")
+def doctor(no_probe) -> None:
+    """Report the GPU, driver, versions, what is missing, and whether counters can be read."""
+    from profkit.doctor import checks
+
+    console = Console(width=120)
+    table = Table("check", "status", "detail")
+    found = checks(probe=not no_probe)
+    for name, ok, detail in found:
+        status = {True: "[green]ok[/]", False: "[red]no[/]", None: "[yellow]?[/]"}[ok]
+        table.add_row(name, status, detail)
+    console.print(table)
+    counters = {name: ok for name, ok, _ in found}.get("counters")
+    verdict = {True: "GPU counters CAN be read on this host.",
+               False: "GPU counters can NOT be read on this host: captures will be timing only.",
+               None: "Whether GPU counters can be read here is unknown (see the rows above)."}
+    console.print(verdict[counters] if not no_probe else "counter probe skipped (--no-probe).")
+
+
+# ---- explain / compare ----------------------------------------------------------------------------
+
+@cli.command()
+@click.argument("ref", required=False)
+@click.option("--format", "fmt", type=click.Choice(["terminal", "markdown", "json"]),
+              default="terminal", show_default=True)
+@click.option("--profiles", type=click.Path(file_okay=False), default=None)
+def explain(ref, fmt, profiles) -> None:
+    """Findings, bottlenecks and verdicts for a run (default: the newest) or a .ncu-rep report."""
+    from profkit import explain as ex
+    from profkit import explain_render as render
+
+    kind, obj = load_any(ref, profiles)
+    if kind == "report":
+        findings = ex.explain_launches(obj.kernels, obj.rules)
+    else:
+        findings = ex.explain_run(obj)
+    if fmt == "json":
+        click.echo(render.to_json(findings))
+    elif fmt == "markdown":
+        click.echo(render.to_markdown(findings))
+    else:
+        render.render_terminal(findings, Console(width=120))
+
+
+@cli.command()
+@click.argument("run_a")
+@click.argument("run_b")
+@click.option("--format", "fmt", type=click.Choice(["terminal", "markdown", "json", "csv"]),
+              default="terminal", show_default=True)
+@click.option("--profiles", type=click.Path(file_okay=False), default=None)
+def compare(run_a, run_b, fmt, profiles) -> None:
+    """The same cases of two runs side by side; only changes beyond the timing spread are flagged."""
+    from profkit import compare as cmp
+    from profkit import store
+
+    root = Path(profiles) if profiles else store.default_root()
+    df = cmp.compare_runs(store.load(store.resolve(run_a, root)),
+                          store.load(store.resolve(run_b, root)))
+    if fmt == "terminal":
+        cmp.render_terminal(df, Console(width=160))
+    else:
+        click.echo({"markdown": cmp.to_markdown, "json": cmp.to_json, "csv": cmp.to_csv}[fmt](df))

@@ -1,0 +1,338 @@
+"""Read any Nsight Compute report (.ncu-rep) into profkit's tidy tables, with NVIDIA's ncu_report.
+
+One row per kernel launch (kernels.csv) and one per guided-analysis rule result (rules.csv); see
+docs/tables.md. `nvtx_range` is the innermost push/pop range of the launch, written as ncu's NVTX
+filters write it: the bare name in the default domain (`user_region`), `domain@name` in any other
+(`profkit@rmsnorm.triton.float16.4096x8192`). ncu records each domain's stack on its own, never how
+two domains interleave, so when several domains hold ranges the default domain's wins, then the
+others in the order ncu lists them. A report captured without `--nvtx` records no ranges: empty.
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib
+import math
+import re
+import struct
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pandas as pd
+
+from profkit.errors import ProfkitError
+from profkit.metrics import METRICS
+from profkit.ncu import find_ncu
+
+PROFKIT_DOMAIN = "profkit"
+DEFAULT_DOMAIN = "<default domain>"
+# ncu's name for the section that holds the metrics given to --metrics
+CMDLINE_SECTION = "Command line profiler metrics"
+
+IDENTITY_COLUMNS = ("case", "kernel", "variant", "dtype", "shape")
+KERNEL_COLUMNS = (*IDENTITY_COLUMNS, "nvtx_range", "launch", "kernel_name",
+                  *(m.column for m in METRICS), "dram_bytes", "shared_mem_bytes", "kernel_count")
+# `title` is NVIDIA's headline for the message ("High Memory Throughput"); not yet in tables.md
+RULE_COLUMNS = ("launch", "case", "kernel_name", "section", "rule", "type", "message",
+                "speedup_pct", "title")
+
+# kernel.variant.dtype.shape (profkit.spec.case_name); a variant may hold dots, a shape never does
+_CASE_RE = re.compile(
+    r"(?P<kernel>[^.]+)\.(?P<variant>.+)\.(?P<dtype>[^.]+)\.(?P<shape>\d+(?:x\d+)*)")
+# NVIDIA's link markup in rule messages, reduced to the text a reader sees
+_MARKUP = (
+    (re.compile(r"@url:([^:@]*):([^@]*)@"), r"\1 (\2)"),
+    (re.compile(r"@(?:section|sass):[^:@]*:([^@]*)@"), r"\1"),
+    (re.compile(r"@source:[^:@]*:[^:@]*:([^@]*)@"), r"\1"),
+)
+
+
+@dataclass
+class ReportTables:
+    kernels: pd.DataFrame  # one row per kernel launch, KERNEL_COLUMNS
+    rules: pd.DataFrame  # one row per rule result, RULE_COLUMNS
+    metrics_na: list[str] = field(default_factory=list)  # requested, but no launch has a value
+
+
+# --- the library ----------------------------------------------------------------------------------
+
+
+def import_ncu_report() -> ModuleType:
+    """NVIDIA's ncu_report: the pip package, else the copy inside a Nsight Compute install."""
+    try:
+        return importlib.import_module("ncu_report")
+    except ImportError:
+        pass
+    for folder in ncu_python_dirs():
+        if str(folder) not in sys.path:
+            sys.path.append(str(folder))
+        try:
+            return importlib.import_module("ncu_report")
+        except ImportError:
+            continue
+    raise ProfkitError(
+        "cannot read .ncu-rep files: NVIDIA's ncu_report library is missing; pip install "
+        "ncu-report, or install Nsight Compute (its extras/python folder holds ncu_report.py)")
+
+
+def ncu_python_dirs() -> list[Path]:
+    """Nsight Compute installs' extras/python folders: beside the `ncu` profkit would run, then
+    the usual install places."""
+    found: list[Path] = []
+    ncu = find_ncu()
+    if ncu:  # <install>/ncu, or a CUDA toolkit's bin/ncu beside its nsight-compute-* folder
+        install = Path(ncu).resolve().parent
+        found += [install / "extras" / "python",
+                  *sorted(install.parent.glob("nsight-compute*/extras/python"), reverse=True)]
+    for pattern in ("/opt/nvidia/nsight-compute/*/extras/python",
+                    "/usr/local/cuda*/nsight-compute*/extras/python"):
+        found += [Path(p) for p in sorted(glob.glob(pattern), reverse=True)]  # newest first
+    return [d for d in dict.fromkeys(found) if (d / "ncu_report.py").is_file()]
+
+
+# --- reading a report -----------------------------------------------------------------------------
+
+
+def read_report(path: str | Path) -> ReportTables:
+    """The launches, rule results and n/a metrics of one .ncu-rep file."""
+    path = Path(path)
+    if not path.is_file():
+        raise ProfkitError(f"no such report: {path}")
+    lib = import_ncu_report()
+    try:
+        ctx = lib.load_report(str(path))
+    except Exception as exc:  # the library's error types are not documented
+        raise ProfkitError(f"{path} is not a readable Nsight Compute report: {exc}") from exc
+    actions = list(_actions(ctx, path))
+    msg_types = {int(t): t.name for t in lib.MsgType}
+    kernels, rules = [], []
+    for launch, action in enumerate(actions):
+        row = _kernel_row(action, launch)
+        kernels.append(row)
+        rules += _rule_rows(action, row, msg_types)
+    return ReportTables(
+        kernels=pd.DataFrame(kernels, columns=list(KERNEL_COLUMNS)),
+        rules=pd.DataFrame(rules, columns=list(RULE_COLUMNS)),
+        metrics_na=_metrics_na(actions, path),
+    )
+
+
+def _actions(ctx: Any, path: Path) -> Iterator[Any]:
+    # empty, truncated or foreign files load without error, holding no results: name that here
+    count = sum(ctx.range_by_idx(i).num_actions() for i in range(ctx.num_ranges()))
+    if count == 0:
+        raise ProfkitError(f"{path} is not a readable Nsight Compute report: it holds no kernel "
+                           "results (empty, truncated, or another format)")
+    for i in range(ctx.num_ranges()):
+        rng = ctx.range_by_idx(i)
+        for j in range(rng.num_actions()):
+            yield rng.action_by_idx(j)
+
+
+def _kernel_row(action: Any, launch: int) -> dict[str, Any]:
+    stacks = _nvtx_stacks(action)
+    row: dict[str, Any] = _parse_case(stacks.get(PROFKIT_DOMAIN, [""])[-1])
+    row["nvtx_range"] = _innermost(stacks)
+    row["launch"] = launch
+    row["kernel_name"] = action.name(action.NameBase_FUNCTION)
+    for m in METRICS:
+        row[m.column] = _number(action.metric_by_name(m.ncu)) * m.scale
+    row["dram_bytes"] = row["dram_bytes_read"] + row["dram_bytes_write"]
+    row["shared_mem_bytes"] = row["shared_mem_static_bytes"] + row["shared_mem_dynamic_bytes"]
+    row["kernel_count"] = 1
+    return row
+
+
+def _nvtx_stacks(action: Any) -> dict[str, list[str]]:
+    """Domain name -> its push/pop ranges, outermost first (as ncu lists them)."""
+    state = action.nvtx_state()  # None when the report was captured without --nvtx
+    if state is None:
+        return {}
+    stacks = {}
+    for domain_id in state.domains():
+        domain = state.domain_by_id(domain_id)
+        ranges = list(domain.push_pop_ranges())
+        if ranges:
+            stacks[domain.name()] = ranges
+    return stacks
+
+
+def _innermost(stacks: dict[str, list[str]]) -> str:
+    if DEFAULT_DOMAIN in stacks:
+        return stacks[DEFAULT_DOMAIN][-1]
+    for domain, ranges in stacks.items():
+        return f"{domain}@{ranges[-1]}"
+    return ""
+
+
+def _parse_case(name: str) -> dict[str, str]:
+    """A profkit range name -> case, kernel, variant, dtype, shape; a name of another form is kept
+    as the case with the other fields empty."""
+    match = _CASE_RE.fullmatch(name)
+    parts = match.groupdict() if match else {}
+    return {"case": name, **{key: parts.get(key, "") for key in IDENTITY_COLUMNS[1:]}}
+
+
+def _has_value(metric: Any) -> bool:
+    """ncu keeps a metric it could not collect without a value, or as the text "n/a"."""
+    if metric is None or not metric.has_value():
+        return False
+    text = metric.as_string()
+    if text is not None:
+        return text.strip() not in ("", "n/a")
+    return not math.isnan(metric.as_double())
+
+
+def _number(metric: Any) -> float:
+    """A numeric metric's value; NaN when absent, value-less or text."""
+    if not _has_value(metric) or metric.as_string() is not None:
+        return math.nan
+    return float(metric.as_double())
+
+
+# --- rules ----------------------------------------------------------------------------------------
+
+
+def _rule_rows(action: Any, kernel: dict[str, Any], msg_types: dict[int, str]
+               ) -> list[dict[str, Any]]:
+    rows = []
+    for result in action.rule_results():
+        msg = result.rule_message() if result.has_rule_message() else {}
+        speedup = result.speedup_estimation() if result.has_speedup_estimation() else {}
+        rows.append({
+            "launch": kernel["launch"], "case": kernel["case"],
+            "kernel_name": kernel["kernel_name"], "section": result.section_identifier(),
+            "rule": result.rule_identifier(),
+            "type": msg_types.get(msg.get("type"), "") if msg else "",
+            "message": plain_text(msg.get("message", "")),
+            "speedup_pct": speedup.get("speedup", math.nan),
+            "title": msg.get("title", ""),
+        })
+    return rows
+
+
+def plain_text(message: str) -> str:
+    """NVIDIA's rule text without its link markup: "@section:LaunchStats:Launch Statistics@" ->
+    "Launch Statistics", "@url:Guide:https://...@" -> "Guide (https://...)"."""
+    for pattern, repl in _MARKUP:
+        message = pattern.sub(repl, message)
+    return message
+
+
+# --- requested but n/a ----------------------------------------------------------------------------
+
+
+def _metrics_na(actions: list[Any], path: Path) -> list[str]:
+    """Metrics given to --metrics that no launch has a value for (ncu prints them "(!) n/a").
+
+    "Requested" is what the report's command-line section lists, never the curated set: a report
+    made with other metrics must not call the curated ones n/a. ncu_report hides a requested name
+    that ncu could not resolve, so the names are read from the file as well.
+    """
+    requested: dict[str, None] = {}
+    for action in actions:
+        for section in action.sections():
+            if section.name() == CMDLINE_SECTION:
+                metrics = (*section.header_metrics(), *section.body_metrics())
+                requested.update(dict.fromkeys(m.name() for m in metrics))
+    requested.update(dict.fromkeys(requested_in_file(path)))
+    return [name for name in requested
+            if not any(_has_value(action.metric_by_name(name)) for action in actions)]
+
+
+# The file layout, from the .proto files Nsight Compute ships in extras/FileFormat: "NVR\0", a u32
+# length and a file header, then blocks: a u32 length, a BlockHeader message (field 1: sources,
+# 2: results, 5: payload bytes), then each source and result message after its own u32 length.
+_MAGIC = b"NVR\0"
+_METRIC_NAME_RE = re.compile(r"[a-z][a-z0-9_]*__[A-Za-z0-9_.]+")
+
+
+def requested_in_file(path: Path) -> list[str]:
+    """Metric names in the command-line section of each result stored in the file; best effort:
+    a layout this reader does not know yields what was found before it (often nothing)."""
+    data = path.read_bytes()
+    names: dict[str, None] = {}
+    try:
+        for result in _results(data):
+            for _, wire, value in _fields(result):
+                if wire == 2 and CMDLINE_SECTION.encode() in value[:128]:
+                    names.update(dict.fromkeys(_metric_names(value)))
+    except (ValueError, IndexError, struct.error):
+        pass
+    return list(names)
+
+
+def _results(data: bytes) -> Iterator[bytes]:
+    if not data.startswith(_MAGIC):
+        return
+    pos = 8 + struct.unpack_from("<I", data, 4)[0]
+    while pos < len(data):
+        size = struct.unpack_from("<I", data, pos)[0]
+        header = {f: v for f, wire, v in _fields(data[pos + 4:pos + 4 + size]) if wire == 0}
+        pos += 4 + size
+        payload = data[pos:pos + header.get(5, 0)]
+        pos += header.get(5, 0)
+        entries = list(_entries(payload))
+        yield from entries[header.get(1, 0):]
+
+
+def _entries(payload: bytes) -> Iterator[bytes]:
+    pos = 0
+    while pos < len(payload):
+        size = struct.unpack_from("<I", payload, pos)[0]
+        yield payload[pos + 4:pos + 4 + size]
+        pos += 4 + size
+
+
+def _metric_names(message: bytes) -> Iterator[str]:
+    """Metric-name strings anywhere inside a protobuf message."""
+    for _, wire, value in _fields(message):
+        if wire != 2:
+            continue
+        text = value.decode("ascii", "replace")
+        if _METRIC_NAME_RE.fullmatch(text):
+            yield text
+        else:
+            try:
+                yield from _metric_names(value)
+            except (ValueError, IndexError):
+                continue  # a string or bytes, not a nested message
+
+
+def _fields(buf: bytes) -> list[tuple[int, int, Any]]:
+    """Protobuf wire format -> (field, wire type, value); ValueError on anything malformed."""
+    fields, pos = [], 0
+    while pos < len(buf):
+        key, pos = _varint(buf, pos)
+        number, wire = key >> 3, key & 7
+        if number == 0:
+            raise ValueError("field 0")
+        if wire == 0:
+            value, pos = _varint(buf, pos)
+        elif wire in (1, 5):
+            width = 8 if wire == 1 else 4
+            value, pos = buf[pos:pos + width], pos + width
+        elif wire == 2:
+            size, pos = _varint(buf, pos)
+            value, pos = buf[pos:pos + size], pos + size
+        else:
+            raise ValueError(f"wire type {wire}")
+        if pos > len(buf):
+            raise ValueError("field runs past the message")
+        fields.append((number, wire, value))
+    return fields
+
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = buf[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return value, pos

@@ -1,0 +1,168 @@
+"""profkit.compare on two small constructed runs (CPU only, nothing stored)."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from rich.console import Console
+
+from profkit import compare, store
+from profkit.metrics import COUNTER_COLUMNS
+
+NAN = math.nan
+CASE_COLUMNS = (
+    "kernel", "variant", "baseline", "dtype", "shape", "case", "correct", "rel_err", "max_abs_err",
+    "error", "reps", "p50_ms", "p95_ms", "p5_ms", "spread_ms", "bytes", "flops", "gbps", "tflops",
+    "pct_peak_bw", "pct_peak_flops", *COUNTER_COLUMNS,
+)  # fmt: skip
+
+
+def case(variant: str, shape: str, p50_ms: float, spread_ms: float = 0.005, **columns) -> dict:
+    """One cases.csv row with every documented column; an incorrect one has empty timing."""
+    row = dict.fromkeys(CASE_COLUMNS, NAN)
+    row.update(
+        kernel="rmsnorm", variant=variant, baseline=variant == "eager", dtype="float16",
+        shape=shape, case=f"rmsnorm.{variant}.float16.{shape}", correct=True, error="",
+        p50_ms=p50_ms, spread_ms=spread_ms,
+    )  # fmt: skip
+    row.update(columns)
+    if row["correct"] is False:
+        row.update(p50_ms=NAN, spread_ms=NAN, error="mismatch")
+    return row
+
+
+def run_of(run_id: str, rows: list[dict], gpu: str = "NVIDIA H200") -> store.Run:
+    manifest = {"run_id": run_id, "fingerprint": {"gpu": gpu}, "counters": {"status": "ok"}}
+    return store.Run(Path(run_id), manifest, pd.DataFrame(rows))
+
+
+A = run_of(
+    "run-a",
+    [
+        case("triton", "4096x8192", 0.10, dram_throughput_pct=72.0, kernel_count=1.0,
+             dram_bytes=2.7e8, achieved_occupancy_pct=60.0),
+        case("triton", "1024x1024", 0.010, spread_ms=0.001),
+        case("triton", "2048x2048", 0.5, spread_ms=0.25),
+        case("eager", "4096x8192", 0.20, kernel_count=9.0),
+        case("old", "4096x8192", 0.30),
+        case("eager", "1024x1024", 0.02, correct=False),
+    ],
+)  # fmt: skip
+B = run_of(
+    "run-b",
+    [
+        case("new", "4096x8192", 0.05),
+        case("triton", "4096x8192", 0.08, dram_throughput_pct=90.9, kernel_count=1.0,
+             dram_bytes=1.34e8, achieved_occupancy_pct=80.0),
+        case("triton", "1024x1024", 0.0125, spread_ms=0.002),
+        case("triton", "2048x2048", 0.75, spread_ms=0.1),
+        case("eager", "4096x8192", 0.20, correct=False),
+        case("eager", "1024x1024", 0.02, correct=False),
+    ],
+)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def table() -> pd.DataFrame:
+    return compare.compare_runs(A, B)
+
+
+def row(df: pd.DataFrame, variant: str, shape: str) -> pd.Series:
+    (index,) = df.index[(df["variant"] == variant) & (df["shape"] == shape)]
+    return df.loc[index]
+
+
+def test_flags(table: pd.DataFrame) -> None:
+    flags = {(r.variant, r.shape): r.flag for r in table.itertuples()}
+    assert flags == {
+        ("triton", "4096x8192"): "faster",
+        ("triton", "1024x1024"): "slower",
+        ("triton", "2048x2048"): "noise",  # 0.25 ms change, exactly the larger spread
+        ("eager", "4096x8192"): "failed in B",
+        ("old", "4096x8192"): "only in A",
+        ("eager", "1024x1024"): "failed in both",
+        ("new", "4096x8192"): "only in B",
+    }
+
+
+def test_a_order_first_then_new_cases(table: pd.DataFrame) -> None:
+    assert list(zip(table["variant"], table["shape"], strict=True)) == [
+        ("triton", "4096x8192"), ("triton", "1024x1024"), ("triton", "2048x2048"),
+        ("eager", "4096x8192"), ("old", "4096x8192"), ("eager", "1024x1024"),
+        ("new", "4096x8192"),
+    ]  # fmt: skip
+
+
+def test_latency_deltas_are_b_minus_a(table: pd.DataFrame) -> None:
+    r = row(table, "triton", "4096x8192")
+    assert (r.p50_ms_a, r.p50_ms_b) == (0.10, 0.08)
+    assert r.delta_ms == pytest.approx(-0.02)
+    assert r.delta_pct == pytest.approx(-20.0)
+    assert r.spread_ms == 0.005
+    slower = row(table, "triton", "1024x1024")
+    assert slower.delta_pct == pytest.approx(25.0)
+    assert slower.spread_ms == 0.002
+
+
+def test_counter_deltas(table: pd.DataFrame) -> None:
+    r = row(table, "triton", "4096x8192")
+    assert r.dram_throughput_pct_delta == pytest.approx(18.9)
+    assert r.achieved_occupancy_pct_delta == pytest.approx(20.0)
+    assert r.dram_bytes_delta == pytest.approx(-1.36e8)
+    assert r.kernel_count_delta == 0
+    assert math.isnan(row(table, "triton", "1024x1024").dram_throughput_pct_delta)
+
+
+def test_only_in_one_run_has_no_delta(table: pd.DataFrame) -> None:
+    r = row(table, "old", "4096x8192")
+    assert r.p50_ms_a == 0.30 and math.isnan(r.p50_ms_b) and math.isnan(r.delta_ms)
+
+
+def test_runs_without_counter_columns_still_compare() -> None:
+    bare = run_of("bare", [{"kernel": "rmsnorm", "variant": "triton", "dtype": "float16",
+                            "shape": "4096x8192", "correct": True, "p50_ms": 0.09,
+                            "spread_ms": 0.001}])  # fmt: skip
+    df = compare.compare_runs(A, bare)
+    r = row(df, "triton", "4096x8192")
+    assert r.flag == "faster"
+    assert math.isnan(r.kernel_count_b) and math.isnan(r.kernel_count_delta)
+
+
+def test_json_is_a_list_of_rows(table: pd.DataFrame) -> None:
+    out = json.loads(compare.to_json(table))
+    assert len(out) == 7
+    assert out[0]["flag"] == "faster" and out[0]["delta_pct"] == pytest.approx(-20.0)
+    assert out[4]["p50_ms_b"] is None
+    assert {"kernel", "variant", "dtype", "shape", "p50_ms_a", "p50_ms_b", "delta_ms", "flag",
+            "dram_bytes_delta", "kernel_count_delta"} <= set(out[0])  # fmt: skip
+
+
+def test_csv_round_trips(table: pd.DataFrame) -> None:
+    back = pd.read_csv(io.StringIO(compare.to_csv(table)))
+    assert list(back.columns) == list(table.columns)
+    assert list(back["flag"]) == list(table["flag"])
+
+
+def test_markdown_table(table: pd.DataFrame) -> None:
+    md = compare.to_markdown(table)
+    lines = md.strip().splitlines()
+    assert lines[0] == "**A: run-a  vs  B: run-b**"
+    assert len([x for x in lines if x.startswith("| rmsnorm")]) == 7
+    assert (
+        "| rmsnorm triton float16 4096x8192 | 0.1 ms | 0.08 ms | -0.02 ms | -20.0% | 0.005 ms "
+        "| faster | 1 -> 1 | 270.0 MB -> 134.0 MB | 72.0% -> 90.9% | 60.0% -> 80.0% |" in md
+    )
+
+
+def test_terminal_table_and_gpu_warning() -> None:
+    other = run_of("run-c", [case("triton", "4096x8192", 0.2)], gpu="NVIDIA A100")
+    console = Console(file=io.StringIO(), width=220, record=True)
+    compare.render_terminal(compare.compare_runs(A, other), console)
+    out = console.export_text()
+    assert "different GPUs: NVIDIA H200 vs NVIDIA A100" in out
+    assert "slower" in out and "only in A" in out

@@ -1,0 +1,59 @@
+"""The lab's fused RMSNorm, checked on the CPU through Triton's interpreter (small shapes)."""
+
+import os
+import sys
+
+import pytest
+
+os.environ["TRITON_INTERPRET"] = "1"  # before the kernel module is (re)loaded below
+
+from profkit.spec import find_spec  # noqa: E402
+from profkit.timing import check  # noqa: E402
+
+SPEC = find_spec("rmsnorm")  # re-executes kernels/rmsnorm.py with the interpreter on
+LAB = sys.modules["profkit_lab.rmsnorm"]
+
+
+@pytest.mark.parametrize("dtype", SPEC.dtypes)
+@pytest.mark.parametrize("shape", [(4, 64), (3, 100), (2, 1024), (5, 4096)])
+def test_fused_kernel_matches_float64_reference(dtype, shape):
+    result = check(SPEC, SPEC.variant("triton").fn, shape, dtype, "cpu", seed=11)
+    assert result.correct, result.error
+    assert result.rel_err < {"float32": 1e-6, "float16": 1e-3, "bfloat16": 1e-2}[dtype]
+
+
+@pytest.mark.parametrize("config", [(128, 1, 4), (128, 2, 4), (128, 4, 8)])
+def test_rows_per_program_configs_cover_every_row(config):
+    # 7 rows with 2 or 4 rows per program: the last program is partly masked
+    fn = lambda inputs: LAB.rmsnorm_triton(inputs, config)  # noqa: E731
+    assert check(SPEC, fn, (7, 100), "float16", "cpu", seed=3).correct
+
+
+def test_persistent_kernel_strides_over_rows():
+    # 13 rows over 4 programs: programs run 3 or 4 iterations
+    fn = lambda inputs: LAB.rmsnorm_triton_persistent(inputs, 1, 4, 2)  # noqa: E731
+    for dtype in SPEC.dtypes:
+        assert check(SPEC, fn, (13, 100), dtype, "cpu", seed=5).correct
+
+
+def test_poisoned_output_catches_unwritten_rows():
+    # a kernel that skips the last row must fail the check, however right the other rows are
+    def skips_last_row(inputs):
+        short = {**inputs, "x": inputs["x"][:-1], "out": inputs["out"][:-1]}
+        LAB.rmsnorm_triton(short)
+        return inputs["out"]
+
+    result = check(SPEC, skips_last_row, (4, 64), "float32", "cpu", seed=1)
+    assert not result.correct and "non-finite or unwritten" in result.error
+
+
+def test_wrong_kernel_is_caught():
+    result = check(SPEC, lambda i: SPEC.variant("eager").fn(i) * 1.01, (4, 64), "float32", "cpu", 2)
+    assert not result.correct and "outside tolerance" in result.error
+
+
+@pytest.mark.parametrize("n_rows,n_cols,itemsize", [(1, 4096, 2), (4096, 1024, 2), (16384, 8192, 4)])
+def test_launch_config_covers_whole_rows(n_rows, n_cols, itemsize):
+    block_n, rows, warps = LAB.launch_config(n_rows, n_cols, itemsize)
+    assert block_n >= n_cols and block_n & (block_n - 1) == 0
+    assert rows >= 1 and warps in (1, 2, 4, 8, 16, 32)

@@ -1,0 +1,68 @@
+"""The run store: atomic writes, ids that never collide, resolution, damaged runs."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from profkit import store
+from profkit.errors import ProfkitError
+
+
+def _write(root, kernel="k", created="2026-11-30T00:00:00+00:00", run_id=""):
+    w = store.RunWriter(root, kernel, run_id=run_id)
+    w.write_table(store.CASES, pd.DataFrame({"kernel": [kernel], "p50_ms": [0.5]}))
+    return w.finish({"kernel": kernel, "created": created})
+
+
+def test_round_trip(tmp_path):
+    path = _write(tmp_path)
+    run = store.load(path)
+    assert run.manifest["complete"] is True and run.manifest["schema"] == store.SCHEMA
+    assert run.run_id == path.name
+    assert run.cases.p50_ms.tolist() == [0.5]
+    assert run.kernels is None and run.timing_only
+
+
+def test_unfinished_run_is_invisible_and_abandon_cleans(tmp_path):
+    w = store.RunWriter(tmp_path, "k")
+    w.write_table(store.CASES, pd.DataFrame({"a": [1]}))
+    assert store.list_runs(tmp_path) == []  # a capture killed here leaves no run
+    w.abandon()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_run_ids_never_collide(tmp_path):
+    first = _write(tmp_path, run_id="same")
+    second = _write(tmp_path, run_id="same")
+    assert first != second and first.name == "same" and second.name.startswith("same-")
+    assert json.loads((second / store.MANIFEST).read_text())["run_id"] == second.name
+    assert store.load(first).cases.p50_ms.tolist() == [0.5]  # the first run is untouched
+    ids = {store.new_run_id("rmsnorm") for _ in range(50)}
+    assert len(ids) == 50
+
+
+def test_newest_run_and_resolution(tmp_path):
+    old = _write(tmp_path, created="2026-11-29T00:00:00+00:00")
+    new = _write(tmp_path, created="2026-11-30T00:00:00+00:00")
+    assert store.list_runs(tmp_path) == [old, new]
+    assert store.resolve(None, tmp_path) == new
+    assert store.resolve(old.name, tmp_path) == old
+    assert store.resolve(str(old), tmp_path) == old
+
+
+def test_resolution_errors(tmp_path):
+    with pytest.raises(ProfkitError, match="no runs stored"):
+        store.resolve(None, tmp_path)
+    with pytest.raises(ProfkitError, match="no run named 'ghost'"):
+        store.resolve("ghost", tmp_path)
+    (tmp_path / "notarun").mkdir()
+    with pytest.raises(ProfkitError, match="is not a profkit run"):
+        store.resolve("notarun", tmp_path)
+
+
+def test_damaged_run_is_a_clear_error(tmp_path):
+    path = _write(tmp_path)
+    (path / store.CASES).write_text("")
+    with pytest.raises(ProfkitError, match="not a readable profkit run"):
+        store.load(path)
