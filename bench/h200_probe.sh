@@ -23,7 +23,7 @@ P=(python3 "$OLDPWD/tests/fixtures/make_fixtures.py")
   "${NCU[@]}" --metrics "$METRICS" "${SECTIONS[@]}" -f -o $W/fx_rmsnorm "${P[@]}" triton eager; echo "rc=$?"
   "${NCU[@]}" --metrics "$METRICS" "${SECTIONS[@]}" -f -o $W/fx_matmul "${P[@]}" matmul; echo "rc=$?"
   "${NCU[@]}" --metrics gpu__time_duration.sum,dram__bogus_not_a_metric.sum -f -o $W/fx_na "${P[@]}" triton; echo "rc=$?"
-  ncu --clock-control none -k regex:rmsnorm --metrics "$METRICS" -f -o $W/fx_plain "${P[@]}" plain; echo "rc=$?"
+  ncu --nvtx --clock-control none -k regex:rmsnorm --metrics "$METRICS" -f -o $W/fx_plain "${P[@]}" plain; echo "rc=$?"
   echo "== no kernels"; ncu --nvtx --nvtx-include "regex:nomatch@.+/" --metrics gpu__time_duration.sum "${P[@]}" triton; echo "rc=$?"
   echo "== app error"; ncu --metrics gpu__time_duration.sum python3 -c "import sys; sys.exit(3)"; echo "rc=$?"
   echo "== n/a printed"; "${NCU[@]}" --metrics gpu__time_duration.sum,dram__bogus_not_a_metric.sum "${P[@]}" triton; echo "rc=$?"

@@ -122,7 +122,7 @@ def counter_pass(spec: KernelSpec, opts: CaptureOptions, table: pd.DataFrame,
         return block, None
     from profkit.report import read_report
 
-    tables = read_report(result.report_path)
+    tables = read_report(result.report_path, result.metrics)
     if tables.metrics_na:
         block["metrics_na"] = list(tables.metrics_na)
         console.print(f"[yellow]note:[/] {ncu.metrics_na_message(tables.metrics_na)}")

@@ -59,5 +59,4 @@ def join(cases_timing: pd.DataFrame, counters: pd.DataFrame | None) -> pd.DataFr
     timing = cases_timing.drop(columns=[c for c in COUNTER_COLUMNS if c in cases_timing])
     counters = counters.reindex(columns=["case", *COUNTER_COLUMNS])
     counters = counters.astype({c: float for c in COUNTER_COLUMNS})
-    counters["case"] = counters["case"].astype(timing["case"].dtype)
     return timing.merge(counters, on="case", how="left", validate="many_to_one")

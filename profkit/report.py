@@ -14,9 +14,8 @@ import glob
 import importlib
 import math
 import re
-import struct
 import sys
-from collections.abc import Iterator
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -30,8 +29,6 @@ from profkit.ncu import find_ncu
 
 PROFKIT_DOMAIN = "profkit"
 DEFAULT_DOMAIN = "<default domain>"
-# ncu's name for the section that holds the metrics given to --metrics
-CMDLINE_SECTION = "Command line profiler metrics"
 
 IDENTITY_COLUMNS = ("case", "kernel", "variant", "dtype", "shape")
 KERNEL_COLUMNS = (*IDENTITY_COLUMNS, "nvtx_range", "launch", "kernel_name",
@@ -97,8 +94,9 @@ def ncu_python_dirs() -> list[Path]:
 # --- reading a report -----------------------------------------------------------------------------
 
 
-def read_report(path: str | Path) -> ReportTables:
-    """The launches, rule results and n/a metrics of one .ncu-rep file."""
+def read_report(path: str | Path, requested: Sequence[str] = ()) -> ReportTables:
+    """The launches and rule results of one .ncu-rep file; `requested` (the metrics given to ncu)
+    are checked for n/a values."""
     path = Path(path)
     if not path.is_file():
         raise ProfkitError(f"no such report: {path}")
@@ -106,8 +104,9 @@ def read_report(path: str | Path) -> ReportTables:
     try:
         ctx = lib.load_report(str(path))
     except Exception as exc:  # the library's error types are not documented
-        raise ProfkitError(f"{path} is not a readable Nsight Compute report: {exc}") from exc
-    actions = list(_actions(ctx, path))
+        reason = " ".join(str(exc).split())
+        raise ProfkitError(f"{path} is not a readable Nsight Compute report: {reason}") from exc
+    actions = _actions(ctx, path)
     msg_types = {int(t): t.name for t in lib.MsgType}
     kernels, rules = [], []
     for launch, action in enumerate(actions):
@@ -117,20 +116,21 @@ def read_report(path: str | Path) -> ReportTables:
     return ReportTables(
         kernels=pd.DataFrame(kernels, columns=list(KERNEL_COLUMNS)),
         rules=pd.DataFrame(rules, columns=list(RULE_COLUMNS)),
-        metrics_na=_metrics_na(actions, path),
+        metrics_na=_metrics_na(actions, requested),
     )
 
 
-def _actions(ctx: Any, path: Path) -> Iterator[Any]:
-    # empty, truncated or foreign files load without error, holding no results: name that here
-    count = sum(ctx.range_by_idx(i).num_actions() for i in range(ctx.num_ranges()))
-    if count == 0:
+def _actions(ctx: Any, path: Path) -> list[Any]:
+    actions = [ctx.range_by_idx(i).action_by_idx(j)
+               for i in range(ctx.num_ranges()) for j in range(ctx.range_by_idx(i).num_actions())]
+    # the library loads empty, foreign and most truncated files without error, holding no results
+    if not actions:
         raise ProfkitError(f"{path} is not a readable Nsight Compute report: it holds no kernel "
                            "results (empty, truncated, or another format)")
-    for i in range(ctx.num_ranges()):
-        rng = ctx.range_by_idx(i)
-        for j in range(rng.num_actions()):
-            yield rng.action_by_idx(j)
+    # a result cut off mid-way loads as an action with no name and no metrics
+    if any(not a.name() or not a.metric_names() for a in actions):
+        raise ProfkitError(f"{path} is truncated or damaged: a kernel result in it is incomplete")
+    return actions
 
 
 def _kernel_row(action: Any, launch: int) -> dict[str, Any]:
@@ -164,9 +164,7 @@ def _nvtx_stacks(action: Any) -> dict[str, list[str]]:
 def _innermost(stacks: dict[str, list[str]]) -> str:
     if DEFAULT_DOMAIN in stacks:
         return stacks[DEFAULT_DOMAIN][-1]
-    for domain, ranges in stacks.items():
-        return f"{domain}@{ranges[-1]}"
-    return ""
+    return next((f"{domain}@{ranges[-1]}" for domain, ranges in stacks.items()), "")
 
 
 def _parse_case(name: str) -> dict[str, str]:
@@ -226,113 +224,8 @@ def plain_text(message: str) -> str:
 # --- requested but n/a ----------------------------------------------------------------------------
 
 
-def _metrics_na(actions: list[Any], path: Path) -> list[str]:
-    """Metrics given to --metrics that no launch has a value for (ncu prints them "(!) n/a").
-
-    "Requested" is what the report's command-line section lists, never the curated set: a report
-    made with other metrics must not call the curated ones n/a. ncu_report hides a requested name
-    that ncu could not resolve, so the names are read from the file as well.
-    """
-    requested: dict[str, None] = {}
-    for action in actions:
-        for section in action.sections():
-            if section.name() == CMDLINE_SECTION:
-                metrics = (*section.header_metrics(), *section.body_metrics())
-                requested.update(dict.fromkeys(m.name() for m in metrics))
-    requested.update(dict.fromkeys(requested_in_file(path)))
-    return [name for name in requested
+def _metrics_na(actions: list[Any], requested: Sequence[str]) -> list[str]:
+    """Requested metrics that no launch has a value for (ncu prints them "(!) n/a"; the report
+    leaves them out altogether, so only the caller, who built ncu's argv, knows to look)."""
+    return [name for name in dict.fromkeys(requested)
             if not any(_has_value(action.metric_by_name(name)) for action in actions)]
-
-
-# The file layout, from the .proto files Nsight Compute ships in extras/FileFormat: "NVR\0", a u32
-# length and a file header, then blocks: a u32 length, a BlockHeader message (field 1: sources,
-# 2: results, 5: payload bytes), then each source and result message after its own u32 length.
-_MAGIC = b"NVR\0"
-_METRIC_NAME_RE = re.compile(r"[a-z][a-z0-9_]*__[A-Za-z0-9_.]+")
-
-
-def requested_in_file(path: Path) -> list[str]:
-    """Metric names in the command-line section of each result stored in the file; best effort:
-    a layout this reader does not know yields what was found before it (often nothing)."""
-    data = path.read_bytes()
-    names: dict[str, None] = {}
-    try:
-        for result in _results(data):
-            for _, wire, value in _fields(result):
-                if wire == 2 and CMDLINE_SECTION.encode() in value[:128]:
-                    names.update(dict.fromkeys(_metric_names(value)))
-    except (ValueError, IndexError, struct.error):
-        pass
-    return list(names)
-
-
-def _results(data: bytes) -> Iterator[bytes]:
-    if not data.startswith(_MAGIC):
-        return
-    pos = 8 + struct.unpack_from("<I", data, 4)[0]
-    while pos < len(data):
-        size = struct.unpack_from("<I", data, pos)[0]
-        header = {f: v for f, wire, v in _fields(data[pos + 4:pos + 4 + size]) if wire == 0}
-        pos += 4 + size
-        payload = data[pos:pos + header.get(5, 0)]
-        pos += header.get(5, 0)
-        entries = list(_entries(payload))
-        yield from entries[header.get(1, 0):]
-
-
-def _entries(payload: bytes) -> Iterator[bytes]:
-    pos = 0
-    while pos < len(payload):
-        size = struct.unpack_from("<I", payload, pos)[0]
-        yield payload[pos + 4:pos + 4 + size]
-        pos += 4 + size
-
-
-def _metric_names(message: bytes) -> Iterator[str]:
-    """Metric-name strings anywhere inside a protobuf message."""
-    for _, wire, value in _fields(message):
-        if wire != 2:
-            continue
-        text = value.decode("ascii", "replace")
-        if _METRIC_NAME_RE.fullmatch(text):
-            yield text
-        else:
-            try:
-                yield from _metric_names(value)
-            except (ValueError, IndexError):
-                continue  # a string or bytes, not a nested message
-
-
-def _fields(buf: bytes) -> list[tuple[int, int, Any]]:
-    """Protobuf wire format -> (field, wire type, value); ValueError on anything malformed."""
-    fields, pos = [], 0
-    while pos < len(buf):
-        key, pos = _varint(buf, pos)
-        number, wire = key >> 3, key & 7
-        if number == 0:
-            raise ValueError("field 0")
-        if wire == 0:
-            value, pos = _varint(buf, pos)
-        elif wire in (1, 5):
-            width = 8 if wire == 1 else 4
-            value, pos = buf[pos:pos + width], pos + width
-        elif wire == 2:
-            size, pos = _varint(buf, pos)
-            value, pos = buf[pos:pos + size], pos + size
-        else:
-            raise ValueError(f"wire type {wire}")
-        if pos > len(buf):
-            raise ValueError("field runs past the message")
-        fields.append((number, wire, value))
-    return fields
-
-
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = buf[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return value, pos

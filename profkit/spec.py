@@ -6,6 +6,7 @@ A spec is plain data plus callables; this module imports no torch, so the analys
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
 import math
 import re
@@ -98,7 +99,7 @@ def lab_dir() -> Path:
     try:
         import profkit_lab  # type: ignore[import-not-found]
 
-        return Path(profkit_lab.__file__).parent
+        return Path(list(profkit_lab.__path__)[0])
     except ImportError:
         return Path(__file__).resolve().parent.parent / "kernels"
 
@@ -126,6 +127,13 @@ def load_module_specs(path: Path, module_name: str | None = None) -> dict[str, K
 
 
 def lab_specs() -> dict[str, KernelSpec]:
+    # register the folder as package `profkit_lab` so its modules import (and pickle, as
+    # torch.compile's cache does) by name even when profkit runs from a checkout
+    if "profkit_lab" not in sys.modules:
+        package = importlib.util.module_from_spec(
+            importlib.machinery.ModuleSpec("profkit_lab", None, is_package=True))
+        package.__path__ = [str(lab_dir())]
+        sys.modules["profkit_lab"] = package
     specs: dict[str, KernelSpec] = {}
     for path in sorted(lab_dir().glob("[!_]*.py")):
         specs.update(load_module_specs(path, f"profkit_lab.{path.stem}"))
