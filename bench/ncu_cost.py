@@ -1,8 +1,9 @@
 """Cost of profkit's default counter pass against `ncu --set full` over the same cases, one run.
 
-    PYTHONPATH=. python bench/ncu_cost.py OUT_DIR [--dtype float16 ...]
+    PYTHONPATH=. python bench/ncu_cost.py OUT_DIR [DTYPE ...] [MxN ...]
 
-Both passes profile the same worker job (every variant x dtype x default shape of rmsnorm) with
+Both passes profile the same worker job (every variant at the given dtypes and shapes of rmsnorm,
+default: its whole default sweep) with
 kernel replay and clocks left as found; wall time includes the program's own run (the same in
 both). Writes OUT_DIR/ncu-cost.json and prints the ratio.
 """
@@ -15,14 +16,16 @@ import time
 from pathlib import Path
 
 from profkit import ncu
-from profkit.spec import find_spec
+from profkit.spec import find_spec, parse_shape
 
 out = Path(sys.argv[1])
-dtypes = [a for a in sys.argv[2:] if not a.startswith("-")]
+dtypes = [a for a in sys.argv[2:] if "x" not in a]
+shapes = [parse_shape(a) for a in sys.argv[2:] if "x" in a]
 spec = find_spec("rmsnorm")
 job = {"kernel": "rmsnorm", "from_file": None, "seed": 0,
        "cases": [{"variant": v.name, "dtype": d, "shape": list(s)}
-                 for d in (dtypes or spec.dtypes) for s in spec.shapes for v in spec.variants]}
+                 for d in (dtypes or spec.dtypes) for s in (shapes or spec.shapes)
+                 for v in spec.variants]}
 job_path = out / "cost-job.json"
 job_path.write_text(json.dumps(job))
 program = [sys.executable, "-m", "profkit.worker", str(job_path)]
