@@ -11,7 +11,7 @@ if [ ! -d $J ]; then
   mkdir -p $J
   setsid nohup bash -c "
     python3 -m profkit capture rmsnorm --out /tmp/profiles > $J/capture.log 2>&1; echo \$? > $J/capture.rc
-    python3 bench/ncu_cost.py $J float16 1x4096 4096x4096 4096x8192 > $J/cost.out 2>&1; echo \$? > $J/cost.rc
+    [ \"${COST:-1}\" = 1 ] && python3 bench/ncu_cost.py $J float16 1x4096 4096x4096 4096x8192 > $J/cost.out 2>&1; echo \$? > $J/cost.rc
   " > /dev/null 2>&1 < /dev/null &
   echo "job started"
 fi

@@ -32,13 +32,16 @@ def _rmsnorm_kernel(X, W, Y, n_rows, n_cols, stride_x, stride_y, eps,
     cols = tl.arange(0, BLOCK_N)
     col_ok = cols < n_cols
     mask = ((first + rows) < n_rows)[:, None] & col_ok[None, :]
-    # x is streamed once: evict it first so w (reused by every program) stays in L2
+    # x is streamed once: evict it first so w (reused by every program) stays in L2. x stays in
+    # its own precision between the reduction and the output, and w is loaded only after the
+    # reduction: values live across the reduction cost registers, and at 40 registers this
+    # kernel's occupancy was capped at 75% where torch.compile's 23-25 allowed 100% (run 83a4).
     x = tl.load(x_base + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0,
-                eviction_policy="evict_first").to(tl.float32)
+                eviction_policy="evict_first")
+    xf = x.to(tl.float32)
+    rstd = 1.0 / tl.sqrt(tl.sum(xf * xf, axis=1) / n_cols + eps)
     w = tl.load(W + cols, mask=col_ok, other=0.0, eviction_policy="evict_last").to(tl.float32)
-    mean_sq = tl.sum(x * x, axis=1) / n_cols
-    rstd = 1.0 / tl.sqrt(mean_sq + eps)
-    y = x * rstd[:, None] * w[None, :]
+    y = x.to(tl.float32) * rstd[:, None] * w[None, :]
     tl.store(y_base + rows[:, None] * stride_y + cols[None, :], y.to(Y.dtype.element_ty), mask=mask)
 
 
@@ -93,9 +96,10 @@ def launch_config(n_rows: int, n_cols: int, itemsize: int) -> tuple[int, int, in
     while block_n * rows * itemsize < 16384 and n_rows >= rows * 2 * 132 * 4:
         rows *= 2
     elems = block_n * rows
-    # probe run a: 4 warps is at or within noise of the best up to 4096 elements per program;
-    # from 8192 on, 16 warps beats 8 by 1-4% (4096x8192 fp16: 37.6 vs 39.1 us)
-    num_warps = 4 if elems <= 4096 else 16
+    # ~16 values per thread: fp32 rows of 4096 at 4 warps held 32 each and needed 79 registers
+    # (occupancy capped at 37.5%, run 83a4). 16 warps is the cap: 32 lost 25-30% at 8192-16384
+    # elements in probe run a, and 16 beat 8 by 1-4% from 8192 elements on.
+    num_warps = min(16, max(4, elems // 512))
     return block_n, rows, num_warps
 
 
