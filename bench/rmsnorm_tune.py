@@ -2,7 +2,9 @@
 baselines, to choose launch_config's heuristic. Writes a CSV; prints the best per case.
 
     PYTHONPATH=. python bench/rmsnorm_tune.py OUT.csv            # row kernel: ROWS x num_warps
-    PYTHONPATH=. python bench/rmsnorm_tune.py OUT.csv persistent # persistent kernel, M >= 2048
+
+(Its `persistent` mode, which swept the persistent-grid kernel tried in commit fa20061 before it was
+dropped, produced bench/results/rmsnorm-tune-persistent-h200-20261130b.csv; see kernels/NOTES.md.)
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from profkit.spec import find_spec, format_shape
 from profkit.timing import check, resolve_callable, time_case
 
 spec = find_spec("rmsnorm")
-persistent = sys.argv[2:] == ["persistent"]
 rmsnorm = sys.modules["profkit_lab.rmsnorm"]
 rows_out = []
 cache: dict = {}
@@ -26,22 +27,6 @@ for dtype in spec.dtypes:
         m, n = shape
         bytes_ = spec.bytes_moved(shape, torch.finfo(getattr(torch, dtype)).bits // 8)
         block_n = triton.next_power_of_2(n)
-        if persistent:
-            if m < 2048:
-                continue
-            for pps, warps in ((1, 16), (2, 16), (2, 8), (4, 8), (4, 4), (8, 4)):
-                for stages in (1, 2, 3):
-                    def fn(inputs, pps=pps, warps=warps, stages=stages):
-                        return rmsnorm.rmsnorm_triton_persistent(inputs, pps, warps, stages)
-
-                    ok = check(spec, fn, shape, dtype, "cuda", seed=1).correct
-                    t = time_case(spec, fn, shape, dtype, seed=2) if ok else None
-                    rows_out.append(dict(dtype=dtype, shape=format_shape(shape), impl="persistent",
-                                         rows=pps, warps=warps, stages=stages, correct=ok,
-                                         p50_ms=t and t.p50_ms, spread_ms=t and t.spread_ms,
-                                         gbps=t and bytes_ / t.p50_ms / 1e6))
-            print(dtype, shape, flush=True)
-            continue
         for rows in (1, 2, 4, 8):
             if rows > 1 and (block_n * rows > 16384 or m < rows * 132):
                 continue
@@ -73,12 +58,6 @@ for dtype in spec.dtypes:
 
 df = pd.DataFrame(rows_out)
 df.to_csv(sys.argv[1], index=False)
-if persistent:
-    for (dtype, shape), g in df.groupby(["dtype", "shape"], sort=False):
-        g = g.sort_values("p50_ms")
-        print(dtype, shape, " ".join(f"pps{r.rows}w{r.warps}s{r.stages}:{r.p50_ms * 1e3:.1f}"
-                                     for r in g.head(4).itertuples()))
-    sys.exit(0)
 heur = {(d, s): rmsnorm.launch_config(*map(int, s.split("x")), torch.finfo(getattr(torch, d)).bits // 8)
         for d in spec.dtypes for s in map(format_shape, spec.shapes)}
 summary = []

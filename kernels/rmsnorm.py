@@ -45,42 +45,6 @@ def _rmsnorm_kernel(X, W, Y, n_rows, n_cols, stride_x, stride_y, eps,
     tl.store(y_base + rows[:, None] * stride_y + cols[None, :], y.to(Y.dtype.element_ty), mask=mask)
 
 
-@triton.jit
-def _rmsnorm_persistent_kernel(X, W, Y, n_rows, n_cols, stride_x, stride_y, eps,
-                               BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr):
-    # A fixed grid of programs strides over the rows: w is loaded once per program instead of once
-    # per row, and the pipelined loop issues the next row's load while this row is reduced and
-    # stored, so DRAM sees reads and writes overlap instead of read-reduce-write bursts.
-    pid = tl.program_id(0)
-    step = tl.num_programs(0).to(tl.int64)
-    cols = tl.arange(0, BLOCK_N)
-    col_ok = cols < n_cols
-    w = tl.load(W + cols, mask=col_ok, other=0.0).to(tl.float32)
-    # 64-bit row pointers advanced each iteration: row * stride would overflow int32 past 2^31
-    x_row = X + pid.to(tl.int64) * stride_x
-    y_row = Y + pid.to(tl.int64) * stride_y
-    for _ in tl.range(pid, n_rows, tl.num_programs(0), num_stages=NUM_STAGES):
-        x = tl.load(x_row + cols, mask=col_ok, other=0.0, eviction_policy="evict_first")
-        x = x.to(tl.float32)
-        rstd = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / n_cols + eps)
-        tl.store(y_row + cols, (x * rstd * w).to(Y.dtype.element_ty), mask=col_ok)
-        x_row += step * stride_x
-        y_row += step * stride_y
-
-
-def rmsnorm_triton_persistent(inputs: dict, programs_per_sm: int = 4, num_warps: int = 8,
-                              num_stages: int = 2) -> torch.Tensor:
-    x, w, out = inputs["x"], inputs["w"], inputs["out"]
-    x2, y2 = x.reshape(-1, x.shape[-1]), out.reshape(-1, x.shape[-1])
-    n_rows, n_cols = x2.shape
-    sms = torch.cuda.get_device_properties(x.device).multi_processor_count if x.is_cuda else 4
-    grid = (min(n_rows, sms * programs_per_sm),)
-    _rmsnorm_persistent_kernel[grid](
-        x2, w, y2, n_rows, n_cols, x2.stride(0), y2.stride(0), EPS,
-        BLOCK_N=triton.next_power_of_2(n_cols), NUM_STAGES=num_stages, num_warps=num_warps)
-    return out
-
-
 def launch_config(n_rows: int, n_cols: int, itemsize: int) -> tuple[int, int, int]:
     """(BLOCK_N, ROWS, num_warps) for a shape; the reasons are in kernels/NOTES.md.
 

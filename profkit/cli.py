@@ -134,7 +134,7 @@ def load_any(ref: str | None, profiles: str | None):
     from profkit import store
 
     root = Path(profiles) if profiles else store.default_root()
-    if ref and (ref.endswith(".ncu-rep") or Path(ref).is_file()):
+    if ref and (ref.endswith((".ncu-rep", ".ncu-rep.xz")) or Path(ref).is_file()):
         from profkit.report import read_report
 
         if not Path(ref).is_file():

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import glob
 import importlib
+import lzma
 import math
 import re
 import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,6 +102,14 @@ def read_report(path: str | Path, requested: Sequence[str] = ()) -> ReportTables
     path = Path(path)
     if not path.is_file():
         raise ProfkitError(f"no such report: {path}")
+    if path.suffix == ".xz":  # runs keep their reports compressed
+        with tempfile.TemporaryDirectory(prefix="profkit-") as tmp:
+            plain = Path(tmp) / path.stem
+            try:
+                plain.write_bytes(lzma.decompress(path.read_bytes()))
+            except lzma.LZMAError as exc:
+                raise ProfkitError(f"{path} is not a readable .xz file: {exc}") from exc
+            return read_report(plain, requested)
     lib = import_ncu_report()
     try:
         ctx = lib.load_report(str(path))
