@@ -122,7 +122,15 @@ def counter_pass(spec: KernelSpec, opts: CaptureOptions, table: pd.DataFrame,
         return block, None
     from profkit.report import read_report
 
-    tables = read_report(result.report_path, result.metrics)
+    try:
+        tables = read_report(result.report_path, result.metrics)
+    except ProfkitError as exc:  # e.g. an ncu_report older than the ncu that wrote the report
+        block.update(status="timing_only", problem="report_unreadable", reason=str(exc),
+                     fix=f"Fix: the report stays in the run as {store.REPORT}; read it with "
+                         "`profkit show PATH` once ncu_report matches your ncu (pip install "
+                         "-U ncu-report).")
+        console.print(f"[yellow]timing only:[/] {exc}")
+        return block, None
     if tables.metrics_na:
         block["metrics_na"] = list(tables.metrics_na)
         console.print(f"[yellow]note:[/] {ncu.metrics_na_message(tables.metrics_na)}")
@@ -131,6 +139,19 @@ def counter_pass(spec: KernelSpec, opts: CaptureOptions, table: pd.DataFrame,
         writer.write_table(store.RULES, tables.rules)
     console.print(f"counter pass: {len(tables.kernels)} kernel launches in {result.wall_s:.1f} s")
     return block, tables.kernels
+
+
+def _check_shapes(spec: KernelSpec, opts: CaptureOptions) -> None:
+    """A shape the spec's bytes/flops model cannot take (e.g. 1-D for a 2-D kernel) is an input
+    error, reported before any work, not a traceback halfway through the sweep."""
+    for shape in opts.shapes:
+        try:
+            for dtype in opts.dtypes:
+                spec.bytes_moved(shape, DTYPE_ITEMSIZE[dtype])
+            spec.flops(shape)
+        except Exception as exc:  # the spec's own code
+            raise ProfkitError(f"{spec.name} does not take shape {format_shape(shape)!r}: its "
+                               f"bytes/flops model failed ({type(exc).__name__}: {exc})") from exc
 
 
 def run_capture(spec: KernelSpec, opts: CaptureOptions, console: Console | None = None) -> Path:
@@ -144,7 +165,11 @@ def run_capture(spec: KernelSpec, opts: CaptureOptions, console: Console | None 
         if not torch.cuda.is_available():
             raise ProfkitError("no CUDA GPU here: capture needs one (use --interpret to check "
                                "correctness through Triton's interpreter on the CPU)")
-    writer = store.RunWriter(opts.root, spec.name)
+    _check_shapes(spec, opts)
+    try:
+        writer = store.RunWriter(opts.root, spec.name)
+    except OSError as exc:
+        raise ProfkitError(f"cannot store a run under {opts.root}: {exc}") from exc
     try:
         fingerprint = hostenv.fingerprint()
         ceilings = {} if opts.interpret else hostenv.measure_ceilings()

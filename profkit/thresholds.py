@@ -19,16 +19,20 @@ LATENCY_BOUND_PCT = 60.0
 # Between the two lines, a gap of at least this many points names the busier side; a smaller gap
 # is "balanced" (ncu's balanced_threshold = 10).
 SOL_GAP_PCT = 10.0
-# A grid of fewer than this many waves cannot occupy every SM: "small grid" (ncu's
-# waves_threshold = 1; the SOLBottleneck message "grid is too small to fill the available
-# resources").
+# A grid of fewer than this many waves cannot fill the GPU's block slots (ncu's waves_threshold = 1;
+# the SOLBottleneck message "grid is too small to fill the available resources"). profkit calls it a
+# small grid only where that costs something: some SMs get no block, or at least TAIL_IDLE_SHARE of
+# one wave's slots stay empty (a 0.97-wave grid keeps every SM busy).
 SMALL_GRID_WAVES = 1.0
 
 # --- Memory-bound detail ----------------------------------------------------------------------
-# At or above this share of DRAM peak the kernel streams about as fast as the GPU can: no launch
-# configuration change will help, only fewer bytes (fusion, data reuse). profkit choice, from the
-# H200 (gpu-facts.md): a Triton vector add, about the simplest stream, reached 89.5% of DRAM peak.
-NEAR_PEAK_DRAM_PCT = 90.0
+# Without timing (a launch from a report), at or above this share of DRAM peak the kernel streams
+# about as fast as the GPU can: no launch configuration change will help, only fewer bytes. ncu's
+# peak is the DRAM's (4.8 TB/s on the H200); a device copy reaches only about 88% of it (4.22-4.25
+# TB/s, gpu-facts.md). A Triton vector add reached 89.5% there, torch.compile's RMSNorm 85.9-87.6%
+# at 16384x8192 (97-99.6% of the measured copy, profiles/rmsnorm-20261130-014917-vm-4bc5).
+# profkit choice: 85, just under those.
+NEAR_PEAK_DRAM_PCT = 85.0
 # memory_throughput_pct (busiest memory unit) this many points above dram_throughput_pct means the
 # pressure is on L1/L2/shared memory rather than DRAM. profkit choice: the same 10-point gap ncu's
 # SOLBottleneck uses to call one side busier than the other.
@@ -37,6 +41,12 @@ CACHE_BOUND_GAP_PCT = 10.0
 # extra passes over its data. profkit choice: one extra read of the input of a read-once,
 # write-once op (e.g. RMSNorm reading x twice) is 1.5x the minimum.
 EXCESS_DRAM_BYTES_RATIO = 1.5
+# DRAM bytes measured by ncu under this multiple of the spec's minimum bytes: part of the data never
+# crossed DRAM during the kernel (the L2 still held written lines at its end), so DRAM throughput
+# understates the memory traffic. On the H200 the RMSNorm reads count exactly the input while
+# about 26 MB of writes stay in the 60 MB L2: 0.95-0.99x the minimum at 16384x8192, 0.6-0.8x at
+# 4096x4096-4096x8192 (profiles/rmsnorm-20261130-014917-vm-4bc5). profkit choice: 0.9.
+L2_RESIDENT_BYTES_RATIO = 0.9
 
 # --- Compute-bound detail ---------------------------------------------------------------------
 # tensor_pipe_pct at or above this: the kernel is bound on the Tensor Cores. ncu SOL's 80% "high
@@ -62,6 +72,15 @@ LOW_OCCUPANCY_RATIO = 0.5
 # memory latency in a kernel without much instruction-level parallelism (CUDA Best Practices Guide,
 # "Occupancy").
 LOW_THEORETICAL_OCCUPANCY_PCT = 25.0
+# Theoretical occupancy at this (rounded to 0.1) is the SM's maximum: 64 resident warps on sm_90;
+# more warps per SM are impossible, so "launch more warps" is never the advice (ncu's Occupancy
+# section reports it as a percentage of that maximum; counters carry float noise, 99.99999...).
+FULL_OCCUPANCY_PCT = 100.0
+# Two kernels' achieved occupancies within this many points hold about as many warps: when the
+# slower one holds at least the faster one's warps less this gap, occupancy is not why it is slower.
+# Below the faster one's by more, and with a lower theoretical occupancy, occupancy is the suspect.
+# ncu's AchievedOccupancy rule uses the same 10-point gap between achieved and theoretical.
+OCCUPANCY_GAP_PCT = 10.0
 # Kernels shorter than this (ms) are paced by launch overhead when run back to back: a launch costs
 # the host a few microseconds (NVIDIA's CUDA Graphs guidance), so many sub-5 us kernels are "launch
 # overhead", and fusing them (or a CUDA graph) is the fix. profkit choice: 5 us.
@@ -72,7 +91,10 @@ SHORT_KERNEL_MS = 0.005
 # of the two cases is noise, a tie (docs/tables.md: "a difference smaller than the larger spread is
 # noise"; at exactly the spread it is still not shown to be real).
 NOISE_SPREAD_MULTIPLE = 1.0
-# Timing only: at or above this share of the run's measured copy bandwidth (pct_peak_bw), the kernel
-# moves its minimum bytes about as fast as a device copy does, so only fewer bytes can help.
-# profkit choice, the same line as NEAR_PEAK_DRAM_PCT.
-NEAR_COPY_CEILING_PCT = 90.0
+# At or above this share of the run's measured copy bandwidth (pct_peak_bw: the spec's minimum bytes
+# over p50), the kernel moves its bytes about as fast as a device copy, so only fewer bytes can
+# help. The measured copy is the practical roof (about 88% of ncu's DRAM peak on the H200), and
+# torch.compile's RMSNorm reaches 98.6-99.6% of it at 16384x8192 on the H200
+# (profiles/rmsnorm-20261130-014917-vm-4bc5), so under 95% a measurable margin is left. profkit
+# choice: 95.
+NEAR_COPY_CEILING_PCT = 95.0
