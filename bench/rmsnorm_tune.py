@@ -41,25 +41,45 @@ for dtype in spec.dtypes:
 
                 ok = check(spec, fn, shape, dtype, "cuda", seed=1).correct
                 t = time_case(spec, fn, shape, dtype, seed=2) if ok else None
-                rows_out.append(dict(dtype=dtype, shape=format_shape(shape), impl="triton",
-                                     rows=rows, warps=warps, correct=ok,
-                                     p50_ms=t and t.p50_ms, spread_ms=t and t.spread_ms,
-                                     gbps=t and bytes_ / t.p50_ms / 1e6))
+                rows_out.append(
+                    dict(
+                        dtype=dtype,
+                        shape=format_shape(shape),
+                        impl="triton",
+                        rows=rows,
+                        warps=warps,
+                        correct=ok,
+                        p50_ms=t and t.p50_ms,
+                        spread_ms=t and t.spread_ms,
+                        gbps=t and bytes_ / t.p50_ms / 1e6,
+                    )
+                )
         for v in spec.variants:
             if not v.baseline:
                 continue
             fn = resolve_callable(v, cache)
             ok = check(spec, fn, shape, dtype, "cuda", seed=1).correct
             t = time_case(spec, fn, shape, dtype, seed=2) if ok else None
-            rows_out.append(dict(dtype=dtype, shape=format_shape(shape), impl=v.name, correct=ok,
-                                 p50_ms=t and t.p50_ms, spread_ms=t and t.spread_ms,
-                                 gbps=t and bytes_ / t.p50_ms / 1e6))
+            rows_out.append(
+                dict(
+                    dtype=dtype,
+                    shape=format_shape(shape),
+                    impl=v.name,
+                    correct=ok,
+                    p50_ms=t and t.p50_ms,
+                    spread_ms=t and t.spread_ms,
+                    gbps=t and bytes_ / t.p50_ms / 1e6,
+                )
+            )
         print(dtype, shape, flush=True)
 
 df = pd.DataFrame(rows_out)
 df.to_csv(sys.argv[1], index=False)
-heur = {(d, s): rmsnorm.launch_config(*map(int, s.split("x")), torch.finfo(getattr(torch, d)).bits // 8)
-        for d in spec.dtypes for s in map(format_shape, spec.shapes)}
+heur = {
+    (d, s): rmsnorm.launch_config(*map(int, s.split("x")), torch.finfo(getattr(torch, d)).bits // 8)
+    for d in spec.dtypes
+    for s in map(format_shape, spec.shapes)
+}
 summary = []
 for (dtype, shape), g in df.groupby(["dtype", "shape"], sort=False):
     tri = g[g.impl == "triton"].sort_values("p50_ms")
@@ -67,8 +87,15 @@ for (dtype, shape), g in df.groupby(["dtype", "shape"], sort=False):
     _, hr, hw = heur[(dtype, shape)]
     h = tri[(tri.rows == hr) & (tri.warps == hw)]
     base = g[g.impl != "triton"].set_index("impl").p50_ms
-    summary.append(dict(dtype=dtype, shape=shape, best=f"r{int(best.rows)}w{int(best.warps)}",
-                        best_us=round(best.p50_ms * 1e3, 1),
-                        heur_us=round(h.p50_ms.iloc[0] * 1e3, 1) if len(h) else None,
-                        best_gbps=round(best.gbps), **{k: round(v * 1e3, 1) for k, v in base.items()}))
+    summary.append(
+        dict(
+            dtype=dtype,
+            shape=shape,
+            best=f"r{int(best.rows)}w{int(best.warps)}",
+            best_us=round(best.p50_ms * 1e3, 1),
+            heur_us=round(h.p50_ms.iloc[0] * 1e3, 1) if len(h) else None,
+            best_gbps=round(best.gbps),
+            **{k: round(v * 1e3, 1) for k, v in base.items()},
+        )
+    )
 print(pd.DataFrame(summary).to_string(index=False))

@@ -18,8 +18,9 @@ EPS = 1e-6
 
 
 @triton.jit
-def _rmsnorm_kernel(X, W, Y, n_rows, n_cols, stride_x, stride_y, eps,
-                    BLOCK_N: tl.constexpr, ROWS: tl.constexpr):
+def _rmsnorm_kernel(
+    X, W, Y, n_rows, n_cols, stride_x, stride_y, eps, BLOCK_N: tl.constexpr, ROWS: tl.constexpr
+):
     # Each program normalizes ROWS whole rows held in registers: x is read from DRAM once and y
     # written once, which is the whole fusion win over the eager chain.
     pid = tl.program_id(0)
@@ -36,8 +37,12 @@ def _rmsnorm_kernel(X, W, Y, n_rows, n_cols, stride_x, stride_y, eps,
     # its own precision between the reduction and the output, and w is loaded only after the
     # reduction: values live across the reduction cost registers, and at 40 registers this
     # kernel's occupancy was capped at 75% where torch.compile's 23-25 allowed 100% (run 83a4).
-    x = tl.load(x_base + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0,
-                eviction_policy="evict_first")
+    x = tl.load(
+        x_base + rows[:, None] * stride_x + cols[None, :],
+        mask=mask,
+        other=0.0,
+        eviction_policy="evict_first",
+    )
     xf = x.to(tl.float32)
     rstd = 1.0 / tl.sqrt(tl.sum(xf * xf, axis=1) / n_cols + eps)
     w = tl.load(W + cols, mask=col_ok, other=0.0, eviction_policy="evict_last").to(tl.float32)
@@ -73,8 +78,18 @@ def rmsnorm_triton(inputs: dict, config: tuple[int, int, int] | None = None) -> 
     n_rows, n_cols = x2.shape
     block_n, rows, num_warps = config or launch_config(n_rows, n_cols, x.element_size())
     _rmsnorm_kernel[(triton.cdiv(n_rows, rows),)](
-        x2, w, y2, n_rows, n_cols, x2.stride(0), y2.stride(0), EPS,
-        BLOCK_N=block_n, ROWS=rows, num_warps=num_warps)
+        x2,
+        w,
+        y2,
+        n_rows,
+        n_cols,
+        x2.stride(0),
+        y2.stride(0),
+        EPS,
+        BLOCK_N=block_n,
+        ROWS=rows,
+        num_warps=num_warps,
+    )
     return out
 
 
@@ -93,7 +108,7 @@ def rmsnorm_native(inputs: dict) -> torch.Tensor:
 
 def _compiled() -> callable:
     # One graph per (dtype, shape) in a sweep: lift dynamo's recompile limit (default 8) so later
-    # shapes are not silently run eagerly. dynamic=False: each shape gets its own specialized kernel.
+    # shapes are not silently run eagerly. dynamic=False: each shape gets its own kernel.
     import torch._dynamo
 
     for knob in ("recompile_limit", "cache_size_limit"):
@@ -118,19 +133,35 @@ SPEC = KernelSpec(
     name="rmsnorm",
     description="fused RMSNorm over the last dimension (Llama-style, eps=1e-6)",
     variants=(
-        Variant("triton", rmsnorm_triton, description="fused Triton kernel, whole rows in registers"),
+        Variant(
+            "triton", rmsnorm_triton, description="fused Triton kernel, whole rows in registers"
+        ),
         Variant("eager", rmsnorm_eager, baseline=True, description="unfused eager PyTorch"),
-        Variant("native", rmsnorm_native, baseline=True,
-                description="torch.nn.functional.rms_norm"),
-        Variant("compile", rmsnorm_eager, baseline=True, prepare=_compiled,
-                description="torch.compile of the eager code"),
+        Variant(
+            "native", rmsnorm_native, baseline=True, description="torch.nn.functional.rms_norm"
+        ),
+        Variant(
+            "compile",
+            rmsnorm_eager,
+            baseline=True,
+            prepare=_compiled,
+            description="torch.compile of the eager code",
+        ),
     ),
     make_inputs=make_inputs,
     reference=reference,
     dtypes=("float16", "bfloat16", "float32"),
     # decode-like (one to a few rows) and prefill-like shapes; hidden sizes 1024..16384
-    shapes=((1, 4096), (16, 8192), (32, 16384), (4096, 1024), (4096, 4096), (4096, 8192),
-            (2048, 16384), (16384, 8192)),
+    shapes=(
+        (1, 4096),
+        (16, 8192),
+        (32, 16384),
+        (4096, 1024),
+        (4096, 4096),
+        (4096, 8192),
+        (2048, 16384),
+        (16384, 8192),
+    ),
     # half precision: output rounding (fp16 ulp 2^-11, bf16 2^-8, relative) plus the eager
     # baseline's double rounding (normalize, cast, then weight)
     tolerances={"float16": (2e-2, 1e-2), "bfloat16": (6e-2, 3e-2), "float32": (1e-4, 1e-4)},

@@ -25,11 +25,22 @@ def gpu_checks() -> list[Check]:
     out.append(("torch", True, f"{torch.__version__} (CUDA {torch.version.cuda or 'none'})"))
     if torch.cuda.is_available():
         p = torch.cuda.get_device_properties(0)
-        out.append(("GPU", True, f"{p.name}, {p.multi_processor_count} SMs, "
-                                 f"compute capability {p.major}.{p.minor}"))
+        out.append(
+            (
+                "GPU",
+                True,
+                f"{p.name}, {p.multi_processor_count} SMs, compute capability {p.major}.{p.minor}",
+            )
+        )
     else:
-        out.append(("GPU", False, "no CUDA GPU visible to torch: capture needs one "
-                                  "(`capture --interpret` checks correctness on the CPU)"))
+        out.append(
+            (
+                "GPU",
+                False,
+                "no CUDA GPU visible to torch: capture needs one "
+                "(`capture --interpret` checks correctness on the CPU)",
+            )
+        )
     smi = nvidia_smi("driver_version")
     out.append(("driver", bool(smi), smi[0] if smi else "nvidia-smi not found"))
     return out

@@ -22,8 +22,13 @@ def nvidia_smi(fields: str) -> list[str] | None:
     if not exe:
         return None
     try:
-        out = subprocess.run([exe, f"--query-gpu={fields}", "--format=csv,noheader,nounits"],
-                             capture_output=True, text=True, timeout=20, check=True).stdout
+        out = subprocess.run(
+            [exe, f"--query-gpu={fields}", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        ).stdout
     except (subprocess.SubprocessError, OSError):
         return None
     first = out.strip().splitlines()[:1]
@@ -32,23 +37,30 @@ def nvidia_smi(fields: str) -> list[str] | None:
 
 def fingerprint() -> dict:
     """GPU, SM count, driver, CUDA, library versions, clocks now, hostname."""
-    info: dict = {"hostname": socket.gethostname(), "python": platform.python_version(),
-                  "torch": _version("torch"), "triton": _version("triton")}
+    info: dict = {
+        "hostname": socket.gethostname(),
+        "python": platform.python_version(),
+        "torch": _version("torch"),
+        "triton": _version("triton"),
+    }
     try:
         import torch
 
         info["cuda"] = torch.version.cuda
         if torch.cuda.is_available():
             props = torch.cuda.get_device_properties(0)
-            info.update(gpu=props.name, sm_count=props.multi_processor_count,
-                        compute_capability=f"{props.major}.{props.minor}",
-                        memory_gib=round(props.total_memory / 2**30, 1))
+            info.update(
+                gpu=props.name,
+                sm_count=props.multi_processor_count,
+                compute_capability=f"{props.major}.{props.minor}",
+                memory_gib=round(props.total_memory / 2**30, 1),
+            )
     except ImportError:
         pass
     smi = nvidia_smi("driver_version,clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem")
     if smi:
         info["driver"] = smi[0]
-        info["clocks_mhz"] = dict(zip(("sm", "mem", "max_sm", "max_mem"), smi[1:]))
+        info["clocks_mhz"] = dict(zip(("sm", "mem", "max_sm", "max_mem"), smi[1:], strict=False))
     return info
 
 
@@ -59,16 +71,22 @@ def measure_ceilings() -> dict:
 
     from profkit.timing import bench
 
-    n = 2**30
-    src = torch.randint(0, 255, (n,), dtype=torch.uint8, device="cuda")
-    dst = torch.empty_like(src)
-    copy = bench(lambda: dst.copy_(src))
-    del src, dst
-    m = 8192
-    a = torch.randn(m, m, device="cuda", dtype=torch.bfloat16)  # random, never zeros
-    b = torch.randn(m, m, device="cuda", dtype=torch.bfloat16)
-    mm = bench(lambda: a @ b)
-    return {"copy_gbps": round(2 * n / (copy.p50_ms * 1e-3) / 1e9, 1),
-            "copy_spread_ms": round(copy.spread_ms, 5),
-            "matmul_tflops": round(2 * m**3 / (mm.p50_ms * 1e-3) / 1e12, 1),
-            "matmul_dtype": "bfloat16", "matmul_shape": f"{m}x{m}x{m}"}
+    def copy_timing(n: int):
+        src = torch.randint(0, 255, (n,), dtype=torch.uint8, device="cuda")
+        dst = torch.empty_like(src)
+        return bench(lambda: dst.copy_(src))
+
+    def matmul_timing(m: int):
+        a = torch.randn(m, m, device="cuda", dtype=torch.bfloat16)  # random, never zeros
+        b = torch.randn(m, m, device="cuda", dtype=torch.bfloat16)
+        return bench(lambda: a @ b)
+
+    n, m = 2**30, 8192
+    copy, mm = copy_timing(n), matmul_timing(m)
+    return {
+        "copy_gbps": round(2 * n / (copy.p50_ms * 1e-3) / 1e9, 1),
+        "copy_spread_ms": round(copy.spread_ms, 5),
+        "matmul_tflops": round(2 * m**3 / (mm.p50_ms * 1e-3) / 1e12, 1),
+        "matmul_dtype": "bfloat16",
+        "matmul_shape": f"{m}x{m}x{m}",
+    }

@@ -20,8 +20,14 @@ from profkit.errors import ProfkitError
 
 Shape = tuple[int, ...]
 DTYPE_ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
-DTYPE_ALIASES = {"fp16": "float16", "half": "float16", "bf16": "bfloat16", "fp32": "float32",
-                 "float": "float32", "fp64": "float64"}
+DTYPE_ALIASES = {
+    "fp16": "float16",
+    "half": "float16",
+    "bf16": "bfloat16",
+    "fp32": "float32",
+    "float": "float32",
+    "fp64": "float64",
+}
 
 
 @dataclass(frozen=True)
@@ -47,7 +53,9 @@ class KernelSpec:
     dtypes: tuple[str, ...]
     shapes: tuple[Shape, ...]  # the default sweep
     tolerances: Mapping[str, tuple[float, float]]  # dtype -> (atol, rtol) against the reference
-    bytes_moved: Callable[[Shape, int], int]  # (shape, itemsize) -> minimum bytes (read once, write once)
+    bytes_moved: Callable[
+        [Shape, int], int
+    ]  # (shape, itemsize) -> minimum bytes (read once, write once)
     flops: Callable[[Shape], int]
     interpret_shapes: tuple[Shape, ...] = ((4, 64), (3, 100))  # small shapes for --interpret
     source: str = field(default="", compare=False)
@@ -78,7 +86,8 @@ def normalize_dtype(spec: KernelSpec, text: str) -> str:
     name = DTYPE_ALIASES.get(text.lower(), text.lower())
     if name not in spec.dtypes:
         raise ProfkitError(
-            f"{spec.name} does not support dtype {text!r}; supported: {', '.join(spec.dtypes)}")
+            f"{spec.name} does not support dtype {text!r}; supported: {', '.join(spec.dtypes)}"
+        )
     return name
 
 
@@ -92,6 +101,7 @@ def numel(shape: Shape) -> int:
 
 
 # ---- finding specs -------------------------------------------------------------------------------
+
 
 def lab_dir() -> Path:
     """The lab's kernels/ folder: installed as the package `profkit_lab`, or beside profkit/ in a
@@ -131,7 +141,8 @@ def lab_specs() -> dict[str, KernelSpec]:
     # torch.compile's cache does) by name even when profkit runs from a checkout
     if "profkit_lab" not in sys.modules:
         package = importlib.util.module_from_spec(
-            importlib.machinery.ModuleSpec("profkit_lab", None, is_package=True))
+            importlib.machinery.ModuleSpec("profkit_lab", None, is_package=True)
+        )
         package.__path__ = [str(lab_dir())]
         sys.modules["profkit_lab"] = package
     specs: dict[str, KernelSpec] = {}

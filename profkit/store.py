@@ -113,7 +113,9 @@ def list_runs(root: Path | None = None) -> list[Path]:
     if not root.is_dir():
         return []
     runs = [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".") and is_run(p)]
-    return sorted(runs, key=lambda p: (json.loads((p / MANIFEST).read_text()).get("created", ""), p.name))
+    return sorted(
+        runs, key=lambda p: (json.loads((p / MANIFEST).read_text()).get("created", ""), p.name)
+    )
 
 
 def resolve(ref: str | None, root: Path | None = None) -> Path:
@@ -122,7 +124,9 @@ def resolve(ref: str | None, root: Path | None = None) -> Path:
     if ref is None:
         runs = list_runs(root)
         if not runs:
-            raise ProfkitError(f"no runs stored under {root}/: capture one with `profkit capture KERNEL`")
+            raise ProfkitError(
+                f"no runs stored under {root}/: capture one with `profkit capture KERNEL`"
+            )
         return runs[-1]
     for candidate in (Path(ref), root / ref):
         if candidate.is_dir():

@@ -53,8 +53,9 @@ def resolve_callable(variant: Variant, cache: dict[str, Callable]) -> Callable[[
     return cache[variant.name]
 
 
-def check(spec: KernelSpec, fn: Callable, shape: Shape, dtype: str, device: str,
-          seed: int) -> Check:
+def check(
+    spec: KernelSpec, fn: Callable, shape: Shape, dtype: str, device: str, seed: int
+) -> Check:
     gen = torch.Generator(device=device).manual_seed(seed)
     inputs = spec.make_inputs(shape, dtype, device, gen)
     if "out" in inputs and inputs["out"].is_floating_point():
@@ -72,11 +73,22 @@ def check(spec: KernelSpec, fn: Callable, shape: Shape, dtype: str, device: str,
     diff = (got - ref).abs()
     finite = bool(torch.isfinite(got).all())
     max_abs = float(diff.max()) if finite else float("nan")
-    rel = float(torch.linalg.vector_norm(got - ref) / torch.linalg.vector_norm(ref)) if finite else None
+    rel = (
+        float(torch.linalg.vector_norm(got - ref) / torch.linalg.vector_norm(ref))
+        if finite
+        else None
+    )
     atol, rtol = spec.tolerances[dtype]
     ok = finite and bool(torch.allclose(got, ref, atol=atol, rtol=rtol))
-    why = "" if ok else ("non-finite or unwritten output" if not finite else
-                         f"outside tolerance (atol={atol}, rtol={rtol}): max abs err {max_abs:.3g}")
+    why = (
+        ""
+        if ok
+        else (
+            "non-finite or unwritten output"
+            if not finite
+            else f"outside tolerance (atol={atol}, rtol={rtol}): max abs err {max_abs:.3g}"
+        )
+    )
     return Check(ok, rel, max_abs if finite else None, why)
 
 
@@ -89,9 +101,10 @@ def nvtx_range(name: str) -> Iterator[None]:
         yield
 
 
-def bench(fn: Callable[[], Any], *, range_name: str | None = None,
-          flush_bytes: int = FLUSH_BYTES) -> Timing:
-    """Device-event time of fn, L2 flushed before each repetition (the flush is outside the events)."""
+def bench(
+    fn: Callable[[], Any], *, range_name: str | None = None, flush_bytes: int = FLUSH_BYTES
+) -> Timing:
+    """Device-event time of fn, L2 flushed before each repetition (outside the events)."""
     cache = torch.empty(flush_bytes, dtype=torch.int8, device="cuda")
     fn()
     torch.cuda.synchronize()
@@ -115,11 +128,17 @@ def bench(fn: Callable[[], Any], *, range_name: str | None = None,
             fn()
         ends[i].record()
     torch.cuda.synchronize()
-    return Timing.from_samples([s.elapsed_time(e) for s, e in zip(starts, ends)])
+    return Timing.from_samples([s.elapsed_time(e) for s, e in zip(starts, ends, strict=True)])
 
 
-def time_case(spec: KernelSpec, fn: Callable, shape: Shape, dtype: str, seed: int,
-              range_name: str | None = None) -> Timing:
+def time_case(
+    spec: KernelSpec,
+    fn: Callable,
+    shape: Shape,
+    dtype: str,
+    seed: int,
+    range_name: str | None = None,
+) -> Timing:
     gen = torch.Generator(device="cuda").manual_seed(seed)
     inputs = spec.make_inputs(shape, dtype, "cuda", gen)
     return bench(lambda: fn(inputs), range_name=range_name)

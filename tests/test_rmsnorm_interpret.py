@@ -45,7 +45,9 @@ def test_wrong_kernel_is_caught():
     assert not result.correct and "outside tolerance" in result.error
 
 
-@pytest.mark.parametrize("n_rows,n_cols,itemsize", [(1, 4096, 2), (4096, 1024, 2), (16384, 8192, 4)])
+@pytest.mark.parametrize(
+    "n_rows,n_cols,itemsize", [(1, 4096, 2), (4096, 1024, 2), (16384, 8192, 4)]
+)
 def test_launch_config_covers_whole_rows(n_rows, n_cols, itemsize):
     block_n, rows, warps = LAB.launch_config(n_rows, n_cols, itemsize)
     assert block_n >= n_cols and block_n & (block_n - 1) == 0

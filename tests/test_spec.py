@@ -1,10 +1,9 @@
-"""Kernel specs: shape parsing, dtype names, lookup errors, user files, the RMSNorm entry's model."""
+"""Kernel specs: shapes, dtype names, lookup errors, user files, the RMSNorm entry's model."""
 
 import pytest
 
 from profkit.errors import ProfkitError
-from profkit.spec import (case_name, find_spec, format_shape, lab_specs, normalize_dtype,
-                          parse_shape)
+from profkit.spec import case_name, find_spec, format_shape, lab_specs, normalize_dtype, parse_shape
 
 
 def test_parse_shape_round_trip():
@@ -77,7 +76,8 @@ def test_user_file_spec(tmp_path):
         "        .to(getattr(torch, d))},\n"
         "    reference=lambda i: i['x'].double() * 2, dtypes=('float32',), shapes=((8, 8),),\n"
         "    tolerances={'float32': (1e-6, 1e-6)}, bytes_moved=lambda s, e: 2 * s[0] * s[1] * e,\n"
-        "    flops=lambda s: s[0] * s[1])\n")
+        "    flops=lambda s: s[0] * s[1])\n"
+    )
     spec = find_spec("scale2", f)
     assert spec.source == str(f) and spec.variants[0].name == "torch"
     with pytest.raises(ProfkitError, match="unknown kernel 'rmsnorm' in"):
