@@ -23,6 +23,10 @@ from profkit.errors import ProfkitError
 from profkit.spec import DTYPE_ITEMSIZE, KernelSpec, Shape, case_name, format_shape
 
 
+TIMING_COLUMNS = ("reps", "p50_ms", "p95_ms", "p5_ms", "spread_ms", "gbps", "tflops",
+                  "pct_peak_bw", "pct_peak_flops")
+
+
 @dataclass
 class CaptureOptions:
     dtypes: tuple[str, ...]
@@ -83,7 +87,10 @@ def measure_cases(spec: KernelSpec, opts: CaptureOptions, console: Console,
                 row.update(rates(nbytes, flops, t.p50_ms, ceilings))
             rows.append(row)
             bar.advance(task)
-    return pd.DataFrame(rows)
+    # the same columns whether or not anything was timed (interpret mode, all incorrect)
+    table = pd.DataFrame(rows)
+    return table.reindex(columns=[*table.columns.drop(TIMING_COLUMNS, errors="ignore"),
+                                  *TIMING_COLUMNS])
 
 
 def rates(nbytes: int, flops: int, p50_ms: float, ceilings: dict) -> dict:

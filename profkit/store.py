@@ -136,15 +136,25 @@ def resolve(ref: str | None, root: Path | None = None) -> Path:
     raise ProfkitError(f"no run named {ref!r} (looked for a directory and under {root}/)")
 
 
+# what every reader of a run relies on; a run missing these is damaged
+REQUIRED_CASE_COLUMNS = ("kernel", "variant", "dtype", "shape", "correct", "p50_ms")
+
+
 def load(path: Path) -> Run:
     """Read a finished run; a damaged one is a clear error, never a traceback."""
     try:
         manifest = json.loads((path / MANIFEST).read_text())
         cases = pd.read_csv(path / CASES)
-    except (OSError, ValueError) as exc:
-        raise ProfkitError(f"{path} is not a readable profkit run: {exc}") from exc
-    optional = {}
-    for name in (KERNELS, RULES):
-        f = path / name
-        optional[name] = pd.read_csv(f) if f.is_file() and f.stat().st_size else None
+        optional = {name: _read_optional(path / name) for name in (KERNELS, RULES)}
+    except (OSError, ValueError) as exc:  # pandas' parser errors are ValueErrors
+        reason = " ".join(str(exc).split())[:200]
+        raise ProfkitError(f"{path} is not a readable profkit run: {reason}") from exc
+    missing = [c for c in REQUIRED_CASE_COLUMNS if c not in cases.columns]
+    if not isinstance(manifest, dict) or "run_id" not in manifest or missing:
+        what = f"{CASES} lacks {', '.join(missing)}" if missing else f"{MANIFEST} has no run_id"
+        raise ProfkitError(f"{path} is not a readable profkit run: {what}")
     return Run(path, manifest, cases, optional[KERNELS], optional[RULES])
+
+
+def _read_optional(f: Path) -> pd.DataFrame | None:
+    return pd.read_csv(f) if f.is_file() and f.stat().st_size else None

@@ -11,7 +11,9 @@ from profkit.errors import ProfkitError
 
 def _write(root, kernel="k", created="2026-11-30T00:00:00+00:00", run_id=""):
     w = store.RunWriter(root, kernel, run_id=run_id)
-    w.write_table(store.CASES, pd.DataFrame({"kernel": [kernel], "p50_ms": [0.5]}))
+    cases = {"kernel": [kernel], "variant": ["v"], "dtype": ["float16"], "shape": ["8x8"],
+             "correct": [True], "p50_ms": [0.5]}
+    w.write_table(store.CASES, pd.DataFrame(cases))
     return w.finish({"kernel": kernel, "created": created})
 
 
@@ -66,3 +68,16 @@ def test_damaged_run_is_a_clear_error(tmp_path):
     (path / store.CASES).write_text("")
     with pytest.raises(ProfkitError, match="not a readable profkit run"):
         store.load(path)
+
+
+def test_run_missing_columns_or_id_is_a_clear_error(tmp_path):
+    path = _write(tmp_path)
+    (path / store.CASES).write_text("a,b\n1,2\n")
+    with pytest.raises(ProfkitError, match="cases.csv lacks kernel, variant"):
+        store.load(path)
+    other = _write(tmp_path)
+    manifest = json.loads((other / store.MANIFEST).read_text())
+    del manifest["run_id"]
+    (other / store.MANIFEST).write_text(json.dumps(manifest))
+    with pytest.raises(ProfkitError, match="has no run_id"):
+        store.load(other)
