@@ -22,10 +22,29 @@ spec = find_spec("rmsnorm")
 rmsnorm = sys.modules["profkit_lab.rmsnorm"]
 rows_out = []
 cache: dict = {}
+
+
+def measure(fn, shape, dtype, nbytes, **labels) -> None:
+    """Check, then time one implementation; append its row."""
+    ok = check(spec, fn, shape, dtype, "cuda", seed=1).correct
+    t = time_case(spec, fn, shape, dtype, seed=2) if ok else None
+    rows_out.append(
+        dict(
+            dtype=dtype,
+            shape=format_shape(shape),
+            **labels,
+            correct=ok,
+            p50_ms=t and t.p50_ms,
+            spread_ms=t and t.spread_ms,
+            gbps=t and nbytes / t.p50_ms / 1e6,
+        )
+    )
+
+
 for dtype in spec.dtypes:
     for shape in spec.shapes:
         m, n = shape
-        bytes_ = spec.bytes_moved(shape, torch.finfo(getattr(torch, dtype)).bits // 8)
+        nbytes = spec.bytes_moved(shape, torch.finfo(getattr(torch, dtype)).bits // 8)
         block_n = triton.next_power_of_2(n)
         for rows in (1, 2, 4, 8):
             if rows > 1 and (block_n * rows > 16384 or m < rows * 132):
@@ -35,42 +54,18 @@ for dtype in spec.dtypes:
                 if per_thread > 64 or per_thread < 2:
                     continue
                 cfg = (block_n, rows, warps)
-
-                def fn(inputs, cfg=cfg):
-                    return rmsnorm.rmsnorm_triton(inputs, cfg)
-
-                ok = check(spec, fn, shape, dtype, "cuda", seed=1).correct
-                t = time_case(spec, fn, shape, dtype, seed=2) if ok else None
-                rows_out.append(
-                    dict(
-                        dtype=dtype,
-                        shape=format_shape(shape),
-                        impl="triton",
-                        rows=rows,
-                        warps=warps,
-                        correct=ok,
-                        p50_ms=t and t.p50_ms,
-                        spread_ms=t and t.spread_ms,
-                        gbps=t and bytes_ / t.p50_ms / 1e6,
-                    )
+                measure(
+                    lambda inputs, cfg=cfg: rmsnorm.rmsnorm_triton(inputs, cfg),
+                    shape,
+                    dtype,
+                    nbytes,
+                    impl="triton",
+                    rows=rows,
+                    warps=warps,
                 )
         for v in spec.variants:
-            if not v.baseline:
-                continue
-            fn = resolve_callable(v, cache)
-            ok = check(spec, fn, shape, dtype, "cuda", seed=1).correct
-            t = time_case(spec, fn, shape, dtype, seed=2) if ok else None
-            rows_out.append(
-                dict(
-                    dtype=dtype,
-                    shape=format_shape(shape),
-                    impl=v.name,
-                    correct=ok,
-                    p50_ms=t and t.p50_ms,
-                    spread_ms=t and t.spread_ms,
-                    gbps=t and bytes_ / t.p50_ms / 1e6,
-                )
-            )
+            if v.baseline:
+                measure(resolve_callable(v, cache), shape, dtype, nbytes, impl=v.name)
         print(dtype, shape, flush=True)
 
 df = pd.DataFrame(rows_out)

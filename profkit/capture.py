@@ -22,9 +22,17 @@ from profkit import ncu, store
 from profkit.errors import ProfkitError
 from profkit.spec import DTYPE_ITEMSIZE, KernelSpec, Shape, case_name, format_shape
 
-
-TIMING_COLUMNS = ("reps", "p50_ms", "p95_ms", "p5_ms", "spread_ms", "gbps", "tflops",
-                  "pct_peak_bw", "pct_peak_flops")
+TIMING_COLUMNS = (
+    "reps",
+    "p50_ms",
+    "p95_ms",
+    "p5_ms",
+    "spread_ms",
+    "gbps",
+    "tflops",
+    "pct_peak_bw",
+    "pct_peak_flops",
+)
 
 
 @dataclass
@@ -49,12 +57,19 @@ def cases(spec: KernelSpec, opts: CaptureOptions) -> list[tuple[str, str, Shape]
 
 
 def _progress(console: Console) -> Progress:
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), console=console, transient=False)
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    )
 
 
-def measure_cases(spec: KernelSpec, opts: CaptureOptions, console: Console,
-                  ceilings: dict) -> pd.DataFrame:
+def measure_cases(
+    spec: KernelSpec, opts: CaptureOptions, console: Console, ceilings: dict
+) -> pd.DataFrame:
     """Correctness for every case; timing for the correct ones (not in interpret mode)."""
     from profkit import timing
 
@@ -68,16 +83,26 @@ def measure_cases(spec: KernelSpec, opts: CaptureOptions, console: Console,
             variant = spec.variant(variant_name)
             name = case_name(spec.name, variant_name, dtype, shape)
             bar.update(task, description=name)
-            row = {"kernel": spec.name, "variant": variant_name, "baseline": variant.baseline,
-                   "dtype": dtype, "shape": format_shape(shape), "case": name}
+            row = {
+                "kernel": spec.name,
+                "variant": variant_name,
+                "baseline": variant.baseline,
+                "dtype": dtype,
+                "shape": format_shape(shape),
+                "case": name,
+            }
             try:
                 fn = timing.resolve_callable(variant, prepared)
                 # fresh random inputs for each check: a fixed seed per case, distinct across cases
                 chk = timing.check(spec, fn, shape, dtype, device, seed=opts.seed * 100003 + i)
             except Exception as exc:  # a variant that cannot even be prepared is recorded
                 chk = timing.Check(False, None, None, f"{type(exc).__name__}: {exc}"[:300])
-            row.update(correct=chk.correct, rel_err=chk.rel_err, max_abs_err=chk.max_abs_err,
-                       error=chk.error)
+            row.update(
+                correct=chk.correct,
+                rel_err=chk.rel_err,
+                max_abs_err=chk.max_abs_err,
+                error=chk.error,
+            )
             nbytes = spec.bytes_moved(shape, DTYPE_ITEMSIZE[dtype])
             flops = spec.flops(shape)
             row.update(bytes=nbytes, flops=flops)
@@ -89,8 +114,9 @@ def measure_cases(spec: KernelSpec, opts: CaptureOptions, console: Console,
             bar.advance(task)
     # the same columns whether or not anything was timed (interpret mode, all incorrect)
     table = pd.DataFrame(rows)
-    return table.reindex(columns=[*table.columns.drop(TIMING_COLUMNS, errors="ignore"),
-                                  *TIMING_COLUMNS])
+    return table.reindex(
+        columns=[*table.columns.drop(TIMING_COLUMNS, errors="ignore"), *TIMING_COLUMNS]
+    )
 
 
 def rates(nbytes: int, flops: int, p50_ms: float, ceilings: dict) -> dict:
@@ -104,24 +130,43 @@ def rates(nbytes: int, flops: int, p50_ms: float, ceilings: dict) -> dict:
     return out
 
 
-def counter_pass(spec: KernelSpec, opts: CaptureOptions, table: pd.DataFrame,
-                 writer: store.RunWriter, console: Console) -> tuple[dict, pd.DataFrame | None]:
+def counter_pass(
+    spec: KernelSpec,
+    opts: CaptureOptions,
+    table: pd.DataFrame,
+    writer: store.RunWriter,
+    console: Console,
+) -> tuple[dict, pd.DataFrame | None]:
     """Profile the correct cases under ncu; returns the manifest block and the kernel table."""
     correct = table[table.correct.astype(bool)]
     if correct.empty:
-        return {"status": "timing_only", "problem": "no_cases",
-                "reason": "no correct case to profile"}, None
-    job = {"kernel": spec.name, "from_file": opts.from_file, "seed": opts.seed,
-           "cases": [{"variant": r.variant, "dtype": r.dtype,
-                      "shape": [int(d) for d in r.shape.split("x")]} for r in correct.itertuples()]}
+        return {
+            "status": "timing_only",
+            "problem": "no_cases",
+            "reason": "no correct case to profile",
+        }, None
+    job = {
+        "kernel": spec.name,
+        "from_file": opts.from_file,
+        "seed": opts.seed,
+        "cases": [
+            {"variant": r.variant, "dtype": r.dtype, "shape": [int(d) for d in r.shape.split("x")]}
+            for r in correct.itertuples()
+        ],
+    }
     job_path = writer.path("ncu-job.json")
     job_path.write_text(json.dumps(job))
     program = [sys.executable, "-m", "profkit.worker", str(job_path)]
     console.print(f"counter pass: ncu over {len(job['cases'])} cases (kernel replay) ...")
     result = ncu.run_counter_pass(
-        program, writer.path(store.REPORT), timeout_s=opts.ncu_timeout_s,
-        log_path=writer.path("ncu.log"), metrics=opts.ncu_metrics, set_name=opts.ncu_set,
-        clock_control=opts.clock_control)
+        program,
+        writer.path(store.REPORT),
+        timeout_s=opts.ncu_timeout_s,
+        log_path=writer.path("ncu.log"),
+        metrics=opts.ncu_metrics,
+        set_name=opts.ncu_set,
+        clock_control=opts.clock_control,
+    )
     job_path.unlink()
     block = result.to_manifest()
     if not result.ok:
@@ -132,10 +177,14 @@ def counter_pass(spec: KernelSpec, opts: CaptureOptions, table: pd.DataFrame,
     try:
         tables = read_report(result.report_path, result.metrics)
     except ProfkitError as exc:  # e.g. an ncu_report older than the ncu that wrote the report
-        block.update(status="timing_only", problem="report_unreadable", reason=str(exc),
-                     fix=f"Fix: the report stays in the run as {store.REPORT}; read it with "
-                         "`profkit show PATH` once ncu_report matches your ncu (pip install "
-                         "-U ncu-report).")
+        block.update(
+            status="timing_only",
+            problem="report_unreadable",
+            reason=str(exc),
+            fix=f"Fix: the report stays in the run as {store.REPORT}; read it with "
+            "`profkit show PATH` once ncu_report matches your ncu (pip install "
+            "-U ncu-report).",
+        )
         console.print(f"[yellow]timing only:[/] {exc}")
         return block, None
     if tables.metrics_na:
@@ -157,8 +206,10 @@ def _check_shapes(spec: KernelSpec, opts: CaptureOptions) -> None:
                 spec.bytes_moved(shape, DTYPE_ITEMSIZE[dtype])
             spec.flops(shape)
         except Exception as exc:  # the spec's own code
-            raise ProfkitError(f"{spec.name} does not take shape {format_shape(shape)!r}: its "
-                               f"bytes/flops model failed ({type(exc).__name__}: {exc})") from exc
+            raise ProfkitError(
+                f"{spec.name} does not take shape {format_shape(shape)!r}: its "
+                f"bytes/flops model failed ({type(exc).__name__}: {exc})"
+            ) from exc
 
 
 def run_capture(spec: KernelSpec, opts: CaptureOptions, console: Console | None = None) -> Path:
@@ -170,8 +221,10 @@ def run_capture(spec: KernelSpec, opts: CaptureOptions, console: Console | None 
         import torch
 
         if not torch.cuda.is_available():
-            raise ProfkitError("no CUDA GPU here: capture needs one (use --interpret to check "
-                               "correctness through Triton's interpreter on the CPU)")
+            raise ProfkitError(
+                "no CUDA GPU here: capture needs one (use --interpret to check "
+                "correctness through Triton's interpreter on the CPU)"
+            )
     _check_shapes(spec, opts)
     try:
         writer = store.RunWriter(opts.root, spec.name)
@@ -181,8 +234,10 @@ def run_capture(spec: KernelSpec, opts: CaptureOptions, console: Console | None 
         fingerprint = hostenv.fingerprint()
         ceilings = {} if opts.interpret else hostenv.measure_ceilings()
         if ceilings:
-            console.print(f"ceilings: copy {ceilings['copy_gbps']:.0f} GB/s, bf16 matmul "
-                          f"{ceilings['matmul_tflops']:.0f} TFLOP/s")
+            console.print(
+                f"ceilings: copy {ceilings['copy_gbps']:.0f} GB/s, bf16 matmul "
+                f"{ceilings['matmul_tflops']:.0f} TFLOP/s"
+            )
         table = measure_cases(spec, opts, console, ceilings)
         if opts.interpret:
             counters = {"status": "skipped", "reason": "interpret mode: correctness only"}
@@ -195,13 +250,21 @@ def run_capture(spec: KernelSpec, opts: CaptureOptions, console: Console | None 
         joined = join(table, aggregate_cases(kernels) if kernels is not None else None)
         writer.write_table(store.CASES, joined)
         manifest = {
-            "kernel": spec.name, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "kernel": spec.name,
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "mode": "interpret" if opts.interpret else "gpu",
-            "source": spec.source, "command": " ".join(["profkit", *sys.argv[1:]]),
-            "options": {"dtypes": list(opts.dtypes), "shapes": [format_shape(s) for s in opts.shapes],
-                        "variants": list(opts.variants), "seed": opts.seed,
-                        "interpret": opts.interpret},
-            "fingerprint": fingerprint, "ceilings": ceilings, "counters": counters,
+            "source": spec.source,
+            "command": " ".join(["profkit", *sys.argv[1:]]),
+            "options": {
+                "dtypes": list(opts.dtypes),
+                "shapes": [format_shape(s) for s in opts.shapes],
+                "variants": list(opts.variants),
+                "seed": opts.seed,
+                "interpret": opts.interpret,
+            },
+            "fingerprint": fingerprint,
+            "ceilings": ceilings,
+            "counters": counters,
             "env": {k: os.environ[k] for k in ("TRITON_INTERPRET",) if k in os.environ},
         }
         return writer.finish(manifest)

@@ -15,12 +15,38 @@ from rich.table import Table
 from profkit.errors import ProfkitError
 
 # the columns `show --format table` prints; csv and json carry every column
-SHOW_COLUMNS = ("kernel", "variant", "dtype", "shape", "correct", "p50_ms", "p95_ms", "spread_ms",
-                "gbps", "pct_peak_bw", "tflops", "kernel_count", "dram_throughput_pct",
-                "achieved_occupancy_pct", "tensor_pipe_pct", "dram_bytes")
-LAUNCH_COLUMNS = ("launch", "nvtx_range", "kernel_name", "ncu_duration_ms", "dram_throughput_pct",
-                  "sm_throughput_pct", "achieved_occupancy_pct", "tensor_pipe_pct", "dram_bytes",
-                  "grid_size", "block_size", "waves_per_sm")
+SHOW_COLUMNS = (
+    "kernel",
+    "variant",
+    "dtype",
+    "shape",
+    "correct",
+    "p50_ms",
+    "p95_ms",
+    "spread_ms",
+    "gbps",
+    "pct_peak_bw",
+    "tflops",
+    "kernel_count",
+    "dram_throughput_pct",
+    "achieved_occupancy_pct",
+    "tensor_pipe_pct",
+    "dram_bytes",
+)
+LAUNCH_COLUMNS = (
+    "launch",
+    "nvtx_range",
+    "kernel_name",
+    "ncu_duration_ms",
+    "dram_throughput_pct",
+    "sm_throughput_pct",
+    "achieved_occupancy_pct",
+    "tensor_pipe_pct",
+    "dram_bytes",
+    "grid_size",
+    "block_size",
+    "waves_per_sm",
+)
 
 
 class ProfkitGroup(click.Group):
@@ -56,28 +82,61 @@ def main() -> None:
     cli()
 
 
-# ---- capture / list -----------------------------------------------------------------------------
+# ---- capture / list ----
+
 
 @cli.command()
 @click.argument("kernel")
-@click.option("--from", "from_file", type=click.Path(dir_okay=False),
-              help="a Python file defining your own KernelSpec (else the lab's kernels/)")
+@click.option(
+    "--from",
+    "from_file",
+    type=click.Path(dir_okay=False),
+    help="a Python file defining your own KernelSpec (else the lab's kernels/)",
+)
 @click.option("--dtype", "dtypes", multiple=True, help="float16, bfloat16, float32 (repeatable)")
 @click.option("--shape", "shapes", multiple=True, help="MxN, e.g. 4096x8192 (repeatable)")
 @click.option("--variant", "variants", multiple=True, help="a variant name (repeatable)")
-@click.option("--out", "out", type=click.Path(file_okay=False), default=None,
-              help="directory the run is stored under [default: profiles/]")
-@click.option("--interpret", is_flag=True,
-              help="no GPU: check every variant's correctness through Triton's interpreter")
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="directory the run is stored under [default: profiles/]",
+)
+@click.option(
+    "--interpret",
+    is_flag=True,
+    help="no GPU: check every variant's correctness through Triton's interpreter",
+)
 @click.option("--no-counters", is_flag=True, help="timing only: skip the ncu counter pass")
-@click.option("--metrics", default=None, help="comma-separated ncu metrics instead of profkit's set")
+@click.option(
+    "--metrics", default=None, help="comma-separated ncu metrics instead of profkit's set"
+)
 @click.option("--set", "ncu_set", default=None, help="an ncu section set instead (e.g. full)")
-@click.option("--clock-control", type=click.Choice(["none", "base"]), default="none",
-              show_default=True, help="ncu clock control: none leaves the GPU clocks as found")
+@click.option(
+    "--clock-control",
+    type=click.Choice(["none", "base"]),
+    default="none",
+    show_default=True,
+    help="ncu clock control: none leaves the GPU clocks as found",
+)
 @click.option("--ncu-timeout", type=float, default=1800, show_default=True, help="seconds")
 @click.option("--seed", type=int, default=0, show_default=True)
-def capture(kernel, from_file, dtypes, shapes, variants, out, interpret, no_counters, metrics,
-            ncu_set, clock_control, ncu_timeout, seed) -> None:
+def capture(
+    kernel,
+    from_file,
+    dtypes,
+    shapes,
+    variants,
+    out,
+    interpret,
+    no_counters,
+    metrics,
+    ncu_set,
+    clock_control,
+    ncu_timeout,
+    seed,
+) -> None:
     """Check, time and profile KERNEL's variants; store the run under profiles/."""
     from profkit.spec import find_spec, normalize_dtype, parse_shape
 
@@ -96,11 +155,19 @@ def capture(kernel, from_file, dtypes, shapes, variants, out, interpret, no_coun
     from profkit.store import default_root
 
     opts = CaptureOptions(
-        dtypes=dtypes, shapes=shape_set, variants=variants,
-        root=Path(out) if out else default_root(), interpret=interpret,
-        counters=not no_counters, from_file=from_file, seed=seed,
+        dtypes=dtypes,
+        shapes=shape_set,
+        variants=variants,
+        root=Path(out) if out else default_root(),
+        interpret=interpret,
+        counters=not no_counters,
+        from_file=from_file,
+        seed=seed,
         ncu_metrics=tuple(m for m in metrics.split(",") if m) if metrics else None,
-        ncu_set=ncu_set, clock_control=clock_control, ncu_timeout_s=ncu_timeout)
+        ncu_set=ncu_set,
+        clock_control=clock_control,
+        ncu_timeout_s=ncu_timeout,
+    )
     path = run_capture(spec, opts)
     from profkit import store
 
@@ -122,12 +189,17 @@ def list_kernels(from_file) -> None:
     table = Table("kernel", "variants (* = baseline)", "dtypes", "default shapes")
     for name in sorted(specs):
         spec = find_spec(name, from_file) if from_file else specs[name]
-        table.add_row(name, ", ".join(v.name + ("*" if v.baseline else "") for v in spec.variants),
-                      ", ".join(spec.dtypes), ", ".join(format_shape(s) for s in spec.shapes))
+        table.add_row(
+            name,
+            ", ".join(v.name + ("*" if v.baseline else "") for v in spec.variants),
+            ", ".join(spec.dtypes),
+            ", ".join(format_shape(s) for s in spec.shapes),
+        )
     Console(width=160).print(table)
 
 
-# ---- show -----------------------------------------------------------------------------------------
+# ---- show ----
+
 
 def load_any(ref: str | None, profiles: str | None):
     """A stored run (path, id, or newest) or a .ncu-rep report -> (kind, object)."""
@@ -145,10 +217,19 @@ def load_any(ref: str | None, profiles: str | None):
 
 @cli.command()
 @click.argument("ref", required=False)
-@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table",
-              show_default=True)
-@click.option("--profiles", type=click.Path(file_okay=False), default=None,
-              help="where runs are stored [default: profiles/]")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "csv", "json"]),
+    default="table",
+    show_default=True,
+)
+@click.option(
+    "--profiles",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="where runs are stored [default: profiles/]",
+)
 def show(ref, fmt, profiles) -> None:
     """Print a run's case table (default: the newest run), or a .ncu-rep's kernel launches."""
     kind, obj = load_any(ref, profiles)
@@ -158,13 +239,19 @@ def show(ref, fmt, profiles) -> None:
     if fmt == "table":
         m = obj.manifest
         fp, ceil, ctr = m.get("fingerprint", {}), m.get("ceilings", {}), m.get("counters", {})
-        click.echo(f"run {obj.run_id}: {m.get('kernel')} on {fp.get('gpu', 'no GPU')} "
-                   f"({m.get('created', '?')})")
+        click.echo(
+            f"run {obj.run_id}: {m.get('kernel')} on {fp.get('gpu', 'no GPU')} "
+            f"({m.get('created', '?')})"
+        )
         if ceil:
-            click.echo(f"ceilings: copy {ceil['copy_gbps']:.0f} GB/s, bf16 matmul "
-                       f"{ceil['matmul_tflops']:.0f} TFLOP/s")
-        click.echo(f"counters: {ctr.get('status', '?')}"
-                   + (f" ({ctr['reason']})" if ctr.get("reason") else ""))
+            click.echo(
+                f"ceilings: copy {ceil['copy_gbps']:.0f} GB/s, bf16 matmul "
+                f"{ceil['matmul_tflops']:.0f} TFLOP/s"
+            )
+        click.echo(
+            f"counters: {ctr.get('status', '?')}"
+            + (f" ({ctr['reason']})" if ctr.get("reason") else "")
+        )
     _print_table(obj.cases, fmt, SHOW_COLUMNS)
 
 
@@ -187,13 +274,14 @@ def _cell(value) -> str:
     if isinstance(value, float):
         if math.isnan(value):
             return ""
-        if abs(value) >= 1e6:
-            return f"{value:.3g}"
-        return f"{value:.4f}" if abs(value) < 10 else f"{value:.1f}"
+        if value.is_integer() and abs(value) < 1e6:
+            return str(int(value))  # counts stored as floats because the column may be empty
+        return f"{value:.4g}"
     return str(value)
 
 
-# ---- doctor ----------------------------------------------------------------------------------------
+# ---- doctor ----
+
 
 @cli.command()
 @click.option("--no-probe", is_flag=True, help="skip the tiny ncu probe run")
@@ -209,18 +297,26 @@ def doctor(no_probe) -> None:
         table.add_row(name, status, detail)
     console.print(table)
     counters = {name: ok for name, ok, _ in found}.get("counters")
-    verdict = {True: "GPU counters CAN be read on this host.",
-               False: "GPU counters can NOT be read on this host: captures will be timing only.",
-               None: "Whether GPU counters can be read here is unknown (see the rows above)."}
+    verdict = {
+        True: "GPU counters CAN be read on this host.",
+        False: "GPU counters can NOT be read on this host: captures will be timing only.",
+        None: "Whether GPU counters can be read here is unknown (see the rows above).",
+    }
     console.print(verdict[counters] if not no_probe else "counter probe skipped (--no-probe).")
 
 
-# ---- explain / compare ----------------------------------------------------------------------------
+# ---- explain / compare ----
+
 
 @cli.command()
 @click.argument("ref", required=False)
-@click.option("--format", "fmt", type=click.Choice(["terminal", "markdown", "json"]),
-              default="terminal", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["terminal", "markdown", "json"]),
+    default="terminal",
+    show_default=True,
+)
 @click.option("--profiles", type=click.Path(file_okay=False), default=None)
 def explain(ref, fmt, profiles) -> None:
     """Findings, bottlenecks and verdicts for a run (default: the newest) or a .ncu-rep report."""
@@ -243,17 +339,23 @@ def explain(ref, fmt, profiles) -> None:
 @cli.command()
 @click.argument("run_a")
 @click.argument("run_b")
-@click.option("--format", "fmt", type=click.Choice(["terminal", "markdown", "json", "csv"]),
-              default="terminal", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["terminal", "markdown", "json", "csv"]),
+    default="terminal",
+    show_default=True,
+)
 @click.option("--profiles", type=click.Path(file_okay=False), default=None)
 def compare(run_a, run_b, fmt, profiles) -> None:
-    """The same cases of two runs side by side; only changes beyond the timing spread are flagged."""
+    """The same cases of two runs side by side; changes beyond the timing spread are flagged."""
     from profkit import compare as cmp
     from profkit import store
 
     root = Path(profiles) if profiles else store.default_root()
-    df = cmp.compare_runs(store.load(store.resolve(run_a, root)),
-                          store.load(store.resolve(run_b, root)))
+    df = cmp.compare_runs(
+        store.load(store.resolve(run_a, root)), store.load(store.resolve(run_b, root))
+    )
     if fmt == "terminal":
         cmp.render_terminal(df, Console(width=160))
     else:
