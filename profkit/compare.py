@@ -2,11 +2,14 @@
 
 Deltas are B - A (B is the newer run as the user names them): "faster" means B is faster than A,
 and only when the change is larger than the timing spread of both (`explain.timing_outcome`).
+The summary under the table counts the flags per lab variant and says how far the baselines,
+whose code did not change, moved between the runs: the run-to-run drift the spread misses.
 """
 
 from __future__ import annotations
 
 import pandas as pd
+from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -32,7 +35,8 @@ _FLAG_STYLE = {"faster": "green", "slower": "red", "noise": "dim"}
 def _side(run: Run) -> pd.DataFrame:
     # every column on both sides, even where a run lacks it (timing only), so the merge below
     # always yields the _a/_b pairs and the output keeps one schema
-    side = run.cases.reindex(columns=[*KEYS, *_COMPARED]).astype({k: str for k in KEYS})
+    side = run.cases.reindex(columns=[*KEYS, "baseline", *_COMPARED]).astype({k: str for k in KEYS})
+    side["baseline"] = side["baseline"].map(as_bool)
     side["_present"] = True
     side["_pos"] = range(len(side))
     return side
@@ -44,6 +48,7 @@ def compare_runs(run_a: Run, run_b: Run) -> pd.DataFrame:
     # an outer merge sorts its keys; put A's cases first in A's order, then B's new ones
     merged = merged.sort_values(["_pos_a", "_pos_b"], na_position="last", ignore_index=True)
     out = merged[KEYS].copy()
+    out["baseline"] = merged["baseline_a"].fillna(merged["baseline_b"]).astype(bool)
     for col in ("correct", "p50_ms"):
         out[f"{col}_a"], out[f"{col}_b"] = merged[f"{col}_a"], merged[f"{col}_b"]
     out["delta_ms"] = out["p50_ms_b"] - out["p50_ms_a"]
@@ -53,12 +58,23 @@ def compare_runs(run_a: Run, run_b: Run) -> pd.DataFrame:
     for col in DELTA_COUNTERS:
         out[f"{col}_a"], out[f"{col}_b"] = merged[f"{col}_a"], merged[f"{col}_b"]
         out[f"{col}_delta"] = merged[f"{col}_b"] - merged[f"{col}_a"]
-    out.attrs.update(run_a=run_a.run_id, run_b=run_b.run_id, gpu_a=_gpu(run_a), gpu_b=_gpu(run_b))
+    out.attrs.update(
+        run_a=run_a.run_id,
+        run_b=run_b.run_id,
+        gpu_a=_gpu(run_a),
+        gpu_b=_gpu(run_b),
+        torch_a=_torch(run_a),
+        torch_b=_torch(run_b),
+    )
     return out
 
 
 def _gpu(run: Run) -> str:
     return str((run.manifest.get("fingerprint") or {}).get("gpu", "unknown GPU"))
+
+
+def _torch(run: Run) -> str:
+    return str((run.manifest.get("fingerprint") or {}).get("torch", "unknown torch"))
 
 
 def _flag(row: dict) -> str:
@@ -80,8 +96,9 @@ def _timed(row: dict, side: str) -> bool:
 # --- output --------------------------------------------------------------------------------------
 
 
-def _name(row: dict) -> str:
-    return f"{row['kernel']} {row['variant']} {row['dtype']} {row['shape']}"
+def _name(row: dict, kernel: bool = True) -> str:
+    case = f"{row['variant']} {row['dtype']} {row['shape']}"
+    return f"{row['kernel']} {case}" if kernel else case
 
 
 def _cell(key: str, value: object) -> str:
@@ -109,9 +126,9 @@ _COLUMNS = ("case", "A p50", "B p50", "delta", "delta %", "spread", "flag", "ker
             "DRAM %", "occupancy")  # fmt: skip
 
 
-def _cells(row: dict) -> list[str]:
+def _cells(row: dict, kernel: bool = True) -> list[str]:
     return [
-        _name(row),
+        _name(row, kernel),
         _cell("p50_ms", row["p50_ms_a"]),
         _cell("p50_ms", row["p50_ms_b"]),
         _signed_ms(row["delta_ms"]),
@@ -132,16 +149,81 @@ def _title(df: pd.DataFrame) -> str:
     return title
 
 
+def summary(df: pd.DataFrame) -> list[str]:
+    """One line per lab variant (what moved beyond the spread), then one on the baselines: their
+    code is the same in both runs unless torch changed, so their flags measure run-to-run drift."""
+    lines = [
+        f"{variant}: {_flag_counts(group)}{_flagged(group)}"
+        for variant, group in df[~df["baseline"]].groupby("variant", sort=False)
+    ]
+    base = df[df["baseline"]]
+    if not base.empty:
+        lines.append(f"baselines: {_flag_counts(base)}{_drift(df, base)}")
+    return lines
+
+
+def _moved(group: pd.DataFrame) -> pd.DataFrame:
+    return group[group["flag"].isin(("faster", "slower"))]
+
+
+def _flag_counts(group: pd.DataFrame) -> str:
+    counts = group["flag"].value_counts()
+    timed = ("faster", "slower", "noise")  # always counted; "only in A" and the like when present
+    flags = [*timed, *(f for f in counts.index if f not in timed)]
+    return ", ".join(f"{counts.get(f, 0)} {f}" for f in flags) + f" of {len(group)}"
+
+
+def _flagged(group: pd.DataFrame) -> str:
+    moved = _moved(group)
+    cases = [
+        f"{r['dtype']} {r['shape']} {_signed_pct(r['delta_pct'])}" for _, r in moved.iterrows()
+    ]
+    return f" ({', '.join(cases)})" if cases else ""
+
+
+def _drift(df: pd.DataFrame, base: pd.DataFrame) -> str:
+    moved = _moved(base)
+    if moved.empty:
+        return ""
+    widest = moved.loc[moved["delta_pct"].abs().idxmax()]
+    median = moved["delta_pct"].abs().median()
+    text = (
+        f"; the {len(moved)} that moved did so by a median {median:.1f}% "
+        f"(largest {_signed_pct(widest['delta_pct'])} at {_name(widest)})"
+    )
+    torch_a, torch_b = df.attrs.get("torch_a"), df.attrs.get("torch_b")
+    if torch_a != torch_b:
+        return text + f"; torch changed ({torch_a} -> {torch_b}), so they may have changed too"
+    return text + (
+        "; the baselines ran the same code in both runs, so lab changes of that size may be "
+        "run-to-run drift the in-run spread does not capture"
+    )
+
+
+# Terminal columns whose unit (ms) the title states once instead of each cell.
+_MS_COLUMNS = ("A p50", "B p50", "delta", "spread")
+
+
 def render_terminal(df: pd.DataFrame, console: Console) -> None:
-    table = Table(title=_title(df), title_justify="left")
+    # one line per case in the CLI's 160 columns: no vertical rules, ms stated once in the title,
+    # and the kernel named in each row only when several are compared
+    title = f"{_title(df)}  (times in ms)"
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for name in _COLUMNS:
         table.add_column(name, justify="left" if name in ("case", "flag") else "right")
+    several = df["kernel"].nunique() > 1
     for row in df.to_dict("records"):
+        texts = [
+            cell.removesuffix(" ms") if name in _MS_COLUMNS else cell
+            for name, cell in zip(_COLUMNS, _cells(row, several), strict=True)
+        ]
         # Text cells, not markup strings: a variant or kernel name may contain "[...]"
-        cells = [Text(cell) for cell in _cells(row)]
+        cells = [Text(text) for text in texts]
         cells[6].stylize(_FLAG_STYLE.get(row["flag"], "yellow"))
         table.add_row(*cells)
     console.print(table)
+    for line in summary(df):
+        console.print(Text(line))
 
 
 def to_markdown(df: pd.DataFrame) -> str:
@@ -152,6 +234,7 @@ def to_markdown(df: pd.DataFrame) -> str:
         "|" + "---|" * len(_COLUMNS),
     ]
     lines += ["| " + " | ".join(_cells(row)) + " |" for row in df.to_dict("records")]
+    lines += ["", *(f"- {line}" for line in summary(df))] if len(df) else []
     return "\n".join(lines) + "\n"
 
 

@@ -36,8 +36,11 @@ def case(variant: str, shape: str, p50_ms: float, spread_ms: float = 0.005, **co
     return row
 
 
-def run_of(run_id: str, rows: list[dict], gpu: str = "NVIDIA H200") -> store.Run:
-    manifest = {"run_id": run_id, "fingerprint": {"gpu": gpu}, "counters": {"status": "ok"}}
+def run_of(
+    run_id: str, rows: list[dict], gpu: str = "NVIDIA H200", torch: str = "2.11.0"
+) -> store.Run:
+    manifest = {"run_id": run_id, "fingerprint": {"gpu": gpu, "torch": torch},
+                "counters": {"status": "ok"}}  # fmt: skip
     return store.Run(Path(run_id), manifest, pd.DataFrame(rows))
 
 
@@ -88,6 +91,12 @@ def test_flags(table: pd.DataFrame) -> None:
         ("eager", "1024x1024"): "failed in both",
         ("new", "4096x8192"): "only in B",
     }
+
+
+def test_baseline_column(table: pd.DataFrame) -> None:
+    assert table.columns[:5].tolist() == ["kernel", "variant", "dtype", "shape", "baseline"]
+    assert table.loc[table["variant"] == "eager", "baseline"].tolist() == [True, True]
+    assert not table.loc[table["variant"] != "eager", "baseline"].any()
 
 
 def test_a_order_first_then_new_cases(table: pd.DataFrame) -> None:
@@ -159,6 +168,45 @@ def test_markdown_table(table: pd.DataFrame) -> None:
     )
 
 
+def test_markdown_summary_follows_the_table(table: pd.DataFrame) -> None:
+    lines = compare.to_markdown(table).strip().splitlines()
+    assert lines[-4:] == [
+        "- triton: 1 faster, 1 slower, 1 noise of 3 (float16 4096x8192 -20.0%, float16 1024x1024 "
+        "+25.0%)",
+        "- old: 0 faster, 0 slower, 0 noise, 1 only in A of 1",
+        "- new: 0 faster, 0 slower, 0 noise, 1 only in B of 1",
+        "- baselines: 0 faster, 0 slower, 0 noise, 1 failed in B, 1 failed in both of 2",
+    ]
+
+
+def drift_runs(torch_b: str) -> pd.DataFrame:
+    """The lab kernel 3% slower, beyond its spread; a baseline 5% faster with the same code."""
+    a = run_of("a", [case("triton", "4096x8192", 0.100, spread_ms=0.001),
+                     case("eager", "4096x8192", 0.200, spread_ms=0.001),
+                     case("eager", "1024x1024", 0.020, spread_ms=0.001)])  # fmt: skip
+    b_rows = [case("triton", "4096x8192", 0.103, spread_ms=0.001),
+              case("eager", "4096x8192", 0.190, spread_ms=0.001),
+              case("eager", "1024x1024", 0.0205, spread_ms=0.001)]  # fmt: skip
+    b = run_of("b", b_rows, torch=torch_b)
+    return compare.compare_runs(a, b)
+
+
+def test_baselines_that_moved_with_the_same_code_are_called_drift() -> None:
+    lab, base = compare.summary(drift_runs("2.11.0"))
+    assert lab == "triton: 0 faster, 1 slower, 0 noise of 1 (float16 4096x8192 +3.0%)"
+    assert base == (
+        "baselines: 1 faster, 0 slower, 1 noise of 2; the 1 that moved did so by a median 5.0% "
+        "(largest -5.0% at rmsnorm eager float16 4096x8192); the baselines ran the same code in "
+        "both runs, so lab changes of that size may be run-to-run drift the in-run spread does "
+        "not capture"
+    )
+
+
+def test_baselines_under_another_torch_may_have_changed() -> None:
+    _, base = compare.summary(drift_runs("2.12.0"))
+    assert base.endswith("; torch changed (2.11.0 -> 2.12.0), so they may have changed too")
+
+
 def test_terminal_table_and_gpu_warning() -> None:
     other = run_of("run-c", [case("triton", "4096x8192", 0.2)], gpu="NVIDIA A100")
     console = Console(file=io.StringIO(), width=220, record=True)
@@ -166,3 +214,14 @@ def test_terminal_table_and_gpu_warning() -> None:
     out = console.export_text()
     assert "different GPUs: NVIDIA H200 vs NVIDIA A100" in out
     assert "slower" in out and "only in A" in out
+    assert "triton: 0 faster, 1 slower, 0 noise, 2 only in A of 3" in out
+
+
+def test_terminal_fits_one_line_per_case_in_160_columns(table: pd.DataFrame) -> None:
+    console = Console(file=io.StringIO(), width=160, record=True)
+    compare.render_terminal(table, console)
+    lines = console.export_text().splitlines()
+    assert lines[0].startswith("A: run-a  vs  B: run-b  (times in ms)")
+    # one kernel compared: rows name the case without it, times without their unit
+    row = next(line for line in lines if line.lstrip().startswith("triton float16 4096x8192"))
+    assert row.split()[3:9] == ["0.1", "0.08", "-0.02", "-20.0%", "0.005", "faster"]

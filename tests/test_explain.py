@@ -1,7 +1,7 @@
 """profkit.explain and profkit.explain_render on small constructed tables (CPU only, no files kept).
 
-The tables are built in-test with every column docs/tables.md lists; the real H200 run is checked
-elsewhere once committed under profiles/.
+The tables are built in-test with every column docs/tables.md lists; the committed H200 runs are
+checked in test_explain_real.py.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ CASE_COLUMNS = (
     "pct_peak_bw", "pct_peak_flops", *COUNTER_COLUMNS,
 )  # fmt: skip
 CEILINGS = {"copy_gbps": 4000.0, "matmul_tflops": 800.0, "matmul_dtype": "bfloat16"}
+SM_COUNT = 132
 
 
 def case(
@@ -79,6 +80,7 @@ def run_of(
         "schema": 1, "run_id": "rmsnorm-test", "kernel": "rmsnorm", "complete": True,
         "ceilings": CEILINGS if ceilings is None else ceilings,
         "counters": {"status": status, "reason": reason, "fix": fix},
+        "fingerprint": {"gpu": "NVIDIA H200", "sm_count": SM_COUNT},
     }  # fmt: skip
     return store.Run(Path("rmsnorm-test"), manifest, pd.DataFrame(rows), None, rules)
 
@@ -95,6 +97,8 @@ def verdicts(findings: list[Finding]) -> list[Finding]:
 
 MEMORY_NEAR_PEAK = {"memory_throughput_pct": 92.0, "dram_throughput_pct": 91.2,
                     "sm_throughput_pct": 35.0}  # fmt: skip
+# memory-bound on DRAM, short of the copy roof (the fused RMSNorm at 16384x8192 on the H200)
+STREAM = {"memory_throughput_pct": 80.8, "dram_throughput_pct": 80.8, "sm_throughput_pct": 41.3}
 LATENCY = {"memory_throughput_pct": 25.0, "dram_throughput_pct": 20.0, "sm_throughput_pct": 20.0}
 
 
@@ -129,17 +133,73 @@ def test_memory_bound_near_dram_peak_says_only_fewer_bytes_help() -> None:
     f = one_case(**MEMORY_NEAR_PEAK)
     assert f.bottleneck == "memory"
     assert f.evidence["dram_throughput_pct"] == 91.2
-    assert "DRAM runs at 91.2% of peak, so no launch-configuration change will help" in f.text
+    assert (
+        "DRAM runs at 91.2% of peak, and at 50.0% of the measured copy bandwidth" not in f.text
+    )  # at ncu's DRAM level itself, whatever the case's share of the copy (extra bytes)
+    assert (
+        "DRAM runs at 91.2% of peak, about the rate a device copy reaches: no "
+        "launch-configuration change will help" in f.text
+    )
     assert f.next_step.startswith("fuse it with the ops around it")
 
 
-@pytest.mark.parametrize(("dram", "near_peak"), [(90.0, True), (89.9, False)])
-def test_near_peak_dram_threshold_is_inclusive(dram: float, near_peak: bool) -> None:
+@pytest.mark.parametrize(("copy_share", "at_roof"), [(95.0, True), (94.9, False)])
+def test_near_the_copy_ceiling_is_inclusive(copy_share: float, at_roof: bool) -> None:
+    f = one_case(**STREAM, pct_peak_bw=copy_share)
+    assert ("about as fast as a device copy" in f.text) is at_roof
+    assert f.evidence["pct_peak_bw"] == copy_share
+    # DRAM is the busiest unit: its level is quoted once, in the lead
+    assert "DRAM, the busiest memory unit, runs at 80.8% of peak against 41.3%" in f.text
+    assert f.text.count("80.8%") == 1
+    if not at_roof:
+        assert (
+            "At 94.9% of the measured copy bandwidth the case is short of a device copy." in f.text
+        )
+
+
+@pytest.mark.parametrize(("dram", "at_roof"), [(85.0, True), (84.9, False)])
+def test_near_peak_dram_threshold_is_inclusive(dram: float, at_roof: bool) -> None:
     f = one_case(memory_throughput_pct=92.0, dram_throughput_pct=dram, sm_throughput_pct=30.0)
-    assert ("no launch-configuration change" in f.text) is near_peak
-    if not near_peak:
-        assert f.evidence["dram_headroom_pct"] == pytest.approx(10.1)
-        assert "leaving 10.1% of headroom" in f.text
+    assert ("no launch-configuration change" in f.text) is at_roof
+    assert ("short of a device copy" in f.text) is not at_roof
+
+
+def test_short_of_the_copy_with_full_occupancy_is_not_an_occupancy_problem() -> None:
+    # counters float noise: 99.99999999999999 is the SM's maximum
+    f = one_case(**STREAM, theoretical_occupancy_pct=99.99999999999999,
+                 achieved_occupancy_pct=89.7)  # fmt: skip
+    assert "Occupancy is not what limits it: theoretical occupancy is already 100.0%" in f.text
+    assert "more warps will not help" in f.next_step
+    assert "more warps per SM" not in f.next_step
+
+
+def test_short_of_the_copy_under_full_occupancy_points_at_registers() -> None:
+    f = one_case(**STREAM, theoretical_occupancy_pct=75.0, achieved_occupancy_pct=68.0,
+                 registers_per_thread=34.0)  # fmt: skip
+    assert "Theoretical occupancy is 75.0% at 34 registers per thread (68.0% achieved)" in f.text
+    assert f.evidence["registers_per_thread"] == 34
+    assert f.next_step.startswith("get more bytes in flight: cut registers per thread")
+
+
+def test_short_of_the_copy_on_a_grid_under_one_wave_names_the_grid() -> None:
+    f = one_case(**STREAM, grid_size=256.0, waves_per_sm=0.48, theoretical_occupancy_pct=100.0,
+                 achieved_occupancy_pct=48.7)  # fmt: skip
+    assert "Small grid: it launches 256 blocks, 48.0% of the block slots one wave holds" in f.text
+    assert "Occupancy is not what limits it" not in f.text and "Low occupancy" not in f.text
+    assert f.next_step.startswith("launch more, smaller programs")
+
+
+def test_a_launch_short_of_the_copy_without_timing() -> None:
+    (f,) = explain_launches(pd.DataFrame([{**STREAM, "kernel_name": "k"}]), None)
+    assert "DRAM, the busiest memory unit, runs at 80.8% of peak against 41.3% for the SM. " \
+        "That is short of the rate a device copy reaches." in f.text  # fmt: skip
+    assert f.next_step.startswith("get more bytes in flight: wider (128-bit) loads")
+
+
+def test_short_of_the_copy_with_occupancy_far_under_theoretical() -> None:
+    f = one_case(**STREAM, theoretical_occupancy_pct=100.0, achieved_occupancy_pct=40.0)
+    assert "Low occupancy: 40.0% achieved against 100.0% theoretical" in f.text
+    assert f.next_step.startswith("balance the work")
 
 
 def test_memory_bound_on_caches_when_dram_is_far_below_the_busiest_unit() -> None:
@@ -155,6 +215,29 @@ def test_extra_dram_passes_are_named_and_come_first() -> None:
     assert f.evidence["dram_over_min_bytes_x"] == 2.0
     assert "268.4 MB through DRAM, 2.0x the 134.2 MB minimum" in f.text
     assert f.next_step.startswith("remove the extra passes")
+
+
+@pytest.mark.parametrize(("ratio", "excess"), [(1.25, True), (1.24, False)])
+def test_extra_dram_passes_threshold_is_inclusive(ratio: float, excess: bool) -> None:
+    f = one_case(**STREAM, dram_bytes=ratio * 134217728.0)
+    assert ("extra passes" in f.text) is excess
+    assert "stayed in L2" not in f.text
+
+
+def test_extra_passes_of_an_unfused_chain_say_fuse_and_skip_the_in_flight_advice() -> None:
+    f = one_case(**STREAM, dram_bytes=9 * 134217728.0, kernel_count=8.0, ncu_duration_ms=1.6,
+                 theoretical_occupancy_pct=100.0, achieved_occupancy_pct=90.0)  # fmt: skip
+    assert "Its 8 kernels move 1.2 GB through DRAM, 9.0x the 134.2 MB minimum" in f.text
+    assert "Occupancy is not what limits it" not in f.text
+    assert f.next_step.startswith("fuse the kernels so the data crosses DRAM once")
+
+
+@pytest.mark.parametrize(("ratio", "in_l2"), [(0.9, False), (0.89, True)])
+def test_dram_bytes_under_the_minimum_are_data_left_in_l2(ratio: float, in_l2: bool) -> None:
+    f = one_case(**STREAM, dram_bytes=ratio * 134217728.0)
+    assert ("the rest stayed in L2" in f.text) is in_l2
+    if in_l2:
+        assert "ncu counted 119.5 MB through DRAM, 0.9x the 134.2 MB minimum" in f.text
 
 
 @pytest.mark.parametrize(
@@ -187,12 +270,43 @@ def test_balanced_between_the_lines() -> None:
 # --- latency-bound causes -------------------------------------------------------------------------
 
 
-def test_small_grid_under_one_wave() -> None:
+def test_small_grid_names_the_idle_sms() -> None:
     f = one_case(**LATENCY, waves_per_sm=0.4, grid_size=53.0)
     assert f.bottleneck == "latency"
-    assert f.evidence["grid_size"] == 53 and f.evidence["waves_per_sm"] == 0.4
-    assert "Small grid: its 53 blocks fill only 0.4 of one wave" in f.text
+    assert (f.evidence["grid_size"], f.evidence["sm_count"], f.evidence["idle_sms"]) == (
+        53,
+        132,
+        79,
+    )
+    assert "Small grid: it launches 53 blocks for 132 SMs, so 79 SMs get no work." in f.text
     assert f.next_step.startswith("launch more, smaller programs")
+
+
+def test_small_grid_without_the_sm_count_gives_the_wave_share() -> None:
+    (f,) = explain_launches(pd.DataFrame([{**LATENCY, "kernel_name": "k", "waves_per_sm": 0.4,
+                                           "grid_size": 528.0}]), None)  # fmt: skip
+    assert "Small grid: it launches 528 blocks, 40.0% of the block slots one wave holds" in f.text
+
+
+def test_one_block_decode_launch_leads_with_the_grid_and_claims_no_occupancy() -> None:
+    """A 1-block grid caps achieved occupancy itself: no occupancy or short-kernel claim apart."""
+    f = one_case(**LATENCY, grid_size=1.0, waves_per_sm=0.000947, kernel_count=1.0,
+                 ncu_duration_ms=0.003, achieved_occupancy_pct=12.0,
+                 theoretical_occupancy_pct=100.0)  # fmt: skip
+    assert "Small grid: it launches 1 block for 132 SMs, so 131 SMs get no work." in f.text
+    assert "At 0.003 ms the kernel lasts about as long as a launch costs" in f.text
+    assert "Low occupancy" not in f.text and "Short kernel" not in f.text
+    assert "0.000947" not in f.text
+    assert f.next_step.startswith("at this size the launch is the cost")
+
+
+@pytest.mark.parametrize(("waves", "small"), [(0.75, True), (0.76, False), (0.97, False)])
+def test_a_nearly_full_single_wave_is_not_a_small_grid(waves: float, small: bool) -> None:
+    # 1024 blocks cover every one of the 132 SMs: only the share of empty slots can matter
+    f = one_case(**LATENCY, waves_per_sm=waves, grid_size=1024.0, achieved_occupancy_pct=20.0,
+                 theoretical_occupancy_pct=50.0)  # fmt: skip
+    assert ("Small grid" in f.text) is small
+    assert ("Low occupancy" in f.text) is not small
 
 
 def test_one_wave_tail_wastes_most_of_the_last_wave() -> None:
@@ -230,11 +344,13 @@ def test_low_theoretical_occupancy() -> None:
 
 
 def test_many_short_kernels_are_launch_overhead() -> None:
-    f = one_case(**LATENCY, kernel_count=9.0, ncu_duration_ms=0.018, waves_per_sm=0.5)
+    f = one_case(**LATENCY, kernel_count=9.0, ncu_duration_ms=0.018, waves_per_sm=0.5,
+                 grid_size=16.0)  # fmt: skip
     assert f.evidence["kernel_count"] == 9
     assert f.evidence["mean_kernel_ms"] == pytest.approx(0.002)
     assert "launches 9 kernels averaging 0.002 ms each" in f.text
-    # launch overhead outranks the small grid it also has
+    # launch overhead outranks the small grid it also has; a case's grid is its largest launch's
+    assert "its largest launch has 16 blocks for 132 SMs" in f.text
     assert f.next_step.startswith("fuse the kernels into one")
 
 
@@ -252,12 +368,18 @@ def test_a_single_short_kernel() -> None:
 
 
 def test_roofline_memory_side() -> None:
-    f = one_case(**MEMORY_NEAR_PEAK, bytes=4e8, flops=1e8, p50_ms=0.125)
+    f = one_case(**MEMORY_NEAR_PEAK, bytes=4e8, flops=1e8, p50_ms=0.125, pct_peak_bw=NAN)
     assert f.evidence["arithmetic_intensity_flop_per_byte"] == 0.25
     assert f.evidence["ridge_flop_per_byte"] == 200.0
     assert f.evidence["roofline_pct"] == pytest.approx(80.0)
     assert "0.25 FLOP/B is under the ridge point at 200 FLOP/B" in f.text
     assert "roof is the copy bandwidth; it reaches 80.0% of that roof" in f.text
+
+
+def test_roofline_memory_side_does_not_repeat_the_copy_share() -> None:
+    f = one_case(**MEMORY_NEAR_PEAK, bytes=4e8, flops=1e8, p50_ms=0.125, pct_peak_bw=80.0)
+    assert f.text.endswith("so its roof is the copy bandwidth.")
+    assert "roofline_pct" not in f.evidence
 
 
 def test_roofline_compute_side() -> None:
@@ -282,7 +404,7 @@ def test_no_roofline_without_ceilings() -> None:
 
 def test_timing_only_run_claims_no_bottleneck() -> None:
     rows = [
-        case("triton", p50_ms=0.05, pct_peak_bw=93.0, **MEMORY_NEAR_PEAK),  # ignored: run says so
+        case("triton", p50_ms=0.05, pct_peak_bw=96.0, **MEMORY_NEAR_PEAK),  # ignored: run says so
         case("eager", baseline=True, p50_ms=0.2, pct_peak_bw=23.0),
     ]
     reason = "ncu lacks permission to read GPU counters on this host"
@@ -291,12 +413,19 @@ def test_timing_only_run_claims_no_bottleneck() -> None:
     assert lab.bottleneck is None and eager.bottleneck is None
     assert f"Timing only ({reason})" in lab.text
     assert "-bound" not in lab.text
-    assert "At 93.0% of the measured copy bandwidth" in lab.text
+    assert "At 96.0% of the measured copy bandwidth" in lab.text
     assert lab.next_step.startswith("move fewer bytes")
     assert eager.next_step == "capture counters to see what limits it: see doctor"
     (verdict,) = verdicts(findings)
     assert verdict.verdict == "win"
     assert f"Timing only ({reason}): no counters show why." in verdict.text
+
+
+@pytest.mark.parametrize(("copy_share", "near"), [(95.0, True), (94.9, False)])
+def test_timing_only_copy_line_is_inclusive(copy_share: float, near: bool) -> None:
+    findings = explain_run(run_of([case(pct_peak_bw=copy_share)], status="timing_only"))
+    f = next(x for x in findings if x.kind == "case")
+    assert ("about as fast as a device copy" in f.text) is near
 
 
 def test_nan_counters_in_a_counted_run_are_timing_only_for_that_case() -> None:
@@ -334,12 +463,25 @@ def test_win_with_fusion_evidence() -> None:
     assert v.verdict == "win" and v.subject == "rmsnorm"
     assert v.evidence["cases_compared"] == 2
     assert v.evidence["float16 4096x8192 vs compiled: delta_ms"] == pytest.approx(-0.016)
+    assert "faster than every baseline timed beside it (eager and compiled) at all 2" in v.text
     assert "smallest margin is 0.016 ms (32.0%) against compiled at float16 4096x8192" in v.text
-    assert "launches 1 kernel moving 134.0 MB through DRAM, at 91.2% of DRAM peak" in v.text
-    assert "eager launches 9 kernels moving 910.0 MB through DRAM" in v.text
+    assert (
+        "Fusion at float16 4096x8192, the largest case: triton's 1 kernel runs at 91.2% of DRAM "
+        "peak (50.0% of the measured copy bandwidth) and moves 134.0 MB through DRAM; unfused "
+        "eager launches 9 kernels and moves 6.8x those bytes (910.0 MB)." in v.text
+    )
     assert v.evidence["float16 4096x8192 eager: kernel_count"] == 9
+    assert v.evidence["float16 4096x8192 eager: dram_over_triton_x"] == pytest.approx(9.1 / 1.34)
     assert "compiled launches" not in v.text  # one kernel: no fusion to show
     assert v.next_step is None
+
+
+def test_counters_without_an_unfused_baseline() -> None:
+    rows = [case("triton", p50_ms=0.034, kernel_count=1.0, **MEMORY_NEAR_PEAK),
+            case("compiled", baseline=True, p50_ms=0.05, kernel_count=1.0)]  # fmt: skip
+    (v,) = verdicts(explain_run(run_of(rows)))
+    assert "Counters at float16 4096x8192, the largest case: triton's 1 kernel runs at" in v.text
+    assert "correct and faster than every baseline timed beside it (compiled) at its only" in v.text
 
 
 def test_incorrect_variant_is_never_a_win() -> None:
@@ -368,11 +510,12 @@ def test_tie_within_noise_is_an_active_track() -> None:
     (v,) = verdicts(explain_run(run_of(rows)))
     assert v.verdict == "active track"
     assert v.evidence["float16 1024x1024 vs eager: outcome"] == "noise"
-    assert "faster in 1 of 2 baseline comparisons" in v.text
+    assert "correct at all 2 dtype/shapes; beats eager at 1 of 2 and ties at 1." in v.text
     assert (
-        "ties within noise with eager at float16 1024x1024: 0.0005 ms (4.8%) faster, "
-        "within the 0.001 ms spread" in v.text
+        "1 comparison ties within the timing spread: 0.0005 ms (4.8%) faster than eager at "
+        "float16 1024x1024, inside its 0.001 ms spread." in v.text
     )
+    assert "Losses" not in v.text
 
 
 @pytest.mark.parametrize(("base_ms", "verdict"), [(0.75, "active track"), (0.875, "win")])
@@ -405,17 +548,23 @@ def test_active_track_names_the_loss_and_the_next_step_from_its_counters() -> No
     ]  # fmt: skip
     (v,) = verdicts(explain_run(run_of(rows)))
     assert v.verdict == "active track"
-    assert "It loses to eager at float16 1024x1024 by 0.002 ms (20.0%)" in v.text
+    assert (
+        "loses to eager at 1 of 2, by up to 20.0% (worst: float16 1024x1024), beats it at 1."
+        in v.text
+    )
+    assert "Losses to eager: float16 1024x1024 by 20.0%." in v.text
     assert v.evidence["float16 1024x1024 vs eager: delta_pct"] == pytest.approx(20.0)
-    assert v.next_step.startswith("at float16 1024x1024: launch more, smaller programs")
+    # the baseline has no counters: the lab case's own next step
+    assert v.next_step.startswith("At float16 1024x1024 against eager: launch more, smaller")
 
 
 def test_slower_everywhere_is_not_a_win() -> None:
     rows = sweep({"4096x8192": 0.3, "1024x1024": 0.03}, {"4096x8192": 0.2, "1024x1024": 0.02})
     (v,) = verdicts(explain_run(run_of(rows)))
     assert v.verdict == "not a win"
-    assert "a baseline beats it at every dtype/shape" in v.text
-    assert "eager at float16 4096x8192 by 0.1 ms (50.0%)" in v.text
+    assert "but at every one a baseline is faster beyond the timing spread" in v.text
+    assert "loses to eager at 2 of 2, by up to 50.0% (worst: float16 4096x8192)." in v.text
+    assert "Losses to eager: float16 4096x8192 by 50.0%, 1024x1024 by 50.0%." in v.text
 
 
 def test_beating_one_baseline_but_losing_to_another_everywhere_is_not_a_win() -> None:
@@ -423,7 +572,136 @@ def test_beating_one_baseline_but_losing_to_another_everywhere_is_not_a_win() ->
     rows.append(case("compiled", baseline=True, p50_ms=0.05))
     (v,) = verdicts(explain_run(run_of(rows)))
     assert v.verdict == "not a win"
-    assert "compiled at float16 4096x8192 by 0.05 ms (100.0%)" in v.text
+    # the baseline it beats comes first
+    assert (
+        "correct at its only dtype/shape, but there a baseline is faster beyond the timing "
+        "spread; beats eager; loses to compiled by 100.0% (at float16 4096x8192)." in v.text
+    )
+    assert "Losses to compiled: float16 4096x8192 by 100.0%." in v.text
+
+
+def test_losses_grouped_by_baseline_and_dtype_and_ties_counted() -> None:
+    rows = []
+    for dtype in ("float16", "float32"):
+        for shape, lab, native, compiled in (("64x64", 0.010, 0.020, 0.0101),
+                                             ("4096x8192", 0.110, 0.200, 0.100),
+                                             ("16384x8192", 0.440, 0.800, 0.400)):  # fmt: skip
+            rows += [
+                case("triton", dtype=dtype, shape=shape, p50_ms=lab),
+                case("native", baseline=True, dtype=dtype, shape=shape, p50_ms=native),
+                case("compiled", baseline=True, dtype=dtype, shape=shape, p50_ms=compiled),
+            ]
+    (v,) = verdicts(explain_run(run_of(rows)))
+    assert v.verdict == "active track"
+    assert (
+        "triton is an active track: correct at all 6 dtype/shapes; beats native at all 6; loses "
+        "to compiled at 4 of 6, by up to 10.0% (worst: float16 4096x8192), ties at 2." in v.text
+    )
+    assert (
+        "Losses to compiled: float16 4096x8192 by 10.0%, 16384x8192 by 10.0%; float32 4096x8192 "
+        "by 10.0%, 16384x8192 by 10.0%." in v.text
+    )
+    assert "2 comparisons tie within the timing spread; the widest gap among them is" in v.text
+    assert v.evidence["vs compiled: slower"] == 4 and v.evidence["ties"] == 2
+
+
+# --- the verdict's next step: the lab case's counters beside the winning baseline's ---------------
+
+# the lab kernel and compile at 16384x8192 on the H200 (profiles/rmsnorm-20261130-014917-vm-4bc5)
+SAME_LAUNCH = {"grid_size": 16384.0, "block_size": 512.0, "waves_per_sm": 31.03}
+LAB = {**STREAM, **SAME_LAUNCH, "bytes": 536887296.0, "dram_bytes": 5.11e8, "kernel_count": 1.0}
+WINNER = {**LAB, "memory_throughput_pct": 86.6, "dram_throughput_pct": 86.6,
+          "theoretical_occupancy_pct": 100.0, "achieved_occupancy_pct": 92.6,
+          "registers_per_thread": 23.0}  # fmt: skip
+
+
+def loss_step(lab: dict, winner: dict) -> Finding:
+    rows = [case("triton", shape="16384x8192", p50_ms=0.1398, spread_ms=0.0014, **lab),
+            case("compile", baseline=True, shape="16384x8192", p50_ms=0.1282, spread_ms=0.0013,
+                 **winner)]  # fmt: skip
+    (v,) = verdicts(explain_run(run_of(rows)))
+    assert v.verdict == "not a win"
+    return v
+
+
+def test_same_launch_full_occupancy_lower_dram_points_at_load_width() -> None:
+    lab = {**LAB, "theoretical_occupancy_pct": 100.0, "achieved_occupancy_pct": 93.4,
+           "registers_per_thread": 32.0}  # fmt: skip
+    v = loss_step(lab, WINNER)
+    assert v.next_step == (
+        "At float16 16384x8192 against compile: occupancy is not the limiter: with the same launch "
+        "as compile (16384 blocks of 512 threads), triton holds 93.4% achieved occupancy (100.0% "
+        "theoretical at 32 registers per thread) against compile's 92.6% (100.0% at 23), yet its "
+        "DRAM runs at 80.8% of peak against 86.6%; inspect the SASS for load width (128-bit "
+        "LDG.E.128 or narrower) and for how many loads each thread keeps in flight (memory-level "
+        "parallelism); more warps will not help."
+    )
+    assert v.evidence["float16 16384x8192 triton: dram_throughput_pct"] == 80.8
+    assert v.evidence["float16 16384x8192 compile: achieved_occupancy_pct"] == 92.6
+
+
+def test_lower_theoretical_occupancy_at_more_registers_says_cut_registers() -> None:
+    lab = {**LAB, "theoretical_occupancy_pct": 75.0, "achieved_occupancy_pct": 68.0,
+           "registers_per_thread": 34.0}  # fmt: skip
+    step = loss_step(lab, WINNER).next_step
+    assert (
+        "triton's theoretical occupancy is 75.0% at 34 registers per thread (68.0% achieved) "
+        "against compile's 100.0% at 23 registers per thread (92.6% achieved)" in step
+    )
+    assert step.endswith("cut registers per thread (fewer values live per thread: more threads "
+                         "per block, or a loop over the data in chunks).")  # fmt: skip
+    assert "not the limiter" not in step
+
+
+@pytest.mark.parametrize(("achieved", "cause"), [(82.6, "not the limiter"),
+                                                 (82.5, "cut registers")])  # fmt: skip
+def test_occupancy_gap_of_exactly_ten_points_is_not_the_cause(achieved: float, cause: str) -> None:
+    lab = {**LAB, "theoretical_occupancy_pct": 75.0, "achieved_occupancy_pct": achieved,
+           "registers_per_thread": 34.0}  # fmt: skip
+    assert cause in loss_step(lab, WINNER).next_step
+
+
+def test_extra_dram_bytes_against_the_winner_say_remove_passes() -> None:
+    lab = {**LAB, "dram_bytes": 1.25 * 5.11e8}
+    step = loss_step(lab, WINNER).next_step
+    assert step.startswith("At float16 16384x8192 against compile: it moves 1.2x the DRAM bytes")
+    assert "(638.8 MB against 511.0 MB): remove the extra passes over the data." in step
+
+
+def test_a_launch_shape_only_the_lab_case_has_gives_its_own_step() -> None:
+    lab = {**LAB, "waves_per_sm": 1.1, "grid_size": 581.0, "theoretical_occupancy_pct": 100.0,
+           "achieved_occupancy_pct": 93.4}  # fmt: skip
+    v = loss_step(lab, WINNER)
+    assert v.next_step.startswith(
+        "At float16 16384x8192 against compile: tail effect: 1.1 waves, so the last wave is only "
+        "10.0% full and 45.0% of the launch's block slots sit idle, a cost compile's launch does "
+        "not have: size the grid"
+    )
+    assert v.evidence["float16 16384x8192 triton: tail_idle_pct"] == 45.0
+
+
+def test_losses_with_different_causes_get_one_sentence_each_worst_first() -> None:
+    full = {**LAB, "theoretical_occupancy_pct": 100.0, "achieved_occupancy_pct": 93.4}
+    capped = {**LAB, "theoretical_occupancy_pct": 50.0, "achieved_occupancy_pct": 45.0,
+              "registers_per_thread": 64.0}  # fmt: skip
+    rows = []
+    for shape, lab, lab_ms in (("16384x8192", full, 0.14), ("4096x8192", capped, 0.05),
+                               ("2048x16384", capped, 0.044)):  # fmt: skip
+        rows += [case("triton", shape=shape, p50_ms=lab_ms, **lab),
+                 case("compile", baseline=True, shape=shape, p50_ms=0.04 if lab is capped
+                      else 0.128, **WINNER)]  # fmt: skip
+    (v,) = verdicts(explain_run(run_of(rows)))
+    first, second = v.next_step.split(". At ")
+    assert first.startswith("At float16 4096x8192 against compile (also float16 2048x16384):")
+    assert "cut registers per thread" in first
+    assert second.startswith("float16 16384x8192 against compile: occupancy is not the limiter")
+
+
+def test_no_counters_anywhere_falls_back_to_the_case_step() -> None:
+    rows = sweep({"4096x8192": 0.3}, {"4096x8192": 0.2})
+    (v,) = verdicts(explain_run(run_of(rows, status="timing_only", reason="no permission")))
+    step = "At float16 4096x8192 against eager: capture counters to see what limits it."
+    assert v.next_step == step
 
 
 def test_each_lab_variant_is_judged() -> None:
@@ -456,7 +734,9 @@ def test_findings_come_verdict_first_per_kernel() -> None:
 
 # --- every number in a text comes from its evidence --------------------------------------------
 
-_NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?")
+# fixed vocabulary, not measured figures: "128-bit loads", "LDG.E.128"
+CONSTANTS = {"128"}
 
 
 def _numbers(text: str) -> set[str]:
@@ -480,11 +760,15 @@ def test_every_number_in_text_is_in_the_evidence() -> None:
     assert len(findings) == 8
     launch = {"launch": 3, "kernel_name": "k", "ncu_duration_ms": 0.002, "dram_bytes": 1e6}
     findings += explain_launches(pd.DataFrame([{**launch, **LATENCY}]), None, CEILINGS)
+    lab = {**LAB, "theoretical_occupancy_pct": 75.0, "achieved_occupancy_pct": 68.0,
+           "registers_per_thread": 34.0}  # fmt: skip
+    findings.append(loss_step(lab, WINNER))
     for f in findings:
-        allowed = _numbers(f.subject)
+        allowed = _numbers(f.subject) | CONSTANTS
         for key, value in f.evidence.items():
             allowed |= _numbers(key) | _numbers(format_value(key, value))
-        assert _numbers(f.text) <= allowed, (f.subject, _numbers(f.text) - allowed)
+        for said in (f.text, f.next_step or ""):
+            assert _numbers(said) <= allowed, (f.subject, _numbers(said) - allowed)
 
 
 def test_format_value_units() -> None:
@@ -496,6 +780,9 @@ def test_format_value_units() -> None:
     assert format_value("copy_gbps", 4230.0) == "4230 GB/s"
     assert format_value("ridge_flop_per_byte", 165.48) == "165 FLOP/B"
     assert format_value("waves_per_sm", 1.10) == "1.1"
+    assert format_value("pct_peak_bw", 0.0251) == "<0.1%"  # not "0.0%"
+    assert format_value("sm_throughput_pct", 0.05) == "0.1%"
+    assert format_value("sm_throughput_pct", 0.0) == "0.0%"
 
 
 # --- NVIDIA's own rule messages ---------------------------------------------------------------
@@ -527,8 +814,24 @@ def test_nvidia_rules_quoted_beside_the_finding() -> None:
     assert f.nvidia_rules == [
         "SOLBottleneck: This kernel grid is too small to fill the available resources on this "
         "device, resulting in only 0.4 full waves across all SMs. Look at Launch Statistics for "
-        "more details. (NVIDIA's estimated speedup: 60%)",
+        "more details. (NVIDIA's estimated speedup: 60%) (raised for 2 launches; the one with the "
+        "largest estimated speedup is quoted)",
         "LaunchConfig: few blocks",
+    ]
+
+
+def test_a_rule_raised_per_launch_is_quoted_once_from_the_launch_nvidia_expects_most_of() -> None:
+    case_name = "rmsnorm.eager.float16.4096x8192"
+    columns = ["launch", "case", "rule", "type", "message", "speedup_pct"]
+    rules = pd.DataFrame(
+        [[launch, case_name, "AchievedOccupancy", "OPTIMIZATION", f"gap {launch}", speedup]
+         for launch, speedup in ((1, 40.0), (2, 93.2), (3, 77.8))], columns=columns
+    )  # fmt: skip
+    findings = explain_run(run_of([case("eager", baseline=True, **LATENCY)], rules=rules))
+    (f,) = [x for x in findings if x.kind == "case"]
+    assert f.nvidia_rules == [
+        "AchievedOccupancy: gap 2 (NVIDIA's estimated speedup: 93.2%) (raised for 3 launches; the "
+        "one with the largest estimated speedup is quoted)"
     ]
 
 
