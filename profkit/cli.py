@@ -360,3 +360,27 @@ def compare(run_a, run_b, fmt, profiles) -> None:
         cmp.render_terminal(df, Console(width=160))
     else:
         click.echo({"markdown": cmp.to_markdown, "json": cmp.to_json, "csv": cmp.to_csv}[fmt](df))
+
+
+# ---- dashboard ----
+
+
+@cli.command()
+@click.argument("ref", required=False)
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="the HTML file to write [default: dashboards/RUN_ID.html]",
+)
+@click.option("--profiles", type=click.Path(file_okay=False), default=None)
+def dashboard(ref, out, profiles) -> None:
+    """Write one offline Plotly HTML page that shows a run (default: the newest) at a glance."""
+    from profkit import store
+    from profkit.dashboard import write_dashboard
+
+    root = Path(profiles) if profiles else store.default_root()
+    run = store.load(store.resolve(ref, root))
+    path = write_dashboard(run, Path(out) if out else Path("dashboards") / f"{run.run_id}.html")
+    click.echo(f"wrote {path}")

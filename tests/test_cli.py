@@ -614,3 +614,11 @@ def test_doctor_probe_with_permission(fake_ncu_on_path: Path,
     out = ok(invoke("doctor")).stdout
     assert {r[0]: r for r in table_rows(out)}["counters"][1] == "ok"
     assert "GPU counters CAN be read on this host." in out
+
+
+def test_dashboard_command_writes_the_page(tmp_path: Path) -> None:
+    out = tmp_path / "d" / "page.html"
+    result = ok(invoke("dashboard", "--profiles", PROFILES, "--out", out))
+    assert out.is_file() and NEWEST in out.read_text()
+    assert str(out) in result.output
+    one_line_error(invoke("dashboard", "ghost", "--profiles", PROFILES), "no run named 'ghost'")
