@@ -8,7 +8,6 @@ the run's manifest or cases.csv, or from a finding computed from them by `profki
 from __future__ import annotations
 
 import html
-import math
 import os
 import secrets
 from collections.abc import Sequence
@@ -21,6 +20,7 @@ from plotly.subplots import make_subplots
 
 from profkit.errors import ProfkitError
 from profkit.explain import Finding, explain_run
+from profkit.findings import as_bool, plain_value
 from profkit.store import Run
 
 # Warm colours for the lab's kernels and cool/grey ones for baselines: the kernel under study
@@ -59,20 +59,6 @@ class _Layout:
 # --- reading the tables -------------------------------------------------------------------------
 
 
-def _truthy(value: object) -> bool:
-    # a bool column read from CSV is bool, or text once it holds empty cells
-    return str(value).strip().lower() in ("true", "1", "1.0")
-
-
-def _plain(value: object) -> object:
-    """numpy scalars to Python ones and NaN to None, so plotly writes plain JSON numbers/null."""
-    if hasattr(value, "item"):
-        value = value.item()
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    return value
-
-
 def _column(df: pd.DataFrame, name: str) -> pd.Series:
     """A column as numbers; all-empty when the run lacks it (older or minimal runs)."""
     if name not in df.columns:
@@ -98,7 +84,7 @@ def _layout(run: Run) -> _Layout:
     step = GROUP_WIDTH / max(len(names), 1)
     variants, lab_i, base_i = [], 0, 0
     for j, name in enumerate(names):
-        is_base = _truthy(baseline[cases["variant"] == name].iloc[0])
+        is_base = as_bool(baseline[cases["variant"] == name].iloc[0])
         if is_base:
             color, base_i = BASELINE_COLORS[base_i % len(BASELINE_COLORS)], base_i + 1
         else:
@@ -122,11 +108,11 @@ def _rows(run: Run, lay: _Layout, dtype: str, variant: str) -> pd.DataFrame:
 def _incorrect(rows: pd.DataFrame) -> pd.Series:
     """Rows that ran and failed the reference check (reindexed gaps are not failures)."""
     ran = rows["case"].notna() if "case" in rows.columns else rows["correct"].notna()
-    return ran & ~rows["correct"].map(_truthy)
+    return ran & ~rows["correct"].map(as_bool)
 
 
 def _values(series: pd.Series) -> list:
-    return [_plain(v) for v in series.tolist()]
+    return [plain_value(v) for v in series.tolist()]
 
 
 def _xs(variant: _Variant, rows: pd.DataFrame) -> list[float]:
@@ -244,7 +230,7 @@ def _incorrect_trace(v: _Variant, rows: pd.DataFrame, y: float) -> go.Scatter | 
     data, template = _hover(rows[bad], (("rel_err", "rel_err", ".3g", ""),))
     errors = rows.loc[bad, "error"] if "error" in rows.columns else pd.Series("", rows[bad].index)
     for point, error in zip(data, errors.tolist(), strict=True):
-        point.append(_plain(error) or "output does not match the reference")
+        point.append(plain_value(error) or "output does not match the reference")
     return go.Scatter(
         x=xs,
         y=[y] * len(xs),
@@ -290,7 +276,7 @@ def latency_figure(run: Run) -> go.Figure:
         # failed cases sit at the slowest p95 in the panel: visible, and never read as fast
         slowest = pd.concat([_column(rows, "p95_ms") for rows in panel.values()]).max()
         # (1 ms only places the marks when nothing in the whole run was timed)
-        top = _plain(slowest) or _plain(_column(run.cases, "p95_ms").max()) or 1.0
+        top = plain_value(slowest) or plain_value(_column(run.cases, "p95_ms").max()) or 1.0
         for v, rows in panel.items():
             trace = _incorrect_trace(v, rows, top)
             if trace is not None:
@@ -434,7 +420,7 @@ def _verdicts(findings: Sequence[Finding]) -> str:
 def _failed_cases(run: Run) -> set[str]:
     if "case" not in run.cases.columns:
         return set()
-    return set(run.cases.loc[~run.cases["correct"].map(_truthy), "case"].astype(str))
+    return set(run.cases.loc[~run.cases["correct"].map(as_bool), "case"].astype(str))
 
 
 def _findings_table(run: Run, findings: Sequence[Finding]) -> str:

@@ -34,14 +34,14 @@ class Finding:
 
     def to_dict(self) -> dict:
         out = asdict(self)
-        out["evidence"] = {k: _plain(v) for k, v in self.evidence.items()}
+        out["evidence"] = {k: plain_value(v) for k, v in self.evidence.items()}
         return out
 
 
 # --- numbers: formatting and evidence -------------------------------------------------------------
 
 
-def _plain(value: object) -> object:
+def plain_value(value: object) -> object:
     """numpy scalars to Python ones, NaN to None: evidence must survive json.dumps."""
     if hasattr(value, "item"):
         value = value.item()
@@ -104,12 +104,12 @@ def format_value(key: str, value: object) -> str:
 class _Evidence(dict):
     def q(self, key: str, value: object) -> str:
         """Record a number under key and return it as the text quotes it."""
-        self[key] = _plain(value)
+        self[key] = plain_value(value)
         return format_value(key, self[key])
 
     def q_abs(self, key: str, value: float) -> str:
         """Record a signed number but quote its size: the text says "faster"/"slower" in words."""
-        self[key] = _plain(value)
+        self[key] = plain_value(value)
         return format_value(key, abs(value))
 
     def q_case(self, row: Mapping, col: str) -> str:

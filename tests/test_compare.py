@@ -10,16 +10,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from rich.console import Console
+from tables import CASE_COLUMNS, NAN
 
 from profkit import compare, store
-from profkit.metrics import COUNTER_COLUMNS
-
-NAN = math.nan
-CASE_COLUMNS = (
-    "kernel", "variant", "baseline", "dtype", "shape", "case", "correct", "rel_err", "max_abs_err",
-    "error", "reps", "p50_ms", "p95_ms", "p5_ms", "spread_ms", "bytes", "flops", "gbps", "tflops",
-    "pct_peak_bw", "pct_peak_flops", *COUNTER_COLUMNS,
-)  # fmt: skip
 
 
 def case(variant: str, shape: str, p50_ms: float, spread_ms: float = 0.005, **columns) -> dict:

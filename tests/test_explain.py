@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import json
-import math
 import re
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from rich.console import Console
+from tables import CASE_COLUMNS, NAN
 
 from profkit import store
 from profkit.explain import (
@@ -27,14 +27,7 @@ from profkit.explain import (
     timing_outcome,
 )
 from profkit.explain_render import render_terminal, to_json, to_markdown
-from profkit.metrics import COUNTER_COLUMNS
 
-NAN = math.nan
-CASE_COLUMNS = (
-    "kernel", "variant", "baseline", "dtype", "shape", "case", "correct", "rel_err", "max_abs_err",
-    "error", "reps", "p50_ms", "p95_ms", "p5_ms", "spread_ms", "bytes", "flops", "gbps", "tflops",
-    "pct_peak_bw", "pct_peak_flops", *COUNTER_COLUMNS,
-)  # fmt: skip
 CEILINGS = {"copy_gbps": 4000.0, "matmul_tflops": 800.0, "matmul_dtype": "bfloat16"}
 SM_COUNT = 132
 

@@ -340,7 +340,7 @@ def test_ncu_env_names_no_program(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert str(tmp_path / "no-such-ncu") in result.message
 
 
-# --- doctor ----------------------------------------------------------------------------------------
+# --- doctor ---
 
 
 def write(path: Path, text: str) -> Path:

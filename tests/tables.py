@@ -1,0 +1,12 @@
+"""Every documented cases.csv column (docs/tables.md), for tests that build tables by hand."""
+
+import math
+
+from profkit.metrics import COUNTER_COLUMNS
+
+NAN = math.nan
+CASE_COLUMNS = (
+    "kernel", "variant", "baseline", "dtype", "shape", "case", "correct", "rel_err", "max_abs_err",
+    "error", "reps", "p50_ms", "p95_ms", "p5_ms", "spread_ms", "bytes", "flops", "gbps", "tflops",
+    "pct_peak_bw", "pct_peak_flops", *COUNTER_COLUMNS,
+)  # fmt: skip
