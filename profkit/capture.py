@@ -158,15 +158,17 @@ def counter_pass(
     job_path.write_text(json.dumps(job))
     program = [sys.executable, "-m", "profkit.worker", str(job_path)]
     console.print(f"counter pass: ncu over {len(job['cases'])} cases (kernel replay) ...")
-    result = ncu.run_counter_pass(
-        program,
-        writer.path(store.REPORT),
-        timeout_s=opts.ncu_timeout_s,
-        log_path=writer.path("ncu.log"),
-        metrics=opts.ncu_metrics,
-        set_name=opts.ncu_set,
-        clock_control=opts.clock_control,
-    )
+    # a spinner on a terminal: the pass runs for minutes (each kernel replayed ~13 times)
+    with console.status("ncu is profiling ..."):
+        result = ncu.run_counter_pass(
+            program,
+            writer.path(store.REPORT),
+            timeout_s=opts.ncu_timeout_s,
+            log_path=writer.path("ncu.log"),
+            metrics=opts.ncu_metrics,
+            set_name=opts.ncu_set,
+            clock_control=opts.clock_control,
+        )
     job_path.unlink()
     block = result.to_manifest()
     if not result.ok:
