@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from case_columns import CASE_COLUMNS, NAN
 from rich.console import Console
-from tables import CASE_COLUMNS, NAN
 
 from profkit import compare, store
 

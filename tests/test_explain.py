@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from case_columns import CASE_COLUMNS, NAN
 from rich.console import Console
-from tables import CASE_COLUMNS, NAN
 
 from profkit import store
 from profkit.explain import (
