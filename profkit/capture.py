@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -49,10 +49,9 @@ class CaptureOptions:
     ncu_set: str | None = None
     clock_control: str = "none"
     ncu_timeout_s: float = 1800.0
-    extra: dict = field(default_factory=dict)
 
 
-def cases(spec: KernelSpec, opts: CaptureOptions) -> list[tuple[str, str, Shape]]:
+def cases(opts: CaptureOptions) -> list[tuple[str, str, Shape]]:
     return [(v, d, s) for d in opts.dtypes for s in opts.shapes for v in opts.variants]
 
 
@@ -76,7 +75,7 @@ def measure_cases(
     device = "cpu" if opts.interpret else "cuda"
     prepared: dict = {}
     rows = []
-    todo = cases(spec, opts)
+    todo = cases(opts)
     with _progress(console) as bar:
         task = bar.add_task(f"{spec.name}: check + time", total=len(todo))
         for i, (variant_name, dtype, shape) in enumerate(todo):

@@ -201,18 +201,22 @@ def list_kernels(from_file) -> None:
 # ---- show ----
 
 
-def load_any(ref: str | None, profiles: str | None):
-    """A stored run (path, id, or newest) or a .ncu-rep report -> (kind, object)."""
+def load_run(ref: str | None, profiles: str | None):
+    """A stored run by path or id, or the newest, under --profiles (default: profiles/)."""
     from profkit import store
 
-    root = Path(profiles) if profiles else store.default_root()
+    return store.load(store.resolve(ref, Path(profiles) if profiles else None))
+
+
+def load_any(ref: str | None, profiles: str | None):
+    """A stored run (path, id, or newest) or a .ncu-rep report -> (kind, object)."""
     if ref and (ref.endswith((".ncu-rep", ".ncu-rep.xz")) or Path(ref).is_file()):
         from profkit.report import read_report
 
         if not Path(ref).is_file():
             raise ProfkitError(f"no such report: {ref}")
         return "report", read_report(Path(ref))
-    return "run", store.load(store.resolve(ref, root))
+    return "run", load_run(ref, profiles)
 
 
 @cli.command()
@@ -350,12 +354,8 @@ def explain(ref, fmt, profiles) -> None:
 def compare(run_a, run_b, fmt, profiles) -> None:
     """The same cases of two runs side by side; changes beyond the timing spread are flagged."""
     from profkit import compare as cmp
-    from profkit import store
 
-    root = Path(profiles) if profiles else store.default_root()
-    df = cmp.compare_runs(
-        store.load(store.resolve(run_a, root)), store.load(store.resolve(run_b, root))
-    )
+    df = cmp.compare_runs(load_run(run_a, profiles), load_run(run_b, profiles))
     if fmt == "terminal":
         cmp.render_terminal(df, Console(width=160))
     else:
@@ -377,10 +377,8 @@ def compare(run_a, run_b, fmt, profiles) -> None:
 @click.option("--profiles", type=click.Path(file_okay=False), default=None)
 def dashboard(ref, out, profiles) -> None:
     """Write one offline Plotly HTML page that shows a run (default: the newest) at a glance."""
-    from profkit import store
     from profkit.dashboard import write_dashboard
 
-    root = Path(profiles) if profiles else store.default_root()
-    run = store.load(store.resolve(ref, root))
+    run = load_run(ref, profiles)
     path = write_dashboard(run, Path(out) if out else Path("dashboards") / f"{run.run_id}.html")
     click.echo(f"wrote {path}")

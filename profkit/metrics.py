@@ -119,8 +119,6 @@ DEFAULT_SECTIONS: tuple[str, ...] = (
     "MemoryWorkloadAnalysis",
 )
 
-BY_COLUMN = {m.column: m for m in METRICS}
-BY_NCU = {m.ncu: m for m in METRICS}
 
 # Derived columns: dram_bytes = read + write; shared_mem_bytes = static + dynamic;
 # kernel_count = kernel launches in the case (per-kernel rows have 1).

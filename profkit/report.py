@@ -35,7 +35,7 @@ DEFAULT_DOMAIN = "<default domain>"
 IDENTITY_COLUMNS = ("case", "kernel", "variant", "dtype", "shape")
 KERNEL_COLUMNS = (*IDENTITY_COLUMNS, "nvtx_range", "launch", "kernel_name",
                   *(m.column for m in METRICS), "dram_bytes", "shared_mem_bytes", "kernel_count")
-# `title` is NVIDIA's headline for the message ("High Memory Throughput"); not yet in tables.md
+# `title` is NVIDIA's headline for the message ("High Memory Throughput")
 RULE_COLUMNS = ("launch", "case", "kernel_name", "section", "rule", "type", "message",
                 "speedup_pct", "title")
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib.machinery
 import importlib.util
-import math
 import re
 import sys
 from collections.abc import Callable, Mapping
@@ -94,10 +93,6 @@ def normalize_dtype(spec: KernelSpec, text: str) -> str:
 def case_name(kernel: str, variant: str, dtype: str, shape: Shape) -> str:
     """The NVTX range name of a case. Dots, never '/': ncu reads '/' as range nesting."""
     return f"{kernel}.{variant}.{dtype}.{format_shape(shape)}"
-
-
-def numel(shape: Shape) -> int:
-    return math.prod(shape)
 
 
 # ---- finding specs -------------------------------------------------------------------------------
