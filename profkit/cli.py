@@ -181,14 +181,14 @@ def capture(
 @click.option("--from", "from_file", type=click.Path(dir_okay=False))
 def list_kernels(from_file) -> None:
     """List kernels, their variants, dtypes and default shapes."""
-    from profkit.spec import find_spec, format_shape, lab_specs, load_module_specs
+    from profkit.spec import format_shape, lab_specs, load_module_specs
 
     specs = load_module_specs(Path(from_file)) if from_file else lab_specs()
     if from_file and not specs:
         raise ProfkitError(f"{from_file} defines no KernelSpec")
     table = Table("kernel", "variants (* = baseline)", "dtypes", "default shapes")
     for name in sorted(specs):
-        spec = find_spec(name, from_file) if from_file else specs[name]
+        spec = specs[name]
         table.add_row(
             name,
             ", ".join(v.name + ("*" if v.baseline else "") for v in spec.variants),
