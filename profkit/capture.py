@@ -23,11 +23,11 @@ from profkit.errors import ProfkitError
 from profkit.spec import DTYPE_ITEMSIZE, KernelSpec, Shape, case_name, format_shape
 
 TIMING_COLUMNS = (
-    "reps",
-    "p50_ms",
-    "p95_ms",
-    "p5_ms",
-    "spread_ms",
+    "device_reps",
+    "device_p50_ms",
+    "device_p95_ms",
+    "device_p5_ms",
+    "device_iqr_ms",
     "gbps",
     "tflops",
     "pct_peak_bw",
@@ -108,7 +108,7 @@ def measure_cases(
             if chk.correct and not opts.interpret:
                 t = timing.time_case(spec, fn, shape, dtype, seed=opts.seed + 7, range_name=name)
                 row.update(asdict(t))
-                row.update(rates(nbytes, flops, t.p50_ms, ceilings))
+                row.update(rates(nbytes, flops, t.device_p50_ms, ceilings))
             rows.append(row)
             bar.advance(task)
     # the same columns whether or not anything was timed (interpret mode, all incorrect)
@@ -118,9 +118,9 @@ def measure_cases(
     )
 
 
-def rates(nbytes: int, flops: int, p50_ms: float, ceilings: dict) -> dict:
-    gbps = nbytes / (p50_ms * 1e-3) / 1e9
-    tflops = flops / (p50_ms * 1e-3) / 1e12
+def rates(nbytes: int, flops: int, device_p50_ms: float, ceilings: dict) -> dict:
+    gbps = nbytes / (device_p50_ms * 1e-3) / 1e9
+    tflops = flops / (device_p50_ms * 1e-3) / 1e12
     out = {"gbps": gbps, "tflops": tflops}
     if ceilings.get("copy_gbps"):
         out["pct_peak_bw"] = 100 * gbps / ceilings["copy_gbps"]

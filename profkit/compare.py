@@ -28,7 +28,7 @@ DELTA_COUNTERS = (
     "kernel_count",
     "ncu_duration_ms",
 )
-_COMPARED = ("correct", "p50_ms", "spread_ms", *DELTA_COUNTERS)
+_COMPARED = ("correct", "device_p50_ms", "device_iqr_ms", *DELTA_COUNTERS)
 _FLAG_STYLE = {"faster": "green", "slower": "red", "noise": "dim"}
 
 
@@ -49,11 +49,11 @@ def compare_runs(run_a: Run, run_b: Run) -> pd.DataFrame:
     merged = merged.sort_values(["_pos_a", "_pos_b"], na_position="last", ignore_index=True)
     out = merged[KEYS].copy()
     out["baseline"] = merged["baseline_a"].fillna(merged["baseline_b"]).astype(bool)
-    for col in ("correct", "p50_ms"):
+    for col in ("correct", "device_p50_ms"):
         out[f"{col}_a"], out[f"{col}_b"] = merged[f"{col}_a"], merged[f"{col}_b"]
-    out["delta_ms"] = out["p50_ms_b"] - out["p50_ms_a"]
-    out["delta_pct"] = out["delta_ms"] / out["p50_ms_a"] * 100
-    out["spread_ms"] = merged[["spread_ms_a", "spread_ms_b"]].max(axis=1)
+    out["delta_ms"] = out["device_p50_ms_b"] - out["device_p50_ms_a"]
+    out["delta_pct"] = out["delta_ms"] / out["device_p50_ms_a"] * 100
+    out["device_iqr_ms"] = merged[["device_iqr_ms_a", "device_iqr_ms_b"]].max(axis=1)
     out["flag"] = [_flag(row) for row in merged.to_dict("records")]
     for col in DELTA_COUNTERS:
         out[f"{col}_a"], out[f"{col}_b"] = merged[f"{col}_a"], merged[f"{col}_b"]
@@ -86,11 +86,11 @@ def _flag(row: dict) -> str:
     if failed:
         # an incorrect case keeps its timing empty: there is nothing to compare
         return "failed in " + (failed[0] if len(failed) == 1 else "both")
-    return timing_outcome(row["p50_ms_b"], row["p50_ms_a"], row["spread_ms_b"], row["spread_ms_a"])
+    return timing_outcome(row["device_p50_ms_b"], row["device_p50_ms_a"], row["device_iqr_ms_b"], row["device_iqr_ms_a"])
 
 
 def _timed(row: dict, side: str) -> bool:
-    return as_bool(row.get(f"correct_{side}")) and pd.notna(row.get(f"p50_ms_{side}"))
+    return as_bool(row.get(f"correct_{side}")) and pd.notna(row.get(f"device_p50_ms_{side}"))
 
 
 # --- output --------------------------------------------------------------------------------------
@@ -129,11 +129,11 @@ _COLUMNS = ("case", "A p50", "B p50", "delta", "delta %", "spread", "flag", "ker
 def _cells(row: dict, kernel: bool = True) -> list[str]:
     return [
         _name(row, kernel),
-        _cell("p50_ms", row["p50_ms_a"]),
-        _cell("p50_ms", row["p50_ms_b"]),
+        _cell("device_p50_ms", row["device_p50_ms_a"]),
+        _cell("device_p50_ms", row["device_p50_ms_b"]),
         _signed_ms(row["delta_ms"]),
         _signed_pct(row["delta_pct"]),
-        _cell("spread_ms", row["spread_ms"]),
+        _cell("device_iqr_ms", row["device_iqr_ms"]),
         row["flag"],
         _pair(row, "kernel_count"),
         _pair(row, "dram_bytes"),

@@ -139,10 +139,10 @@ def _hover(rows: pd.DataFrame, fields: Sequence[_Field]) -> tuple[list, str]:
 
 
 TIMING_HOVER: tuple[_Field, ...] = (
-    ("p50", "p50_ms", ".4g", " ms"),
-    ("p5", "p5_ms", ".4g", " ms"),
-    ("p95", "p95_ms", ".4g", " ms"),
-    ("spread (IQR)", "spread_ms", ".3g", " ms"),
+    ("p50", "device_p50_ms", ".4g", " ms"),
+    ("p5", "device_p5_ms", ".4g", " ms"),
+    ("p95", "device_p95_ms", ".4g", " ms"),
+    ("spread (IQR)", "device_iqr_ms", ".3g", " ms"),
     ("bandwidth", "gbps", ".0f", " GB/s"),
     ("of the copy ceiling", "pct_peak_bw", ".1f", "%"),
 )
@@ -193,7 +193,7 @@ def _one_legend_entry(fig: go.Figure) -> go.Figure:
 def _latency_trace(v: _Variant, rows: pd.DataFrame) -> go.Scatter:
     # an incorrect case keeps no timing; masking it here as well means it can never plot as fast
     ok = ~_incorrect(rows)
-    p50, p5, p95 = (_column(rows, c).where(ok) for c in ("p50_ms", "p5_ms", "p95_ms"))
+    p50, p5, p95 = (_column(rows, c).where(ok) for c in ("device_p50_ms", "device_p5_ms", "device_p95_ms"))
     data, template = _hover(rows, TIMING_HOVER)
     return go.Scatter(
         x=_xs(v, rows),
@@ -274,9 +274,9 @@ def latency_figure(run: Run) -> go.Figure:
         for v, rows in panel.items():
             fig.add_trace(_latency_trace(v, rows), row=r, col=1)
         # failed cases sit at the slowest p95 in the panel: visible, and never read as fast
-        slowest = pd.concat([_column(rows, "p95_ms") for rows in panel.values()]).max()
+        slowest = pd.concat([_column(rows, "device_p95_ms") for rows in panel.values()]).max()
         # (1 ms only places the marks when nothing in the whole run was timed)
-        top = plain_value(slowest) or plain_value(_column(run.cases, "p95_ms").max()) or 1.0
+        top = plain_value(slowest) or plain_value(_column(run.cases, "device_p95_ms").max()) or 1.0
         for v, rows in panel.items():
             trace = _incorrect_trace(v, rows, top)
             if trace is not None:

@@ -304,7 +304,7 @@ def _roofline(ev: _Evidence, row: Mapping, ceilings: Mapping) -> str | None:
     achieved / min(peak, AI * bandwidth) equals max(flops / peak, bytes / bandwidth) / time: the
     second form also holds for kernels with no FLOPs (a copy)."""
     limits = _ceiling_values(ceilings)
-    flops, min_bytes, ms = _num(row, "flops"), _num(row, "bytes"), _num(row, "p50_ms")
+    flops, min_bytes, ms = _num(row, "flops"), _num(row, "bytes"), _num(row, "device_p50_ms")
     if limits is None or flops is None or not min_bytes or not ms:
         return None
     bw, peak = limits
@@ -428,10 +428,10 @@ def _case_finding(row: Mapping, ctx: _RunContext) -> Finding:
 
 
 def _timing_sentence(row: Mapping, ev: _Evidence) -> str:
-    text = f"p50 {ev.q('p50_ms', _num(row, 'p50_ms'))}"
-    spread = _num(row, "spread_ms")
+    text = f"p50 {ev.q('device_p50_ms', _num(row, 'device_p50_ms'))}"
+    spread = _num(row, "device_iqr_ms")
     if spread is not None:
-        text += f" (spread {ev.q('spread_ms', spread)})"
+        text += f" (spread {ev.q('device_iqr_ms', spread)})"
     pct_bw = _num(row, "pct_peak_bw")
     if pct_bw is not None:
         text += f", {ev.q('pct_peak_bw', pct_bw)} of the measured copy bandwidth"

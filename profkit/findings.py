@@ -166,7 +166,7 @@ def _has_counters(row: Mapping) -> bool:
 
 
 def _timed(row: Mapping) -> bool:
-    return as_bool(row.get("correct")) and _num(row, "p50_ms") is not None
+    return as_bool(row.get("correct")) and _num(row, "device_p50_ms") is not None
 
 
 def _failure(row: Mapping, ev: _Evidence, prefix: str = "") -> str:

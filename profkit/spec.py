@@ -99,14 +99,15 @@ def case_name(kernel: str, variant: str, dtype: str, shape: Shape) -> str:
 
 
 def lab_dir() -> Path:
-    """The lab's kernels/ folder: installed as the package `profkit_lab`, or beside profkit/ in a
-    checkout (it is never importable as `kernels`, a name PyPI already uses)."""
-    try:
-        import profkit_lab  # type: ignore[import-not-found]
+    """The lab's kernels/ folder: the one beside profkit/ in a checkout (so a checkout or worktree
+    runs its own lab, whatever is installed), else the installed package `profkit_lab` (it is never
+    importable as `kernels`, a name PyPI already uses)."""
+    beside = Path(__file__).resolve().parent.parent / "kernels"
+    if beside.is_dir():
+        return beside
+    import profkit_lab  # type: ignore[import-not-found]
 
-        return Path(list(profkit_lab.__path__)[0])
-    except ImportError:
-        return Path(__file__).resolve().parent.parent / "kernels"
+    return Path(list(profkit_lab.__path__)[0])
 
 
 def load_module_specs(path: Path, module_name: str | None = None) -> dict[str, KernelSpec]:

@@ -21,11 +21,14 @@ import pandas as pd
 
 from profkit.errors import ProfkitError
 
-SCHEMA = 1
+# 2: device time by CUDA-graph replay (device_* columns), host cost, eager-loop time, clocks,
+#    raw samples in samples.csv.gz. 1: event time around each call, stored as p50_ms etc.
+SCHEMA = 2
 MANIFEST = "manifest.json"
 CASES = "cases.csv"
 KERNELS = "kernels.csv"
 RULES = "rules.csv"
+SAMPLES = "samples.csv.gz"  # raw timing samples: case, kind (device|host|loop), ms
 REPORT = "counters.ncu-rep"
 TMP_PREFIX = ".tmp-"
 
@@ -42,6 +45,7 @@ class Run:
     cases: pd.DataFrame
     kernels: pd.DataFrame | None = None
     rules: pd.DataFrame | None = None
+    samples: pd.DataFrame | None = None  # None for schema-1 runs: they stored no samples
 
     @property
     def run_id(self) -> str:
@@ -137,15 +141,38 @@ def resolve(ref: str | None, root: Path | None = None) -> Path:
 
 
 # what every reader of a run relies on; a run missing these is damaged
-REQUIRED_CASE_COLUMNS = ("kernel", "variant", "dtype", "shape", "correct", "p50_ms")
+REQUIRED_CASE_COLUMNS = ("kernel", "variant", "dtype", "shape", "correct", "device_p50_ms")
+# schema 1 timed each call with events around it (the host inside the window at small shapes);
+# its columns are read under the new names, with device_method saying how they were measured
+_SCHEMA1_COLUMNS = {
+    "reps": "device_reps",
+    "p50_ms": "device_p50_ms",
+    "p95_ms": "device_p95_ms",
+    "p5_ms": "device_p5_ms",
+    "spread_ms": "device_iqr_ms",
+}
+SCHEMA1_METHOD = "events (schema 1: event window around the Python call)"
+
+
+def upgrade(manifest: dict, cases: pd.DataFrame) -> pd.DataFrame:
+    """A run stored by an earlier schema, read as the current one."""
+    schema = manifest.get("schema", 1) if isinstance(manifest, dict) else 1
+    if int(schema) >= 2:
+        return cases
+    cases = cases.rename(columns=_SCHEMA1_COLUMNS)
+    if "device_p50_ms" in cases.columns:
+        cases["device_method"] = cases["device_p50_ms"].notna().map(
+            {True: SCHEMA1_METHOD, False: None}
+        )
+    return cases
 
 
 def load(path: Path) -> Run:
     """Read a finished run; a damaged one is a clear error, never a traceback."""
     try:
         manifest = json.loads((path / MANIFEST).read_text())
-        cases = pd.read_csv(path / CASES)
-        optional = {name: _read_optional(path / name) for name in (KERNELS, RULES)}
+        cases = upgrade(manifest, pd.read_csv(path / CASES))
+        optional = {name: _read_optional(path / name) for name in (KERNELS, RULES, SAMPLES)}
     except (OSError, ValueError) as exc:  # pandas' parser errors are ValueErrors
         reason = " ".join(str(exc).split())[:200]
         raise ProfkitError(f"{path} is not a readable profkit run: {reason}") from exc
@@ -153,7 +180,7 @@ def load(path: Path) -> Run:
     if not isinstance(manifest, dict) or "run_id" not in manifest or missing:
         what = f"{CASES} lacks {', '.join(missing)}" if missing else f"{MANIFEST} has no run_id"
         raise ProfkitError(f"{path} is not a readable profkit run: {what}")
-    return Run(path, manifest, cases, optional[KERNELS], optional[RULES])
+    return Run(path, manifest, cases, optional[KERNELS], optional[RULES], optional[SAMPLES])
 
 
 def _read_optional(f: Path) -> pd.DataFrame | None:

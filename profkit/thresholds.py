@@ -91,7 +91,7 @@ OCCUPANCY_GAP_PCT = 10.0
 SHORT_KERNEL_MS = 0.005
 
 # --- Timing ----------------------------------------------------------------------------------
-# A latency difference no larger than this multiple of the larger spread_ms (inter-quartile range)
+# A latency difference no larger than this multiple of the larger device_iqr_ms (inter-quartile range)
 # of the two cases is noise, a tie (docs/tables.md: "a difference smaller than the larger spread is
 # noise"; at exactly the spread it is still not shown to be real).
 NOISE_SPREAD_MULTIPLE = 1.0

@@ -33,10 +33,10 @@ class Check:
 @dataclass
 class Timing:
     reps: int
-    p50_ms: float
-    p95_ms: float
-    p5_ms: float
-    spread_ms: float  # inter-quartile range
+    device_p50_ms: float
+    device_p95_ms: float
+    device_p5_ms: float
+    device_iqr_ms: float  # inter-quartile range
 
     @classmethod
     def from_samples(cls, ms: list[float]) -> Timing:

@@ -33,10 +33,10 @@ from profkit.latency_causes import _grid_too_small, _small_grid, _tail_effect, _
 
 
 def timing_outcome(
-    ms: float, ref_ms: float, spread_ms: float | None, ref_spread_ms: float | None
+    ms: float, ref_ms: float, device_iqr_ms: float | None, ref_spread_ms: float | None
 ) -> str:
     """Whether ms is "faster" or "slower" than ref_ms beyond the larger spread, else "noise"."""
-    spreads = [s for s in (spread_ms, ref_spread_ms) if s is not None and not math.isnan(s)]
+    spreads = [s for s in (device_iqr_ms, ref_spread_ms) if s is not None and not math.isnan(s)]
     noise = max(spreads, default=0.0) * th.NOISE_SPREAD_MULTIPLE
     delta = ms - ref_ms
     if abs(delta) <= noise:
@@ -54,7 +54,7 @@ class _Comparison:
     baseline: str
     delta_ms: float  # lab - baseline: negative is faster
     delta_pct: float
-    spread_ms: float
+    device_iqr_ms: float
     outcome: str  # faster | slower | noise
 
     @property
@@ -83,8 +83,8 @@ class _Sweep:
 
 
 def _compare(lab: Mapping, base: Mapping) -> _Comparison:
-    lab_ms, base_ms = _num(lab, "p50_ms"), _num(base, "p50_ms")
-    lab_spread, base_spread = _num(lab, "spread_ms"), _num(base, "spread_ms")
+    lab_ms, base_ms = _num(lab, "device_p50_ms"), _num(base, "device_p50_ms")
+    lab_spread, base_spread = _num(lab, "device_iqr_ms"), _num(base, "device_iqr_ms")
     delta = lab_ms - base_ms
     return _Comparison(
         dtype=str(lab["dtype"]),
@@ -92,7 +92,7 @@ def _compare(lab: Mapping, base: Mapping) -> _Comparison:
         baseline=str(base["variant"]),
         delta_ms=delta,
         delta_pct=delta / base_ms * 100,
-        spread_ms=max(lab_spread or 0.0, base_spread or 0.0),
+        device_iqr_ms=max(lab_spread or 0.0, base_spread or 0.0),
         outcome=timing_outcome(lab_ms, base_ms, lab_spread, base_spread),
     )
 
@@ -106,7 +106,7 @@ def _comparisons(lab_rows: list[dict], base_rows: list[dict], ev: _Evidence) -> 
             if _where(base) == _where(lab) and _timed(base):
                 c = _compare(lab, base)
                 ev[f"{c.key}: delta_ms"], ev[f"{c.key}: delta_pct"] = c.delta_ms, c.delta_pct
-                ev[f"{c.key}: spread_ms"], ev[f"{c.key}: outcome"] = c.spread_ms, c.outcome
+                ev[f"{c.key}: device_iqr_ms"], ev[f"{c.key}: outcome"] = c.device_iqr_ms, c.outcome
                 out.append(c)
     return out
 
@@ -303,7 +303,7 @@ def _tie_sentence(ties: list[_Comparison], ev: _Evidence) -> str:
     gap = (
         f"{_margin(ev, widest)} {'slower' if widest.delta_ms > 0 else 'faster'} than "
         f"{widest.baseline} at {widest.where}, inside its "
-        f"{ev.q(f'{widest.key}: spread_ms', widest.spread_ms)} spread"
+        f"{ev.q(f'{widest.key}: device_iqr_ms', widest.device_iqr_ms)} spread"
     )
     n = ev.q("ties", len(ties))
     if len(ties) == 1:
@@ -335,7 +335,7 @@ def _and(items: list[str]) -> str:
 
 def _representative(rows: list[dict]) -> dict:
     """The lab case whose counters explain the verdict: the largest (most bytes, then slowest)."""
-    return max(rows, key=lambda r: (_num(r, "bytes") or 0.0, _num(r, "p50_ms") or 0.0))
+    return max(rows, key=lambda r: (_num(r, "bytes") or 0.0, _num(r, "device_p50_ms") or 0.0))
 
 
 def _fusion_sentence(sweep: _Sweep, ev: _Evidence) -> str:

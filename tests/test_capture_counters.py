@@ -43,14 +43,14 @@ def timing_table() -> pd.DataFrame:
     return pd.DataFrame([
         {"kernel": "rmsnorm", "variant": "triton", "baseline": False, "dtype": "float16",
          "shape": "4096x8192", "case": TRITON_CASE, "correct": True, "error": "",
-         "reps": 500, "p50_ms": 0.0345, "p95_ms": 0.036, "spread_ms": 0.0004},
+         "device_reps": 500, "device_p50_ms": 0.0345, "device_p95_ms": 0.036, "device_iqr_ms": 0.0004},
         {"kernel": "rmsnorm", "variant": "eager", "baseline": True, "dtype": "float16",
          "shape": "4096x4096", "case": EAGER_CASE, "correct": True, "error": "",
-         "reps": 300, "p50_ms": 0.171, "p95_ms": 0.18, "spread_ms": 0.002},
+         "device_reps": 300, "device_p50_ms": 0.171, "device_p95_ms": 0.18, "device_iqr_ms": 0.002},
         {"kernel": "rmsnorm", "variant": "native", "baseline": True, "dtype": "float16",
          "shape": "4096x4096", "case": WRONG_CASE, "correct": False,
-         "error": "outside tolerance", "reps": None, "p50_ms": None, "p95_ms": None,
-         "spread_ms": None},
+         "error": "outside tolerance", "device_reps": None, "device_p50_ms": None, "device_p95_ms": None,
+         "device_iqr_ms": None},
     ])
 
 
@@ -267,7 +267,7 @@ def test_run_capture_without_permission_stores_timing_only(
     # every timing row is kept, with empty counter columns
     cases = run.cases
     assert cases.case.tolist() == [TRITON_CASE, EAGER_CASE, WRONG_CASE]
-    assert cases.p50_ms.tolist()[:2] == [0.0345, 0.171] and math.isnan(cases.p50_ms.iloc[2])
+    assert cases.device_p50_ms.tolist()[:2] == [0.0345, 0.171] and math.isnan(cases.device_p50_ms.iloc[2])
     assert set(COUNTER_COLUMNS) <= set(cases.columns)
     assert cases[list(COUNTER_COLUMNS)].isna().all().all()
     assert run.kernels is None and run.rules is None
@@ -288,5 +288,5 @@ def test_run_capture_with_counters_joins_them(tmp_path: Path, console: Console,
     assert len(kernels) == 9
     assert cases.loc[EAGER_CASE, "dram_bytes"] == pytest.approx(
         kernels[kernels.case == EAGER_CASE].dram_bytes.sum())
-    assert cases.loc[TRITON_CASE, "p50_ms"] == 0.0345  # timing kept beside the counters
+    assert cases.loc[TRITON_CASE, "device_p50_ms"] == 0.0345  # timing kept beside the counters
     assert run.rules is not None and len(run.rules) > 0

@@ -33,7 +33,7 @@ OLDER = "rmsnorm-20261130-014110-vm-83a4"
 CASES = 96  # 4 variants x 3 dtypes x 8 shapes in each committed run
 CASE_KEYS = ["variant", "dtype", "shape"]
 SHOW_CSV_COLUMNS = {
-    "kernel", "variant", "dtype", "shape", "correct", "p50_ms", "p95_ms", "gbps", "tflops",
+    "kernel", "variant", "dtype", "shape", "correct", "device_p50_ms", "device_p95_ms", "gbps", "tflops",
     "pct_peak_bw", "dram_throughput_pct", "achieved_occupancy_pct", "tensor_pipe_pct",
     "sm_throughput_pct", "l2_hit_pct", "dram_bytes", "kernel_count", "ncu_duration_ms",
 }
@@ -90,7 +90,7 @@ def no_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def newest_cases() -> pd.DataFrame:
-    return pd.read_csv(PROFILES / NEWEST / "cases.csv")
+    return store.load(PROFILES / NEWEST).cases
 
 
 # --- list ----------------------------------------------------------------------------------------
@@ -120,10 +120,10 @@ def test_show_picks_the_newest_run_csv() -> None:
     pd.testing.assert_frame_equal(df, newest_cases())
     first = df.iloc[0]
     assert (first["variant"], first["dtype"], first["shape"]) == ("triton", "float16", "1x4096")
-    assert first.p50_ms == pytest.approx(0.004416, abs=1e-6)
+    assert first.device_p50_ms == pytest.approx(0.004416, abs=1e-6)
     assert first.kernel_count == 1
-    assert pd.read_csv(PROFILES / OLDER / "cases.csv").p50_ms.iloc[0] != pytest.approx(
-        first.p50_ms)
+    assert store.load(PROFILES / OLDER).cases.device_p50_ms.iloc[0] != pytest.approx(
+        first.device_p50_ms)
 
 
 def test_show_json_has_the_same_rows() -> None:
@@ -132,7 +132,7 @@ def test_show_json_has_the_same_rows() -> None:
     expected = newest_cases()
     assert list(records[0]) == list(expected.columns)
     assert [(r["variant"], r["dtype"], r["shape"]) for r in records] == case_keys(expected)
-    assert [r["p50_ms"] for r in records] == pytest.approx(expected.p50_ms.tolist())
+    assert [r["device_p50_ms"] for r in records] == pytest.approx(expected.device_p50_ms.tolist())
     assert [r["kernel_count"] for r in records] == expected.kernel_count.tolist()
     # NaN is null in JSON (the timing-free error column of correct cases)
     assert all(r["error"] is None for r in records)
@@ -157,7 +157,7 @@ def test_show_a_named_run(by: str) -> None:
     assert out.splitlines()[0].startswith(f"run {OLDER}: rmsnorm on NVIDIA H200")
     csv = ok(invoke("show", ref, "--profiles", PROFILES, "--format", "csv")).stdout
     pd.testing.assert_frame_equal(pd.read_csv(io.StringIO(csv)),
-                                  pd.read_csv(PROFILES / OLDER / "cases.csv"))
+                                  store.load(PROFILES / OLDER).cases)
 
 
 def test_show_a_run_by_path_without_profiles_dir(tmp_path: Path) -> None:
@@ -243,14 +243,14 @@ def test_explain_report(ncu_rep_path: Callable[[str], Path]) -> None:
 
 
 def test_compare_csv_and_json() -> None:
-    older, newer = pd.read_csv(PROFILES / OLDER / "cases.csv"), newest_cases()
+    older, newer = store.load(PROFILES / OLDER).cases, newest_cases()
     out = ok(invoke("compare", OLDER, NEWEST, "--profiles", PROFILES, "--format", "csv")).stdout
     df = pd.read_csv(io.StringIO(out))
     assert len(df) == CASES
     assert case_keys(df) == case_keys(older) == case_keys(newer)
-    assert df.p50_ms_a.tolist() == pytest.approx(older.p50_ms.tolist())
-    assert df.p50_ms_b.tolist() == pytest.approx(newer.p50_ms.tolist())
-    assert df.delta_ms.tolist() == pytest.approx((newer.p50_ms - older.p50_ms).tolist())
+    assert df.device_p50_ms_a.tolist() == pytest.approx(older.device_p50_ms.tolist())
+    assert df.device_p50_ms_b.tolist() == pytest.approx(newer.device_p50_ms.tolist())
+    assert df.delta_ms.tolist() == pytest.approx((newer.device_p50_ms - older.device_p50_ms).tolist())
     assert set(df.flag) <= {"faster", "slower", "noise"}
     assert df.flag.iloc[:2].tolist() == ["noise", "slower"]  # triton / eager, float16 1x4096
     records = json.loads(

@@ -15,17 +15,17 @@ from rich.console import Console
 from profkit import compare, store
 
 
-def case(variant: str, shape: str, p50_ms: float, spread_ms: float = 0.005, **columns) -> dict:
+def case(variant: str, shape: str, device_p50_ms: float, device_iqr_ms: float = 0.005, **columns) -> dict:
     """One cases.csv row with every documented column; an incorrect one has empty timing."""
     row = dict.fromkeys(CASE_COLUMNS, NAN)
     row.update(
         kernel="rmsnorm", variant=variant, baseline=variant == "eager", dtype="float16",
         shape=shape, case=f"rmsnorm.{variant}.float16.{shape}", correct=True, error="",
-        p50_ms=p50_ms, spread_ms=spread_ms,
+        device_p50_ms=device_p50_ms, device_iqr_ms=device_iqr_ms,
     )  # fmt: skip
     row.update(columns)
     if row["correct"] is False:
-        row.update(p50_ms=NAN, spread_ms=NAN, error="mismatch")
+        row.update(device_p50_ms=NAN, device_iqr_ms=NAN, error="mismatch")
     return row
 
 
@@ -42,8 +42,8 @@ A = run_of(
     [
         case("triton", "4096x8192", 0.10, dram_throughput_pct=72.0, kernel_count=1.0,
              dram_bytes=2.7e8, achieved_occupancy_pct=60.0),
-        case("triton", "1024x1024", 0.010, spread_ms=0.001),
-        case("triton", "2048x2048", 0.5, spread_ms=0.25),
+        case("triton", "1024x1024", 0.010, device_iqr_ms=0.001),
+        case("triton", "2048x2048", 0.5, device_iqr_ms=0.25),
         case("eager", "4096x8192", 0.20, kernel_count=9.0),
         case("old", "4096x8192", 0.30),
         case("eager", "1024x1024", 0.02, correct=False),
@@ -55,8 +55,8 @@ B = run_of(
         case("new", "4096x8192", 0.05),
         case("triton", "4096x8192", 0.08, dram_throughput_pct=90.9, kernel_count=1.0,
              dram_bytes=1.34e8, achieved_occupancy_pct=80.0),
-        case("triton", "1024x1024", 0.0125, spread_ms=0.002),
-        case("triton", "2048x2048", 0.75, spread_ms=0.1),
+        case("triton", "1024x1024", 0.0125, device_iqr_ms=0.002),
+        case("triton", "2048x2048", 0.75, device_iqr_ms=0.1),
         case("eager", "4096x8192", 0.20, correct=False),
         case("eager", "1024x1024", 0.02, correct=False),
     ],
@@ -102,13 +102,13 @@ def test_a_order_first_then_new_cases(table: pd.DataFrame) -> None:
 
 def test_latency_deltas_are_b_minus_a(table: pd.DataFrame) -> None:
     r = row(table, "triton", "4096x8192")
-    assert (r.p50_ms_a, r.p50_ms_b) == (0.10, 0.08)
+    assert (r.device_p50_ms_a, r.device_p50_ms_b) == (0.10, 0.08)
     assert r.delta_ms == pytest.approx(-0.02)
     assert r.delta_pct == pytest.approx(-20.0)
-    assert r.spread_ms == 0.005
+    assert r.device_iqr_ms == 0.005
     slower = row(table, "triton", "1024x1024")
     assert slower.delta_pct == pytest.approx(25.0)
-    assert slower.spread_ms == 0.002
+    assert slower.device_iqr_ms == 0.002
 
 
 def test_counter_deltas(table: pd.DataFrame) -> None:
@@ -122,13 +122,13 @@ def test_counter_deltas(table: pd.DataFrame) -> None:
 
 def test_only_in_one_run_has_no_delta(table: pd.DataFrame) -> None:
     r = row(table, "old", "4096x8192")
-    assert r.p50_ms_a == 0.30 and math.isnan(r.p50_ms_b) and math.isnan(r.delta_ms)
+    assert r.device_p50_ms_a == 0.30 and math.isnan(r.device_p50_ms_b) and math.isnan(r.delta_ms)
 
 
 def test_runs_without_counter_columns_still_compare() -> None:
     bare = run_of("bare", [{"kernel": "rmsnorm", "variant": "triton", "dtype": "float16",
-                            "shape": "4096x8192", "correct": True, "p50_ms": 0.09,
-                            "spread_ms": 0.001}])  # fmt: skip
+                            "shape": "4096x8192", "correct": True, "device_p50_ms": 0.09,
+                            "device_iqr_ms": 0.001}])  # fmt: skip
     df = compare.compare_runs(A, bare)
     r = row(df, "triton", "4096x8192")
     assert r.flag == "faster"
@@ -139,8 +139,8 @@ def test_json_is_a_list_of_rows(table: pd.DataFrame) -> None:
     out = json.loads(compare.to_json(table))
     assert len(out) == 7
     assert out[0]["flag"] == "faster" and out[0]["delta_pct"] == pytest.approx(-20.0)
-    assert out[4]["p50_ms_b"] is None
-    assert {"kernel", "variant", "dtype", "shape", "p50_ms_a", "p50_ms_b", "delta_ms", "flag",
+    assert out[4]["device_p50_ms_b"] is None
+    assert {"kernel", "variant", "dtype", "shape", "device_p50_ms_a", "device_p50_ms_b", "delta_ms", "flag",
             "dram_bytes_delta", "kernel_count_delta"} <= set(out[0])  # fmt: skip
 
 
@@ -174,12 +174,12 @@ def test_markdown_summary_follows_the_table(table: pd.DataFrame) -> None:
 
 def drift_runs(torch_b: str) -> pd.DataFrame:
     """The lab kernel 3% slower, beyond its spread; a baseline 5% faster with the same code."""
-    a = run_of("a", [case("triton", "4096x8192", 0.100, spread_ms=0.001),
-                     case("eager", "4096x8192", 0.200, spread_ms=0.001),
-                     case("eager", "1024x1024", 0.020, spread_ms=0.001)])  # fmt: skip
-    b_rows = [case("triton", "4096x8192", 0.103, spread_ms=0.001),
-              case("eager", "4096x8192", 0.190, spread_ms=0.001),
-              case("eager", "1024x1024", 0.0205, spread_ms=0.001)]  # fmt: skip
+    a = run_of("a", [case("triton", "4096x8192", 0.100, device_iqr_ms=0.001),
+                     case("eager", "4096x8192", 0.200, device_iqr_ms=0.001),
+                     case("eager", "1024x1024", 0.020, device_iqr_ms=0.001)])  # fmt: skip
+    b_rows = [case("triton", "4096x8192", 0.103, device_iqr_ms=0.001),
+              case("eager", "4096x8192", 0.190, device_iqr_ms=0.001),
+              case("eager", "1024x1024", 0.0205, device_iqr_ms=0.001)]  # fmt: skip
     b = run_of("b", b_rows, torch=torch_b)
     return compare.compare_runs(a, b)
 

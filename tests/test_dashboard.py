@@ -44,7 +44,7 @@ def figs() -> tuple:
 
 
 def cases() -> pd.DataFrame:
-    return pd.read_csv(newest() / store.CASES)
+    return store.load(newest()).cases
 
 
 def traces_of(fig, variant: str) -> list:
@@ -86,13 +86,13 @@ def test_latency_traces_are_cases_csv() -> None:
         assert len(traces_of(latency, variant)) == df["dtype"].nunique()
     row = df[(df.variant == LAB) & (df.dtype == "float16") & (df["shape"] == "16384x8192")].iloc[0]
     ys = plotted(latency, LAB, df, "float16")
-    assert row.p50_ms in ys
-    assert json.dumps(float(row.p50_ms)) in page  # as plotly writes it into the page
+    assert row.device_p50_ms in ys
+    assert json.dumps(float(row.device_p50_ms)) in page  # as plotly writes it into the page
     # the error bars span p5..p95 of the same row
     trace = traces_of(latency, LAB)[0]
-    k = ys.index(row.p50_ms)
-    assert trace.error_y.array[k] == pytest.approx(row.p95_ms - row.p50_ms)
-    assert trace.error_y.arrayminus[k] == pytest.approx(row.p50_ms - row.p5_ms)
+    k = ys.index(row.device_p50_ms)
+    assert trace.error_y.array[k] == pytest.approx(row.device_p95_ms - row.device_p50_ms)
+    assert trace.error_y.arrayminus[k] == pytest.approx(row.device_p50_ms - row.device_p5_ms)
     assert trace.customdata[k][0] == row.case  # hover names the case
     assert latency.layout.yaxis.type == "log"
 
@@ -167,12 +167,12 @@ def test_timing_only_run_builds_shows_the_reason_and_no_counter_panels(tmp_path:
 @pytest.mark.parametrize("timing_kept", [False, True], ids=["as-stored", "timing-kept"])
 def test_an_incorrect_case_is_marked_not_plotted_as_fast(tmp_path: Path, timing_kept: bool) -> None:
     path = copy_run(tmp_path)
-    df = pd.read_csv(path / store.CASES)
+    df = store.load(path).cases  # read as the current schema, written back the same way
     bad = "rmsnorm.eager.bfloat16.4096x4096"
     i = df.index[df.case == bad][0]
     df["error"] = df["error"].astype(object)
     df.loc[i, ["correct", "error"]] = [False, "max_abs_err 0.5 > atol 0.01"]
-    timing = ["p50_ms", "p95_ms", "p5_ms", "spread_ms", "gbps", "tflops", "pct_peak_bw"]
+    timing = ["device_p50_ms", "device_p95_ms", "device_p5_ms", "device_iqr_ms", "gbps", "tflops", "pct_peak_bw"]
     if not timing_kept:  # as a capture stores an incorrect variant; a foreign table may not
         df.loc[i, timing] = None
     df.to_csv(path / store.CASES, index=False)
@@ -188,7 +188,7 @@ def test_an_incorrect_case_is_marked_not_plotted_as_fast(tmp_path: Path, timing_
     # the mark sits at the panel's slowest p95, never below a timed case
     panel = df[(df.dtype == "bfloat16")]
     mark = next(t for t in latency.data if t.legendgroup == "incorrect")
-    assert mark.y[0] == panel.p95_ms.max()
+    assert mark.y[0] == panel.device_p95_ms.max()
     page = dashboard.build_dashboard(run, explain_run(run))
     assert "<tr class='incorrect'>" in page
 

@@ -39,21 +39,21 @@ def case(
     shape: str = "4096x8192",
     dtype: str = "float16",
     correct: bool = True,
-    p50_ms: float | None = None,
-    spread_ms: float = 0.001,
+    device_p50_ms: float | None = None,
+    device_iqr_ms: float = 0.001,
     **columns: object,
 ) -> dict:
     """One cases.csv row: every documented column, counters empty unless given.
 
     Like a stored run, an incorrect case keeps its timing empty unless a test passes one."""
     row = dict.fromkeys(CASE_COLUMNS, NAN)
-    timed = correct or p50_ms is not None
-    p50 = (0.1 if p50_ms is None else p50_ms) if timed else NAN
+    timed = correct or device_p50_ms is not None
+    p50 = (0.1 if device_p50_ms is None else device_p50_ms) if timed else NAN
     row.update(
         kernel="rmsnorm", variant=variant, baseline=baseline, dtype=dtype, shape=shape,
         case=f"rmsnorm.{variant}.{dtype}.{shape}", correct=correct,
         rel_err=1e-4 if correct else 0.25, max_abs_err=1e-3, error="" if correct else "mismatch",
-        reps=100, p50_ms=p50, p95_ms=p50, p5_ms=p50, spread_ms=spread_ms if timed else NAN,
+        device_reps=100, device_p50_ms=p50, device_p95_ms=p50, device_p5_ms=p50, device_iqr_ms=device_iqr_ms if timed else NAN,
         bytes=134217728.0, flops=100663296.0, pct_peak_bw=50.0,
     )  # fmt: skip
     row.update(columns)
@@ -361,7 +361,7 @@ def test_a_single_short_kernel() -> None:
 
 
 def test_roofline_memory_side() -> None:
-    f = one_case(**MEMORY_NEAR_PEAK, bytes=4e8, flops=1e8, p50_ms=0.125, pct_peak_bw=NAN)
+    f = one_case(**MEMORY_NEAR_PEAK, bytes=4e8, flops=1e8, device_p50_ms=0.125, pct_peak_bw=NAN)
     assert f.evidence["arithmetic_intensity_flop_per_byte"] == 0.25
     assert f.evidence["ridge_flop_per_byte"] == 200.0
     assert f.evidence["roofline_pct"] == pytest.approx(80.0)
@@ -370,14 +370,14 @@ def test_roofline_memory_side() -> None:
 
 
 def test_roofline_memory_side_does_not_repeat_the_copy_share() -> None:
-    f = one_case(**MEMORY_NEAR_PEAK, bytes=4e8, flops=1e8, p50_ms=0.125, pct_peak_bw=80.0)
+    f = one_case(**MEMORY_NEAR_PEAK, bytes=4e8, flops=1e8, device_p50_ms=0.125, pct_peak_bw=80.0)
     assert f.text.endswith("so its roof is the copy bandwidth.")
     assert "roofline_pct" not in f.evidence
 
 
 def test_roofline_compute_side() -> None:
     f = one_case(
-        memory_throughput_pct=30.0, sm_throughput_pct=88.0, bytes=1e9, flops=8e11, p50_ms=2.0
+        memory_throughput_pct=30.0, sm_throughput_pct=88.0, bytes=1e9, flops=8e11, device_p50_ms=2.0
     )
     assert f.evidence["arithmetic_intensity_flop_per_byte"] == 800.0
     assert f.evidence["roofline_pct"] == pytest.approx(50.0)
@@ -397,8 +397,8 @@ def test_no_roofline_without_ceilings() -> None:
 
 def test_timing_only_run_claims_no_bottleneck() -> None:
     rows = [
-        case("triton", p50_ms=0.05, pct_peak_bw=96.0, **MEMORY_NEAR_PEAK),  # ignored: run says so
-        case("eager", baseline=True, p50_ms=0.2, pct_peak_bw=23.0),
+        case("triton", device_p50_ms=0.05, pct_peak_bw=96.0, **MEMORY_NEAR_PEAK),  # ignored: run says so
+        case("eager", baseline=True, device_p50_ms=0.2, pct_peak_bw=23.0),
     ]
     reason = "ncu lacks permission to read GPU counters on this host"
     findings = explain_run(run_of(rows, status="timing_only", reason=reason, fix="see doctor"))
@@ -437,20 +437,20 @@ def test_dram_throughput_stands_in_for_missing_memory_throughput() -> None:
 
 
 def sweep(lab_ms: dict[str, float], base_ms: dict[str, float], spread: float = 0.001) -> list[dict]:
-    rows = [case("triton", shape=s, p50_ms=ms, spread_ms=spread) for s, ms in lab_ms.items()]
-    rows += [case("eager", baseline=True, shape=s, p50_ms=ms, spread_ms=spread)
+    rows = [case("triton", shape=s, device_p50_ms=ms, device_iqr_ms=spread) for s, ms in lab_ms.items()]
+    rows += [case("eager", baseline=True, shape=s, device_p50_ms=ms, device_iqr_ms=spread)
              for s, ms in base_ms.items()]  # fmt: skip
     return rows
 
 
 def test_win_with_fusion_evidence() -> None:
     rows = [
-        case("triton", p50_ms=0.034, kernel_count=1.0, dram_bytes=1.34e8, **MEMORY_NEAR_PEAK),
-        case("eager", baseline=True, p50_ms=0.2, kernel_count=9.0, dram_bytes=9.1e8,
+        case("triton", device_p50_ms=0.034, kernel_count=1.0, dram_bytes=1.34e8, **MEMORY_NEAR_PEAK),
+        case("eager", baseline=True, device_p50_ms=0.2, kernel_count=9.0, dram_bytes=9.1e8,
              memory_throughput_pct=70.0, dram_throughput_pct=65.0, sm_throughput_pct=30.0),
-        case("compiled", baseline=True, p50_ms=0.05, kernel_count=1.0, dram_bytes=1.5e8),
-        case("triton", shape="1024x1024", p50_ms=0.005),
-        case("eager", baseline=True, shape="1024x1024", p50_ms=0.02),
+        case("compiled", baseline=True, device_p50_ms=0.05, kernel_count=1.0, dram_bytes=1.5e8),
+        case("triton", shape="1024x1024", device_p50_ms=0.005),
+        case("eager", baseline=True, shape="1024x1024", device_p50_ms=0.02),
     ]  # fmt: skip
     (v,) = verdicts(explain_run(run_of(rows)))
     assert v.verdict == "win" and v.subject == "rmsnorm"
@@ -470,8 +470,8 @@ def test_win_with_fusion_evidence() -> None:
 
 
 def test_counters_without_an_unfused_baseline() -> None:
-    rows = [case("triton", p50_ms=0.034, kernel_count=1.0, **MEMORY_NEAR_PEAK),
-            case("compiled", baseline=True, p50_ms=0.05, kernel_count=1.0)]  # fmt: skip
+    rows = [case("triton", device_p50_ms=0.034, kernel_count=1.0, **MEMORY_NEAR_PEAK),
+            case("compiled", baseline=True, device_p50_ms=0.05, kernel_count=1.0)]  # fmt: skip
     (v,) = verdicts(explain_run(run_of(rows)))
     assert "Counters at float16 4096x8192, the largest case: triton's 1 kernel runs at" in v.text
     assert "correct and faster than every baseline timed beside it (compiled) at its only" in v.text
@@ -479,7 +479,7 @@ def test_counters_without_an_unfused_baseline() -> None:
 
 def test_incorrect_variant_is_never_a_win() -> None:
     rows = sweep({"4096x8192": 0.03}, {"4096x8192": 0.2, "1024x1024": 0.02})
-    rows.append(case("triton", shape="1024x1024", correct=False, p50_ms=0.001, rel_err=0.25))
+    rows.append(case("triton", shape="1024x1024", correct=False, device_p50_ms=0.001, rel_err=0.25))
     (v,) = verdicts(explain_run(run_of(rows)))
     assert v.verdict == "not a win"
     assert "an incorrect variant never counts as fast" in v.text
@@ -533,11 +533,11 @@ def test_timing_outcome(ms: float, ref: float, spread, ref_spread, outcome: str)
 
 def test_active_track_names_the_loss_and_the_next_step_from_its_counters() -> None:
     rows = [
-        case("triton", p50_ms=0.03),
-        case("eager", baseline=True, p50_ms=0.2),
-        case("triton", shape="1024x1024", p50_ms=0.012, spread_ms=0.0005, **LATENCY,
+        case("triton", device_p50_ms=0.03),
+        case("eager", baseline=True, device_p50_ms=0.2),
+        case("triton", shape="1024x1024", device_p50_ms=0.012, device_iqr_ms=0.0005, **LATENCY,
              waves_per_sm=0.25, grid_size=33.0),
-        case("eager", baseline=True, shape="1024x1024", p50_ms=0.010, spread_ms=0.0005),
+        case("eager", baseline=True, shape="1024x1024", device_p50_ms=0.010, device_iqr_ms=0.0005),
     ]  # fmt: skip
     (v,) = verdicts(explain_run(run_of(rows)))
     assert v.verdict == "active track"
@@ -562,7 +562,7 @@ def test_slower_everywhere_is_not_a_win() -> None:
 
 def test_beating_one_baseline_but_losing_to_another_everywhere_is_not_a_win() -> None:
     rows = sweep({"4096x8192": 0.1}, {"4096x8192": 0.2})
-    rows.append(case("compiled", baseline=True, p50_ms=0.05))
+    rows.append(case("compiled", baseline=True, device_p50_ms=0.05))
     (v,) = verdicts(explain_run(run_of(rows)))
     assert v.verdict == "not a win"
     # the baseline it beats comes first
@@ -580,9 +580,9 @@ def test_losses_grouped_by_baseline_and_dtype_and_ties_counted() -> None:
                                              ("4096x8192", 0.110, 0.200, 0.100),
                                              ("16384x8192", 0.440, 0.800, 0.400)):  # fmt: skip
             rows += [
-                case("triton", dtype=dtype, shape=shape, p50_ms=lab),
-                case("native", baseline=True, dtype=dtype, shape=shape, p50_ms=native),
-                case("compiled", baseline=True, dtype=dtype, shape=shape, p50_ms=compiled),
+                case("triton", dtype=dtype, shape=shape, device_p50_ms=lab),
+                case("native", baseline=True, dtype=dtype, shape=shape, device_p50_ms=native),
+                case("compiled", baseline=True, dtype=dtype, shape=shape, device_p50_ms=compiled),
             ]
     (v,) = verdicts(explain_run(run_of(rows)))
     assert v.verdict == "active track"
@@ -609,8 +609,8 @@ WINNER = {**LAB, "memory_throughput_pct": 86.6, "dram_throughput_pct": 86.6,
 
 
 def loss_step(lab: dict, winner: dict) -> Finding:
-    rows = [case("triton", shape="16384x8192", p50_ms=0.1398, spread_ms=0.0014, **lab),
-            case("compile", baseline=True, shape="16384x8192", p50_ms=0.1282, spread_ms=0.0013,
+    rows = [case("triton", shape="16384x8192", device_p50_ms=0.1398, device_iqr_ms=0.0014, **lab),
+            case("compile", baseline=True, shape="16384x8192", device_p50_ms=0.1282, device_iqr_ms=0.0013,
                  **winner)]  # fmt: skip
     (v,) = verdicts(explain_run(run_of(rows)))
     assert v.verdict == "not a win"
@@ -680,8 +680,8 @@ def test_losses_with_different_causes_get_one_sentence_each_worst_first() -> Non
     rows = []
     for shape, lab, lab_ms in (("16384x8192", full, 0.14), ("4096x8192", capped, 0.05),
                                ("2048x16384", capped, 0.044)):  # fmt: skip
-        rows += [case("triton", shape=shape, p50_ms=lab_ms, **lab),
-                 case("compile", baseline=True, shape=shape, p50_ms=0.04 if lab is capped
+        rows += [case("triton", shape=shape, device_p50_ms=lab_ms, **lab),
+                 case("compile", baseline=True, shape=shape, device_p50_ms=0.04 if lab is capped
                       else 0.128, **WINNER)]  # fmt: skip
     (v,) = verdicts(explain_run(run_of(rows)))
     first, second = v.next_step.split(". At ")
@@ -699,7 +699,7 @@ def test_no_counters_anywhere_falls_back_to_the_case_step() -> None:
 
 def test_each_lab_variant_is_judged() -> None:
     rows = sweep({"4096x8192": 0.1}, {"4096x8192": 0.2})
-    rows.append(case("triton_v2", p50_ms=0.3))
+    rows.append(case("triton_v2", device_p50_ms=0.3))
     vs = verdicts(explain_run(run_of(rows)))
     assert [(v.subject, v.variant, v.verdict) for v in vs] == [
         ("rmsnorm triton", "triton", "win"),
@@ -719,7 +719,7 @@ def test_no_baseline_no_verdict_and_uncompared_shapes_are_named() -> None:
 def test_findings_come_verdict_first_per_kernel() -> None:
     rows = sweep({"4096x8192": 0.1}, {"4096x8192": 0.2})
     rows.append(dict(case("torch", baseline=True), kernel="softmax"))
-    rows.append(dict(case("triton", p50_ms=0.05), kernel="softmax"))
+    rows.append(dict(case("triton", device_p50_ms=0.05), kernel="softmax"))
     kinds = [(f.kernel, f.kind) for f in explain_run(run_of(rows))]
     assert kinds == [("rmsnorm", "verdict"), ("rmsnorm", "case"), ("rmsnorm", "case"),
                      ("softmax", "verdict"), ("softmax", "case"), ("softmax", "case")]  # fmt: skip
@@ -738,15 +738,15 @@ def _numbers(text: str) -> set[str]:
 
 def test_every_number_in_text_is_in_the_evidence() -> None:
     rows = [
-        case("triton", p50_ms=0.034, kernel_count=1.0, dram_bytes=2.7e8, **MEMORY_NEAR_PEAK),
-        case("eager", baseline=True, p50_ms=0.2, kernel_count=9.0, dram_bytes=9.1e8,
+        case("triton", device_p50_ms=0.034, kernel_count=1.0, dram_bytes=2.7e8, **MEMORY_NEAR_PEAK),
+        case("eager", baseline=True, device_p50_ms=0.2, kernel_count=9.0, dram_bytes=9.1e8,
              ncu_duration_ms=0.018, **LATENCY),
-        case("triton", shape="1024x1024", p50_ms=0.012, **LATENCY, waves_per_sm=1.1,
+        case("triton", shape="1024x1024", device_p50_ms=0.012, **LATENCY, waves_per_sm=1.1,
              achieved_occupancy_pct=20.0, theoretical_occupancy_pct=50.0),
-        case("eager", baseline=True, shape="1024x1024", p50_ms=0.0121),
-        case("triton", shape="2048x2048", p50_ms=0.02, memory_throughput_pct=30.0,
+        case("eager", baseline=True, shape="1024x1024", device_p50_ms=0.0121),
+        case("triton", shape="2048x2048", device_p50_ms=0.02, memory_throughput_pct=30.0,
              sm_throughput_pct=88.0, tensor_pipe_pct=93.0),
-        case("eager", baseline=True, shape="2048x2048", p50_ms=0.018),
+        case("eager", baseline=True, shape="2048x2048", device_p50_ms=0.018),
         case("triton", shape="64x64", correct=False, error="rel_err 0.3 over tolerance 0.01"),
     ]  # fmt: skip
     findings = explain_run(run_of(rows))
@@ -765,7 +765,7 @@ def test_every_number_in_text_is_in_the_evidence() -> None:
 
 
 def test_format_value_units() -> None:
-    assert format_value("p50_ms", 0.0342) == "0.0342 ms"
+    assert format_value("device_p50_ms", 0.0342) == "0.0342 ms"
     assert format_value("dram_throughput_pct", 90.94) == "90.9%"
     assert format_value("pct_peak_bw", 78.06) == "78.1%"
     assert format_value("kernel_count", 4) == "4"
@@ -863,8 +863,8 @@ def test_explain_launches() -> None:
 
 def win_findings() -> list[Finding]:
     rows = [
-        case("triton", p50_ms=np.float64(0.034), kernel_count=np.int64(1), **MEMORY_NEAR_PEAK),
-        case("eager", baseline=True, p50_ms=0.2, kernel_count=9.0),
+        case("triton", device_p50_ms=np.float64(0.034), kernel_count=np.int64(1), **MEMORY_NEAR_PEAK),
+        case("eager", baseline=True, device_p50_ms=0.2, kernel_count=9.0),
     ]
     return explain_run(run_of(rows, rules=rules_table()))
 
@@ -877,7 +877,7 @@ def test_json_output_keys_and_types() -> None:
                 "nvidia_rules"} <= set(item)  # fmt: skip
     assert out[0]["verdict"] == "win"
     assert out[1]["bottleneck"] == "memory"
-    assert out[1]["evidence"]["p50_ms"] == 0.034
+    assert out[1]["evidence"]["device_p50_ms"] == 0.034
     assert out[1]["case"] == "rmsnorm.triton.float16.4096x8192"
 
 

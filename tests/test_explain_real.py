@@ -1,7 +1,7 @@
 """profkit explain and compare on the committed H200 RMSNorm runs and a committed cuBLAS report.
 
 What the findings say must follow from the stored tables: the expected verdicts, losses and flags
-are computed here from cases.csv (each case's p50_ms and spread_ms), not by profkit's own code.
+are computed here from cases.csv (each case's device_p50_ms and device_iqr_ms), not by profkit's own code.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def findings(run_id: str) -> tuple[Finding, ...]:
 
 @cache
 def cases(run_id: str) -> pd.DataFrame:
-    return pd.read_csv(run_path(run_id) / "cases.csv")
+    return store.load(run_path(run_id)).cases
 
 
 def row(run_id: str, variant: str, dtype: str, shape: str) -> pd.Series:
@@ -74,7 +74,7 @@ def outcomes(run_id: str) -> dict[tuple[str, str, str], str]:
     for lab in df[df.variant == LAB].itertuples():
         same = df[df.baseline & (df["dtype"] == lab.dtype) & (df["shape"] == lab.shape)]
         for base in same.itertuples():
-            delta, spread = lab.p50_ms - base.p50_ms, max(lab.spread_ms, base.spread_ms)
+            delta, spread = lab.device_p50_ms - base.device_p50_ms, max(lab.device_iqr_ms, base.device_iqr_ms)
             outcome = "slower" if delta > spread else "faster" if -delta > spread else "noise"
             out[(lab.dtype, lab.shape, base.variant)] = outcome
     return out
@@ -95,7 +95,7 @@ def expected_verdict(run_id: str) -> str:
 
 def loss_pct(run_id: str, dtype: str, shape: str, baseline: str) -> float:
     lab, base = row(run_id, LAB, dtype, shape), row(run_id, baseline, dtype, shape)
-    return (lab.p50_ms - base.p50_ms) / base.p50_ms * 100
+    return (lab.device_p50_ms - base.device_p50_ms) / base.device_p50_ms * 100
 
 
 def losses_named(text: str) -> dict[tuple[str, str, str], str]:
@@ -325,8 +325,8 @@ def test_compare_flags_only_changes_beyond_the_larger_spread() -> None:
     b = b.set_index(["variant", "dtype", "shape"])
     for r in compared().itertuples():
         key = (r.variant, r.dtype, r.shape)
-        delta = b.loc[key, "p50_ms"] - a.loc[key, "p50_ms"]
-        spread = max(a.loc[key, "spread_ms"], b.loc[key, "spread_ms"])
+        delta = b.loc[key, "device_p50_ms"] - a.loc[key, "device_p50_ms"]
+        spread = max(a.loc[key, "device_iqr_ms"], b.loc[key, "device_iqr_ms"])
         expected = "noise" if abs(delta) <= spread else "slower" if delta > 0 else "faster"
         assert r.flag == expected, key
         assert r.delta_ms == pytest.approx(delta)
@@ -342,8 +342,8 @@ def test_compare_rows_against_the_csvs(variant: str, dtype: str, shape: str, fla
     (index,) = df.index[(df.variant == variant) & (df["dtype"] == dtype) & (df["shape"] == shape)]
     r = df.loc[index]
     a, b = row(OLDER, variant, dtype, shape), row(NEWEST, variant, dtype, shape)
-    assert (r.p50_ms_a, r.p50_ms_b) == (a.p50_ms, b.p50_ms)
-    assert r.spread_ms == max(a.spread_ms, b.spread_ms)
+    assert (r.device_p50_ms_a, r.device_p50_ms_b) == (a.device_p50_ms, b.device_p50_ms)
+    assert r.device_iqr_ms == max(a.device_iqr_ms, b.device_iqr_ms)
     assert r.dram_throughput_pct_delta == pytest.approx(
         b.dram_throughput_pct - a.dram_throughput_pct
     )

@@ -21,7 +21,7 @@ def timing_table(cases: list[str]) -> pd.DataFrame:
     return pd.DataFrame({
         "kernel": [p[0] for p in parts], "variant": [p[1] for p in parts],
         "dtype": [p[2] for p in parts], "shape": [p[3] for p in parts], "case": cases,
-        "correct": [True] * len(cases), "p50_ms": np.arange(1.0, len(cases) + 1),
+        "correct": [True] * len(cases), "device_p50_ms": np.arange(1.0, len(cases) + 1),
     })
 
 
@@ -119,7 +119,7 @@ def test_join_with_counters(rmsnorm) -> None:
     joined = join(timing, agg.reset_index())
     assert list(joined.columns) == [*timing.columns, *COUNTER_COLUMNS]
     assert joined["case"].tolist() == [EAGER, compiled, TRITON]  # timing order kept
-    assert joined["p50_ms"].tolist() == [1.0, 2.0, 3.0]
+    assert joined["device_p50_ms"].tolist() == [1.0, 2.0, 3.0]
     assert joined.loc[0, "kernel_count"] == 8
     assert joined.loc[2, "ncu_duration_ms"] == pytest.approx(agg.loc[TRITON, "ncu_duration_ms"])
     assert joined.loc[1, list(COUNTER_COLUMNS)].isna().all()  # a case with no counters

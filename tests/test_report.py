@@ -227,7 +227,7 @@ def _bad_files(tmp: Path, reports: dict[str, Path]) -> dict[str, Path]:
         "garbage": bytes(range(256)) * 40,
         "cut_in_result": matmul[: len(matmul) // 2],  # loads as one nameless, metric-less launch
         "cut_in_module": na[: len(na) // 2],  # loads with no launches
-        "csv": b"kernel,variant,p50_ms\nrmsnorm,triton,0.03\n",
+        "csv": b"kernel,variant,device_p50_ms\nrmsnorm,triton,0.03\n",
         "header_only": b"NVR\0\x02\0\0\0\x08\x07",
     }
     for name, data in files.items():

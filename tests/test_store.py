@@ -12,7 +12,7 @@ from profkit.errors import ProfkitError
 def _write(root, kernel="k", created="2026-11-30T00:00:00+00:00", run_id=""):
     w = store.RunWriter(root, kernel, run_id=run_id)
     cases = {"kernel": [kernel], "variant": ["v"], "dtype": ["float16"], "shape": ["8x8"],
-             "correct": [True], "p50_ms": [0.5]}
+             "correct": [True], "device_p50_ms": [0.5]}
     w.write_table(store.CASES, pd.DataFrame(cases))
     return w.finish({"kernel": kernel, "created": created})
 
@@ -22,7 +22,7 @@ def test_round_trip(tmp_path):
     run = store.load(path)
     assert run.manifest["complete"] is True and run.manifest["schema"] == store.SCHEMA
     assert run.run_id == path.name
-    assert run.cases.p50_ms.tolist() == [0.5]
+    assert run.cases.device_p50_ms.tolist() == [0.5]
     assert run.kernels is None and run.timing_only
 
 
@@ -39,7 +39,7 @@ def test_run_ids_never_collide(tmp_path):
     second = _write(tmp_path, run_id="same")
     assert first != second and first.name == "same" and second.name.startswith("same-")
     assert json.loads((second / store.MANIFEST).read_text())["run_id"] == second.name
-    assert store.load(first).cases.p50_ms.tolist() == [0.5]  # the first run is untouched
+    assert store.load(first).cases.device_p50_ms.tolist() == [0.5]  # the first run is untouched
     ids = {store.new_run_id("rmsnorm") for _ in range(50)}
     assert len(ids) == 50
 
