@@ -86,7 +86,12 @@ def _flag(row: dict) -> str:
     if failed:
         # an incorrect case keeps its timing empty: there is nothing to compare
         return "failed in " + (failed[0] if len(failed) == 1 else "both")
-    return timing_outcome(row["device_p50_ms_b"], row["device_p50_ms_a"], row["device_iqr_ms_b"], row["device_iqr_ms_a"])
+    return timing_outcome(
+        row["device_p50_ms_b"],
+        row["device_p50_ms_a"],
+        row["device_iqr_ms_b"],
+        row["device_iqr_ms_a"],
+    )
 
 
 def _timed(row: dict, side: str) -> bool:

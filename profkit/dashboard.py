@@ -193,7 +193,9 @@ def _one_legend_entry(fig: go.Figure) -> go.Figure:
 def _latency_trace(v: _Variant, rows: pd.DataFrame) -> go.Scatter:
     # an incorrect case keeps no timing; masking it here as well means it can never plot as fast
     ok = ~_incorrect(rows)
-    p50, p5, p95 = (_column(rows, c).where(ok) for c in ("device_p50_ms", "device_p5_ms", "device_p95_ms"))
+    p50, p5, p95 = (
+        _column(rows, c).where(ok) for c in ("device_p50_ms", "device_p5_ms", "device_p95_ms")
+    )
     data, template = _hover(rows, TIMING_HOVER)
     return go.Scatter(
         x=_xs(v, rows),

@@ -20,8 +20,9 @@ def aggregate_cases(kernels: pd.DataFrame) -> pd.DataFrame:
     from elsewhere, or kernels outside profkit's ranges) are left out."""
     has_case = kernels["case"].notna() & (kernels["case"].astype(str) != "")
     rows = kernels[has_case].reset_index(drop=True)
-    metrics = rows.reindex(columns=[m.column for m in METRICS]).apply(pd.to_numeric,
-                                                                      errors="coerce")
+    metrics = rows.reindex(columns=[m.column for m in METRICS]).apply(
+        pd.to_numeric, errors="coerce"
+    )
     groups = rows["case"]
     out = rows.groupby(groups, sort=False)[list(CASE_KEYS[:-1])].first()
     for m in METRICS:

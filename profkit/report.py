@@ -33,15 +33,33 @@ PROFKIT_DOMAIN = "profkit"
 DEFAULT_DOMAIN = "<default domain>"
 
 IDENTITY_COLUMNS = ("case", "kernel", "variant", "dtype", "shape")
-KERNEL_COLUMNS = (*IDENTITY_COLUMNS, "nvtx_range", "launch", "kernel_name",
-                  *(m.column for m in METRICS), "dram_bytes", "shared_mem_bytes", "kernel_count")
+KERNEL_COLUMNS = (
+    *IDENTITY_COLUMNS,
+    "nvtx_range",
+    "launch",
+    "kernel_name",
+    *(m.column for m in METRICS),
+    "dram_bytes",
+    "shared_mem_bytes",
+    "kernel_count",
+)
 # `title` is NVIDIA's headline for the message ("High Memory Throughput")
-RULE_COLUMNS = ("launch", "case", "kernel_name", "section", "rule", "type", "message",
-                "speedup_pct", "title")
+RULE_COLUMNS = (
+    "launch",
+    "case",
+    "kernel_name",
+    "section",
+    "rule",
+    "type",
+    "message",
+    "speedup_pct",
+    "title",
+)
 
 # kernel.variant.dtype.shape (profkit.spec.case_name); a variant may hold dots, a shape never does
 _CASE_RE = re.compile(
-    r"(?P<kernel>[^.]+)\.(?P<variant>.+)\.(?P<dtype>[^.]+)\.(?P<shape>\d+(?:x\d+)*)")
+    r"(?P<kernel>[^.]+)\.(?P<variant>.+)\.(?P<dtype>[^.]+)\.(?P<shape>\d+(?:x\d+)*)"
+)
 # NVIDIA's link markup in rule messages, reduced to the text a reader sees
 _MARKUP = (
     (re.compile(r"@url:([^:@]*):([^@]*)@"), r"\1 (\2)"),
@@ -75,7 +93,8 @@ def import_ncu_report() -> ModuleType:
             continue
     raise ProfkitError(
         "cannot read .ncu-rep files: NVIDIA's ncu_report library is missing; pip install "
-        "ncu-report, or install Nsight Compute (its extras/python folder holds ncu_report.py)")
+        "ncu-report, or install Nsight Compute (its extras/python folder holds ncu_report.py)"
+    )
 
 
 def ncu_python_dirs() -> list[Path]:
@@ -85,10 +104,14 @@ def ncu_python_dirs() -> list[Path]:
     ncu = find_ncu()
     if ncu:  # <install>/ncu, or a CUDA toolkit's bin/ncu beside its nsight-compute-* folder
         install = Path(ncu).resolve().parent
-        found += [install / "extras" / "python",
-                  *sorted(install.parent.glob("nsight-compute*/extras/python"), reverse=True)]
-    for pattern in ("/opt/nvidia/nsight-compute/*/extras/python",
-                    "/usr/local/cuda*/nsight-compute*/extras/python"):
+        found += [
+            install / "extras" / "python",
+            *sorted(install.parent.glob("nsight-compute*/extras/python"), reverse=True),
+        ]
+    for pattern in (
+        "/opt/nvidia/nsight-compute/*/extras/python",
+        "/usr/local/cuda*/nsight-compute*/extras/python",
+    ):
         found += [Path(p) for p in sorted(glob.glob(pattern), reverse=True)]  # newest first
     return [d for d in dict.fromkeys(found) if (d / "ncu_report.py").is_file()]
 
@@ -131,12 +154,17 @@ def read_report(path: str | Path, requested: Sequence[str] = ()) -> ReportTables
 
 
 def _actions(ctx: Any, path: Path) -> list[Any]:
-    actions = [ctx.range_by_idx(i).action_by_idx(j)
-               for i in range(ctx.num_ranges()) for j in range(ctx.range_by_idx(i).num_actions())]
+    actions = [
+        ctx.range_by_idx(i).action_by_idx(j)
+        for i in range(ctx.num_ranges())
+        for j in range(ctx.range_by_idx(i).num_actions())
+    ]
     # the library loads empty, foreign and most truncated files without error, holding no results
     if not actions:
-        raise ProfkitError(f"{path} is not a readable Nsight Compute report: it holds no kernel "
-                           "results (empty, truncated, or another format)")
+        raise ProfkitError(
+            f"{path} is not a readable Nsight Compute report: it holds no kernel "
+            "results (empty, truncated, or another format)"
+        )
     # a result cut off mid-way loads as an action with no name and no metrics
     if any(not a.name() or not a.metric_names() for a in actions):
         raise ProfkitError(f"{path} is truncated or damaged: a kernel result in it is incomplete")
@@ -205,21 +233,26 @@ def _number(metric: Any) -> float:
 # --- rules ----------------------------------------------------------------------------------------
 
 
-def _rule_rows(action: Any, kernel: dict[str, Any], msg_types: dict[int, str]
-               ) -> list[dict[str, Any]]:
+def _rule_rows(
+    action: Any, kernel: dict[str, Any], msg_types: dict[int, str]
+) -> list[dict[str, Any]]:
     rows = []
     for result in action.rule_results():
         msg = result.rule_message() if result.has_rule_message() else {}
         speedup = result.speedup_estimation() if result.has_speedup_estimation() else {}
-        rows.append({
-            "launch": kernel["launch"], "case": kernel["case"],
-            "kernel_name": kernel["kernel_name"], "section": result.section_identifier(),
-            "rule": result.rule_identifier(),
-            "type": msg_types.get(msg.get("type"), "") if msg else "",
-            "message": plain_text(msg.get("message", "")),
-            "speedup_pct": speedup.get("speedup", math.nan),
-            "title": msg.get("title", ""),
-        })
+        rows.append(
+            {
+                "launch": kernel["launch"],
+                "case": kernel["case"],
+                "kernel_name": kernel["kernel_name"],
+                "section": result.section_identifier(),
+                "rule": result.rule_identifier(),
+                "type": msg_types.get(msg.get("type"), "") if msg else "",
+                "message": plain_text(msg.get("message", "")),
+                "speedup_pct": speedup.get("speedup", math.nan),
+                "title": msg.get("title", ""),
+            }
+        )
     return rows
 
 
@@ -237,5 +270,8 @@ def plain_text(message: str) -> str:
 def _metrics_na(actions: list[Any], requested: Sequence[str]) -> list[str]:
     """Requested metrics that no launch has a value for (ncu prints them "(!) n/a"; the report
     leaves them out altogether, so only the caller, who built ncu's argv, knows to look)."""
-    return [name for name in dict.fromkeys(requested)
-            if not any(_has_value(action.metric_by_name(name)) for action in actions)]
+    return [
+        name
+        for name in dict.fromkeys(requested)
+        if not any(_has_value(action.metric_by_name(name)) for action in actions)
+    ]

@@ -161,8 +161,8 @@ def upgrade(manifest: dict, cases: pd.DataFrame) -> pd.DataFrame:
         return cases
     cases = cases.rename(columns=_SCHEMA1_COLUMNS)
     if "device_p50_ms" in cases.columns:
-        cases["device_method"] = cases["device_p50_ms"].notna().map(
-            {True: SCHEMA1_METHOD, False: None}
+        cases["device_method"] = (
+            cases["device_p50_ms"].notna().map({True: SCHEMA1_METHOD, False: None})
         )
     return cases
 

@@ -44,13 +44,19 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 FAKE_NCU = Path(__file__).parent / "fake_ncu" / "ncu"
-FAKE_NCU_VARS = ("FAKE_NCU_MODE", "FAKE_NCU_EXIT", "FAKE_NCU_ARGV", "FAKE_NCU_CHILD_PID",
-                 "FAKE_NCU_COPY")
+FAKE_NCU_VARS = (
+    "FAKE_NCU_MODE",
+    "FAKE_NCU_EXIT",
+    "FAKE_NCU_ARGV",
+    "FAKE_NCU_CHILD_PID",
+    "FAKE_NCU_COPY",
+)
 
 
 @pytest.fixture
-def fake_ncu_on_path(tmp_path_factory: pytest.TempPathFactory,
-                     monkeypatch: pytest.MonkeyPatch) -> Path:
+def fake_ncu_on_path(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
     """tests/fake_ncu/ncu first on PATH (run by this interpreter), PROFKIT_NCU and every FAKE_NCU_*
     variable unset: a test picks the outcome with FAKE_NCU_MODE (see the script). Its folder is
     outside tmp_path, so a test's tmp_path holds only what the test made."""

@@ -32,32 +32,77 @@ def _never(*args, **kwargs):
 
 # only the name and the shape model matter here: no torch, no triton imported at collection
 SPEC = KernelSpec(
-    name="rmsnorm", description="stand-in", variants=(Variant("triton", _never),),
-    make_inputs=_never, reference=_never, dtypes=("float16",), shapes=((4096, 8192),),
+    name="rmsnorm",
+    description="stand-in",
+    variants=(Variant("triton", _never),),
+    make_inputs=_never,
+    reference=_never,
+    dtypes=("float16",),
+    shapes=((4096, 8192),),
     tolerances={"float16": (1e-2, 1e-2)},
-    bytes_moved=lambda s, e: (2 * s[0] * s[1] + s[1]) * e, flops=lambda s: 4 * s[0] * s[1])
+    bytes_moved=lambda s, e: (2 * s[0] * s[1] + s[1]) * e,
+    flops=lambda s: 4 * s[0] * s[1],
+)
 
 
 def timing_table() -> pd.DataFrame:
     """What measure_cases returns: two correct, timed cases and one incorrect, untimed one."""
-    return pd.DataFrame([
-        {"kernel": "rmsnorm", "variant": "triton", "baseline": False, "dtype": "float16",
-         "shape": "4096x8192", "case": TRITON_CASE, "correct": True, "error": "",
-         "device_reps": 500, "device_p50_ms": 0.0345, "device_p95_ms": 0.036, "device_iqr_ms": 0.0004},
-        {"kernel": "rmsnorm", "variant": "eager", "baseline": True, "dtype": "float16",
-         "shape": "4096x4096", "case": EAGER_CASE, "correct": True, "error": "",
-         "device_reps": 300, "device_p50_ms": 0.171, "device_p95_ms": 0.18, "device_iqr_ms": 0.002},
-        {"kernel": "rmsnorm", "variant": "native", "baseline": True, "dtype": "float16",
-         "shape": "4096x4096", "case": WRONG_CASE, "correct": False,
-         "error": "outside tolerance", "device_reps": None, "device_p50_ms": None, "device_p95_ms": None,
-         "device_iqr_ms": None},
-    ])
+    return pd.DataFrame(
+        [
+            {
+                "kernel": "rmsnorm",
+                "variant": "triton",
+                "baseline": False,
+                "dtype": "float16",
+                "shape": "4096x8192",
+                "case": TRITON_CASE,
+                "correct": True,
+                "error": "",
+                "device_reps": 500,
+                "device_p50_ms": 0.0345,
+                "device_p95_ms": 0.036,
+                "device_iqr_ms": 0.0004,
+            },
+            {
+                "kernel": "rmsnorm",
+                "variant": "eager",
+                "baseline": True,
+                "dtype": "float16",
+                "shape": "4096x4096",
+                "case": EAGER_CASE,
+                "correct": True,
+                "error": "",
+                "device_reps": 300,
+                "device_p50_ms": 0.171,
+                "device_p95_ms": 0.18,
+                "device_iqr_ms": 0.002,
+            },
+            {
+                "kernel": "rmsnorm",
+                "variant": "native",
+                "baseline": True,
+                "dtype": "float16",
+                "shape": "4096x4096",
+                "case": WRONG_CASE,
+                "correct": False,
+                "error": "outside tolerance",
+                "device_reps": None,
+                "device_p50_ms": None,
+                "device_p95_ms": None,
+                "device_iqr_ms": None,
+            },
+        ]
+    )
 
 
 def options(tmp_path: Path, **kwargs) -> CaptureOptions:
-    return CaptureOptions(dtypes=("float16",), shapes=((4096, 8192), (4096, 4096)),
-                          variants=("triton", "eager", "native"), root=tmp_path / "profiles",
-                          **kwargs)
+    return CaptureOptions(
+        dtypes=("float16",),
+        shapes=((4096, 8192), (4096, 4096)),
+        variants=("triton", "eager", "native"),
+        root=tmp_path / "profiles",
+        **kwargs,
+    )
 
 
 @pytest.fixture
@@ -102,9 +147,16 @@ def files(writer: store.RunWriter) -> set[str]:
         ("other_error", "ncu_failed", "Failed to prepare kernel for profiling"),
     ],
 )
-def test_ncu_failure_is_timing_only(tmp_path: Path, console: Console, fake_ncu_on_path: Path,
-                                    jobs: list[dict], monkeypatch: pytest.MonkeyPatch,
-                                    mode: str, problem: str, words: str) -> None:
+def test_ncu_failure_is_timing_only(
+    tmp_path: Path,
+    console: Console,
+    fake_ncu_on_path: Path,
+    jobs: list[dict],
+    monkeypatch: pytest.MonkeyPatch,
+    mode: str,
+    problem: str,
+    words: str,
+) -> None:
     monkeypatch.setenv("FAKE_NCU_MODE", mode)
     block, kernels, writer = run_pass(tmp_path, console)
     assert kernels is None
@@ -116,15 +168,18 @@ def test_ncu_failure_is_timing_only(tmp_path: Path, console: Console, fake_ncu_o
     assert block["report"] is None
     # the job named the two correct cases only, and is gone; the ncu log stays with the run
     assert [(c["variant"], c["dtype"], c["shape"]) for c in jobs[0]["cases"]] == [
-        ("triton", "float16", [4096, 8192]), ("eager", "float16", [4096, 4096])]
+        ("triton", "float16", [4096, 8192]),
+        ("eager", "float16", [4096, 4096]),
+    ]
     assert jobs[0]["kernel"] == "rmsnorm"
     assert files(writer) == {"ncu.log"}
     assert "==PROF== Connected to process" in writer.path("ncu.log").read_text()
     assert "timing only:" in console.file.getvalue()
 
 
-def test_permission_names_the_fix(tmp_path: Path, console: Console, fake_ncu_on_path: Path,
-                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_permission_names_the_fix(
+    tmp_path: Path, console: Console, fake_ncu_on_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("FAKE_NCU_MODE", "perm")
     monkeypatch.setenv("FAKE_NCU_EXIT", "1")
     block, kernels, _ = run_pass(tmp_path, console)
@@ -149,16 +204,18 @@ def test_ncu_missing(tmp_path: Path, console: Console, monkeypatch: pytest.Monke
     assert files(writer) == set()  # no job file left behind, no log (ncu never ran)
 
 
-def test_ncu_env_names_a_missing_program(tmp_path: Path, console: Console,
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ncu_env_names_a_missing_program(
+    tmp_path: Path, console: Console, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(ncu.NCU_ENV, str(tmp_path / "no-such-ncu"))
     block, kernels, _ = run_pass(tmp_path, console)
     assert (block["status"], block["problem"], kernels) == ("timing_only", "ncu_missing", None)
     assert str(tmp_path / "no-such-ncu") in block["reason"]
 
 
-def test_timeout(tmp_path: Path, console: Console, fake_ncu_on_path: Path,
-                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_timeout(
+    tmp_path: Path, console: Console, fake_ncu_on_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("FAKE_NCU_MODE", "sleep")
     monkeypatch.setenv("FAKE_NCU_CHILD_PID", str(tmp_path / "child.pid"))
     block, kernels, writer = run_pass(tmp_path, console, ncu_timeout_s=1.0)
@@ -170,22 +227,26 @@ def test_timeout(tmp_path: Path, console: Console, fake_ncu_on_path: Path,
     assert files(writer) == {"ncu.log"}
 
 
-def test_no_correct_case_skips_ncu(tmp_path: Path, console: Console, fake_ncu_on_path: Path,
-                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_correct_case_skips_ncu(
+    tmp_path: Path, console: Console, fake_ncu_on_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("FAKE_NCU_ARGV", str(tmp_path / "argv.json"))
     writer = store.RunWriter(tmp_path / "profiles", "rmsnorm")
     table = timing_table().assign(correct=False)
     block, kernels = counter_pass(SPEC, options(tmp_path), table, writer, console)
     assert kernels is None
-    assert block == {"status": "timing_only", "problem": "no_cases",
-                     "reason": "no correct case to profile"}
+    assert block == {
+        "status": "timing_only",
+        "problem": "no_cases",
+        "reason": "no correct case to profile",
+    }
     assert not (tmp_path / "argv.json").exists()  # ncu never ran
     assert files(writer) == set()
 
 
-def test_unreadable_report_is_timing_only(tmp_path: Path, console: Console,
-                                          fake_ncu_on_path: Path,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unreadable_report_is_timing_only(
+    tmp_path: Path, console: Console, fake_ncu_on_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # ncu says it wrote its report, but the report cannot be read (here: placeholder bytes; in
     # life, e.g. an ncu_report older than the ncu): the timing results must survive
     monkeypatch.setenv("FAKE_NCU_MODE", "ok")
@@ -203,16 +264,18 @@ def test_unreadable_report_is_timing_only(tmp_path: Path, console: Console,
 
 
 @pytest.fixture
-def real_report(fake_ncu_on_path: Path, ncu_rep_path: Callable[[str], Path],
-                monkeypatch: pytest.MonkeyPatch) -> Path:
+def real_report(
+    fake_ncu_on_path: Path, ncu_rep_path: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch
+) -> Path:
     """The fake ncu "writes" its report by copying the real fx_rmsnorm report."""
     monkeypatch.setenv("FAKE_NCU_MODE", "ok")
     monkeypatch.setenv("FAKE_NCU_COPY", str(ncu_rep_path("fx_rmsnorm")))
     return ncu_rep_path("fx_rmsnorm")
 
 
-def test_success_reads_the_report(tmp_path: Path, console: Console, real_report: Path,
-                                  ncu_tables: Callable) -> None:
+def test_success_reads_the_report(
+    tmp_path: Path, console: Console, real_report: Path, ncu_tables: Callable
+) -> None:
     block, kernels, writer = run_pass(tmp_path, console)
     assert block["status"] == "ok"
     assert (block["problem"], block["reason"], block["fix"]) == (None, None, None)
@@ -227,7 +290,8 @@ def test_success_reads_the_report(tmp_path: Path, console: Console, real_report:
     written = pd.read_csv(writer.path(store.KERNELS))
     assert written.launch.tolist() == list(range(9))
     assert written.ncu_duration_ms.tolist() == pytest.approx(
-        expected.kernels.ncu_duration_ms.tolist())
+        expected.kernels.ncu_duration_ms.tolist()
+    )
     rules = pd.read_csv(writer.path(store.RULES))
     assert len(rules) == len(expected.rules) > 0
     assert set(rules.launch) <= set(range(9))
@@ -242,16 +306,24 @@ def fake_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(profkit.hostenv, "fingerprint",
-                        lambda: {"hostname": "test", "gpu": "NVIDIA H200", "sm_count": 132})
-    monkeypatch.setattr(profkit.hostenv, "measure_ceilings",
-                        lambda: {"copy_gbps": 4200.0, "matmul_tflops": 700.0})
+    monkeypatch.setattr(
+        profkit.hostenv,
+        "fingerprint",
+        lambda: {"hostname": "test", "gpu": "NVIDIA H200", "sm_count": 132},
+    )
+    monkeypatch.setattr(
+        profkit.hostenv, "measure_ceilings", lambda: {"copy_gbps": 4200.0, "matmul_tflops": 700.0}
+    )
     monkeypatch.setattr(profkit.capture, "measure_cases", lambda *args: timing_table())
 
 
 def test_run_capture_without_permission_stores_timing_only(
-        tmp_path: Path, console: Console, fake_gpu: None, fake_ncu_on_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path,
+    console: Console,
+    fake_gpu: None,
+    fake_ncu_on_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("FAKE_NCU_MODE", "perm")
     path = run_capture(SPEC, options(tmp_path), console)
     assert path.parent == tmp_path / "profiles"
@@ -267,7 +339,9 @@ def test_run_capture_without_permission_stores_timing_only(
     # every timing row is kept, with empty counter columns
     cases = run.cases
     assert cases.case.tolist() == [TRITON_CASE, EAGER_CASE, WRONG_CASE]
-    assert cases.device_p50_ms.tolist()[:2] == [0.0345, 0.171] and math.isnan(cases.device_p50_ms.iloc[2])
+    assert cases.device_p50_ms.tolist()[:2] == [0.0345, 0.171] and math.isnan(
+        cases.device_p50_ms.iloc[2]
+    )
     assert set(COUNTER_COLUMNS) <= set(cases.columns)
     assert cases[list(COUNTER_COLUMNS)].isna().all().all()
     assert run.kernels is None and run.rules is None
@@ -275,8 +349,9 @@ def test_run_capture_without_permission_stores_timing_only(
     assert not [p for p in (tmp_path / "profiles").iterdir() if p.name.startswith(".")]
 
 
-def test_run_capture_with_counters_joins_them(tmp_path: Path, console: Console,
-                                              fake_gpu: None, real_report: Path) -> None:
+def test_run_capture_with_counters_joins_them(
+    tmp_path: Path, console: Console, fake_gpu: None, real_report: Path
+) -> None:
     path = run_capture(SPEC, options(tmp_path), console)
     run = store.load(path)
     assert not run.timing_only and run.manifest["counters"]["status"] == "ok"
@@ -287,6 +362,7 @@ def test_run_capture_with_counters_joins_them(tmp_path: Path, console: Console,
     kernels = run.kernels
     assert len(kernels) == 9
     assert cases.loc[EAGER_CASE, "dram_bytes"] == pytest.approx(
-        kernels[kernels.case == EAGER_CASE].dram_bytes.sum())
+        kernels[kernels.case == EAGER_CASE].dram_bytes.sum()
+    )
     assert cases.loc[TRITON_CASE, "device_p50_ms"] == 0.0345  # timing kept beside the counters
     assert run.rules is not None and len(run.rules) > 0

@@ -33,15 +33,36 @@ OLDER = "rmsnorm-20261130-014110-vm-83a4"
 CASES = 96  # 4 variants x 3 dtypes x 8 shapes in each committed run
 CASE_KEYS = ["variant", "dtype", "shape"]
 SHOW_CSV_COLUMNS = {
-    "kernel", "variant", "dtype", "shape", "correct", "device_p50_ms", "device_p95_ms", "gbps", "tflops",
-    "pct_peak_bw", "dram_throughput_pct", "achieved_occupancy_pct", "tensor_pipe_pct",
-    "sm_throughput_pct", "l2_hit_pct", "dram_bytes", "kernel_count", "ncu_duration_ms",
+    "kernel",
+    "variant",
+    "dtype",
+    "shape",
+    "correct",
+    "device_p50_ms",
+    "device_p95_ms",
+    "gbps",
+    "tflops",
+    "pct_peak_bw",
+    "dram_throughput_pct",
+    "achieved_occupancy_pct",
+    "tensor_pipe_pct",
+    "sm_throughput_pct",
+    "l2_hit_pct",
+    "dram_bytes",
+    "kernel_count",
+    "ncu_duration_ms",
 }
 # fx_rmsnorm: the fused kernel, then the unfused eager chain's 8 launches
 FX_RMSNORM_KERNELS = [
-    "_rmsnorm_kernel", "unrolled_elementwise_kernel", "vectorized_elementwise_kernel",
-    "reduce_kernel", "vectorized_elementwise_kernel", "vectorized_elementwise_kernel",
-    "elementwise_kernel", "vectorized_elementwise_kernel", "elementwise_kernel",
+    "_rmsnorm_kernel",
+    "unrolled_elementwise_kernel",
+    "vectorized_elementwise_kernel",
+    "reduce_kernel",
+    "vectorized_elementwise_kernel",
+    "vectorized_elementwise_kernel",
+    "elementwise_kernel",
+    "vectorized_elementwise_kernel",
+    "elementwise_kernel",
 ]
 
 
@@ -103,8 +124,16 @@ def test_list_shows_variants_dtypes_and_shapes() -> None:
     assert rows["rmsnorm"][1] == "triton, eager*, native*, compile*"  # only baselines starred
     assert rows["rmsnorm"][2] == "float16, bfloat16, float32"
     shapes = re.findall(r"\b\d+x\d+\b", out)
-    assert shapes == ["1x4096", "16x8192", "32x16384", "4096x1024", "4096x4096", "4096x8192",
-                      "2048x16384", "16384x8192"]
+    assert shapes == [
+        "1x4096",
+        "16x8192",
+        "32x16384",
+        "4096x1024",
+        "4096x4096",
+        "4096x8192",
+        "2048x16384",
+        "16384x8192",
+    ]
 
 
 # --- show ----------------------------------------------------------------------------------------
@@ -123,7 +152,8 @@ def test_show_picks_the_newest_run_csv() -> None:
     assert first.device_p50_ms == pytest.approx(0.004416, abs=1e-6)
     assert first.kernel_count == 1
     assert store.load(PROFILES / OLDER).cases.device_p50_ms.iloc[0] != pytest.approx(
-        first.device_p50_ms)
+        first.device_p50_ms
+    )
 
 
 def test_show_json_has_the_same_rows() -> None:
@@ -156,8 +186,7 @@ def test_show_a_named_run(by: str) -> None:
     out = ok(invoke("show", ref, "--profiles", PROFILES)).stdout
     assert out.splitlines()[0].startswith(f"run {OLDER}: rmsnorm on NVIDIA H200")
     csv = ok(invoke("show", ref, "--profiles", PROFILES, "--format", "csv")).stdout
-    pd.testing.assert_frame_equal(pd.read_csv(io.StringIO(csv)),
-                                  store.load(PROFILES / OLDER).cases)
+    pd.testing.assert_frame_equal(pd.read_csv(io.StringIO(csv)), store.load(PROFILES / OLDER).cases)
 
 
 def test_show_a_run_by_path_without_profiles_dir(tmp_path: Path) -> None:
@@ -171,8 +200,9 @@ def test_show_report_prints_one_row_per_launch(ncu_rep_path: Callable[[str], Pat
     df = pd.read_csv(io.StringIO(csv))
     assert df.launch.tolist() == list(range(9))
     assert df.kernel_name.tolist() == FX_RMSNORM_KERNELS
-    assert df.case.tolist() == (["rmsnorm.triton.float16.4096x8192"]
-                                + ["rmsnorm.eager.float16.4096x4096"] * 8)
+    assert df.case.tolist() == (
+        ["rmsnorm.triton.float16.4096x8192"] + ["rmsnorm.eager.float16.4096x4096"] * 8
+    )
     assert (df.kernel_count == 1).all()
     # the plain .ncu-rep, as a table
     out = ok(invoke("show", ncu_rep_path("fx_rmsnorm"))).stdout
@@ -204,7 +234,8 @@ def test_explain_newest_run_json() -> None:
     assert verdict["verdict"] in ("win", "active track", "not a win")
     cases = [f for f in findings if f["kind"] == "case"]
     assert [f["subject"] for f in cases] == [
-        f"rmsnorm {v} {d} {s}" for v, d, s in case_keys(newest_cases())]
+        f"rmsnorm {v} {d} {s}" for v, d, s in case_keys(newest_cases())
+    ]
     assert {f["bottleneck"] for f in cases} <= {"memory", "compute", "latency", "balanced", None}
     # the newest run, not the older one
     assert findings == explain_json(NEWEST, "--profiles", PROFILES)
@@ -250,11 +281,14 @@ def test_compare_csv_and_json() -> None:
     assert case_keys(df) == case_keys(older) == case_keys(newer)
     assert df.device_p50_ms_a.tolist() == pytest.approx(older.device_p50_ms.tolist())
     assert df.device_p50_ms_b.tolist() == pytest.approx(newer.device_p50_ms.tolist())
-    assert df.delta_ms.tolist() == pytest.approx((newer.device_p50_ms - older.device_p50_ms).tolist())
+    assert df.delta_ms.tolist() == pytest.approx(
+        (newer.device_p50_ms - older.device_p50_ms).tolist()
+    )
     assert set(df.flag) <= {"faster", "slower", "noise"}
     assert df.flag.iloc[:2].tolist() == ["noise", "slower"]  # triton / eager, float16 1x4096
     records = json.loads(
-        ok(invoke("compare", OLDER, NEWEST, "--profiles", PROFILES, "--format", "json")).stdout)
+        ok(invoke("compare", OLDER, NEWEST, "--profiles", PROFILES, "--format", "json")).stdout
+    )
     assert len(records) == CASES
     assert list(records[0]) == list(df.columns)
     assert [r["flag"] for r in records] == df.flag.tolist()
@@ -280,10 +314,11 @@ def test_compare_markdown_and_terminal() -> None:
         (["rmsnorm", "--shape", "4096by8192"], ["malformed shape '4096by8192'", "MxN"]),
         (["rmsnorm", "--shape", "0x5"], ["malformed shape '0x5'", "positive"]),
         (["rmsnorm", "--shape", "4096x"], ["malformed shape '4096x'"]),
-        (["rmsnorm", "--dtype", "int8"],
-         ["dtype 'int8'", "supported: float16, bfloat16, float32"]),
-        (["rmsnorm", "--variant", "cuda"],
-         ["no variant 'cuda'", "known: triton, eager, native, compile"]),
+        (["rmsnorm", "--dtype", "int8"], ["dtype 'int8'", "supported: float16, bfloat16, float32"]),
+        (
+            ["rmsnorm", "--variant", "cuda"],
+            ["no variant 'cuda'", "known: triton, eager, native, compile"],
+        ),
         # well-formed, but rmsnorm's bytes model needs two dimensions
         (["rmsnorm", "--shape", "64"], ["rmsnorm does not take shape '64'", "IndexError"]),
     ],
@@ -296,8 +331,15 @@ def test_capture_bad_input(tmp_path: Path, args: list[str], words: list[str]) ->
 
 def test_capture_out_under_a_file(tmp_path: Path) -> None:
     (tmp_path / "afile").write_text("x")
-    result = invoke("capture", "rmsnorm", "--interpret", "--variant", "eager", "--out",
-                    tmp_path / "afile" / "runs")
+    result = invoke(
+        "capture",
+        "rmsnorm",
+        "--interpret",
+        "--variant",
+        "eager",
+        "--out",
+        tmp_path / "afile" / "runs",
+    )
     one_line_error(result, "cannot store a run under", "Not a directory")
 
 
@@ -314,8 +356,11 @@ def test_capture_without_gpu_stores_nothing(tmp_path: Path, no_gpu: None) -> Non
 
 @pytest.mark.parametrize("command", ["show", "explain"])
 def test_missing_run(command: str) -> None:
-    one_line_error(invoke(command, "no-such-run", "--profiles", PROFILES),
-                   "no run named 'no-such-run'", str(PROFILES))
+    one_line_error(
+        invoke(command, "no-such-run", "--profiles", PROFILES),
+        "no run named 'no-such-run'",
+        str(PROFILES),
+    )
 
 
 @pytest.mark.parametrize("command", ["show", "explain"])
@@ -335,8 +380,9 @@ def test_directory_that_is_not_a_run(tmp_path: Path, command: str) -> None:
 
 @pytest.mark.parametrize("command", ["show", "explain"])
 def test_empty_profiles_dir(tmp_path: Path, command: str) -> None:
-    one_line_error(invoke(command, "--profiles", tmp_path), "no runs stored under",
-                   "profkit capture")
+    one_line_error(
+        invoke(command, "--profiles", tmp_path), "no runs stored under", "profkit capture"
+    )
     one_line_error(invoke(command, "--profiles", tmp_path / "absent"), "no runs stored under")
 
 
@@ -384,8 +430,9 @@ BAD_REPORTS = {
 
 @pytest.mark.parametrize("command", ["show", "explain"])
 @pytest.mark.parametrize("kind", list(BAD_REPORTS))
-def test_unreadable_report(tmp_path: Path, ncu_rep_path: Callable[[str], Path], command: str,
-                           kind: str) -> None:
+def test_unreadable_report(
+    tmp_path: Path, ncu_rep_path: Callable[[str], Path], command: str, kind: str
+) -> None:
     path = _bad_report(kind, tmp_path, ncu_rep_path)
     one_line_error(invoke(command, path), str(path), BAD_REPORTS[kind])
 
@@ -398,8 +445,11 @@ def test_bad_report_file_is_a_valid_xz_of_garbage(tmp_path: Path) -> None:
 
 def test_from_a_missing_file(tmp_path: Path) -> None:
     missing = tmp_path / "missing.py"
-    one_line_error(invoke("capture", "rmsnorm", "--from", missing, "--interpret", "--out",
-                          tmp_path / "runs"), "no such kernel file", str(missing))
+    one_line_error(
+        invoke("capture", "rmsnorm", "--from", missing, "--interpret", "--out", tmp_path / "runs"),
+        "no such kernel file",
+        str(missing),
+    )
     assert not (tmp_path / "runs").exists()
     one_line_error(invoke("list", "--from", missing), "no such kernel file", str(missing))
 
@@ -407,8 +457,11 @@ def test_from_a_missing_file(tmp_path: Path) -> None:
 def test_from_a_file_without_a_spec(tmp_path: Path) -> None:
     empty = tmp_path / "nothing.py"
     empty.write_text("X = 1\n")
-    one_line_error(invoke("capture", "rmsnorm", "--from", empty, "--interpret", "--out",
-                          tmp_path / "runs"), "unknown kernel 'rmsnorm'", "known: none")
+    one_line_error(
+        invoke("capture", "rmsnorm", "--from", empty, "--interpret", "--out", tmp_path / "runs"),
+        "unknown kernel 'rmsnorm'",
+        "known: none",
+    )
     assert not (tmp_path / "runs").exists()
     one_line_error(invoke("list", "--from", empty), "defines no KernelSpec")
 
@@ -449,8 +502,23 @@ def stored_runs(root: Path) -> list[Path]:
 
 def test_capture_interpret(tmp_path: Path, no_gpu: None) -> None:
     out = tmp_path / "runs"
-    result = ok(invoke("capture", "rmsnorm", "--interpret", "--out", out, "--variant", "triton",
-                       "--variant", "eager", "--dtype", "fp16", "--dtype", "bf16"))
+    result = ok(
+        invoke(
+            "capture",
+            "rmsnorm",
+            "--interpret",
+            "--out",
+            out,
+            "--variant",
+            "triton",
+            "--variant",
+            "eager",
+            "--dtype",
+            "fp16",
+            "--dtype",
+            "bf16",
+        )
+    )
     [path] = stored_runs(out)
     assert not [p for p in out.iterdir() if p.name.startswith(store.TMP_PREFIX)]
     assert result.stdout.rstrip().splitlines()[-1] == f"stored {path}"  # no "incorrect" note
@@ -469,7 +537,8 @@ def test_capture_interpret(tmp_path: Path, no_gpu: None) -> None:
     assert cases.correct.astype(bool).all(), cases[["case", "error"]]
     assert (cases.rel_err < 1e-2).all()
     assert set(zip(cases.variant, cases.dtype, strict=True)) == {
-        (v, d) for v in ("triton", "eager") for d in ("float16", "bfloat16")}
+        (v, d) for v in ("triton", "eager") for d in ("float16", "bfloat16")
+    }
     assert cases.case.iloc[0] == "rmsnorm.triton.float16.4x64"
     assert cases.dram_bytes.isna().all()  # no counters in interpret mode
     assert run.kernels is None and not (path / "kernels.csv").exists()
@@ -492,7 +561,7 @@ def test_capture_interpret_every_variant_including_compile(tmp_path: Path, no_gp
     assert (cases[cases.variant == "compile"].rel_err < 1e-2).all()
 
 
-USER_SPEC = '''
+USER_SPEC = """
 import torch
 import triton
 import triton.language as tl
@@ -528,7 +597,7 @@ SCALE2 = KernelSpec(
     bytes_moved=lambda s, e: 2 * s[0] * s[1] * e, flops=lambda s: s[0] * s[1],
     interpret_shapes=((8, 8), (3, 100)),
 )
-'''
+"""
 
 
 def test_capture_interpret_user_spec(tmp_path: Path, no_gpu: None) -> None:
@@ -543,8 +612,11 @@ def test_capture_interpret_user_spec(tmp_path: Path, no_gpu: None) -> None:
     assert run.manifest["source"] == str(spec_file)
     assert run.cases.kernel.unique().tolist() == ["scale2"]
     assert sorted(run.cases.case) == sorted(
-        f"scale2.{v}.{d}.{s}" for v in ("triton", "torch") for d in ("float32", "float16")
-        for s in ("8x8", "3x100"))
+        f"scale2.{v}.{d}.{s}"
+        for v in ("triton", "torch")
+        for d in ("float32", "float16")
+        for s in ("8x8", "3x100")
+    )
     assert run.cases.correct.astype(bool).all(), run.cases[["case", "error"]]
     assert run.cases[run.cases.variant == "torch"].baseline.astype(bool).all()
     listed = ok(invoke("list", "--from", spec_file)).stdout
@@ -555,12 +627,14 @@ def test_capture_interpret_user_spec(tmp_path: Path, no_gpu: None) -> None:
 
 
 def _snapshot(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file()}
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
 
 
-def test_interrupted_capture_leaves_no_run(tmp_path: Path, no_gpu: None,
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_interrupted_capture_leaves_no_run(
+    tmp_path: Path, no_gpu: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import profkit.capture
 
     out = tmp_path / "runs"
@@ -597,8 +671,9 @@ def test_doctor_no_probe(fake_ncu_on_path: Path) -> None:
     assert out.rstrip().endswith("counter probe skipped (--no-probe).")
 
 
-def test_doctor_probe_without_permission(fake_ncu_on_path: Path,
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_doctor_probe_without_permission(
+    fake_ncu_on_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("FAKE_NCU_MODE", "perm")
     out = ok(invoke("doctor")).stdout
     rows = {r[0]: r for r in table_rows(out)}
@@ -608,8 +683,9 @@ def test_doctor_probe_without_permission(fake_ncu_on_path: Path,
     assert "CAN be read" not in out.replace("can NOT", "")
 
 
-def test_doctor_probe_with_permission(fake_ncu_on_path: Path,
-                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_doctor_probe_with_permission(
+    fake_ncu_on_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("FAKE_NCU_MODE", "ok")
     out = ok(invoke("doctor")).stdout
     assert {r[0]: r for r in table_rows(out)}["counters"][1] == "ok"

@@ -15,7 +15,9 @@ from rich.console import Console
 from profkit import compare, store
 
 
-def case(variant: str, shape: str, device_p50_ms: float, device_iqr_ms: float = 0.005, **columns) -> dict:
+def case(
+    variant: str, shape: str, device_p50_ms: float, device_iqr_ms: float = 0.005, **columns
+) -> dict:
     """One cases.csv row with every documented column; an incorrect one has empty timing."""
     row = dict.fromkeys(CASE_COLUMNS, NAN)
     row.update(

@@ -172,7 +172,15 @@ def test_an_incorrect_case_is_marked_not_plotted_as_fast(tmp_path: Path, timing_
     i = df.index[df.case == bad][0]
     df["error"] = df["error"].astype(object)
     df.loc[i, ["correct", "error"]] = [False, "max_abs_err 0.5 > atol 0.01"]
-    timing = ["device_p50_ms", "device_p95_ms", "device_p5_ms", "device_iqr_ms", "gbps", "tflops", "pct_peak_bw"]
+    timing = [
+        "device_p50_ms",
+        "device_p95_ms",
+        "device_p5_ms",
+        "device_iqr_ms",
+        "gbps",
+        "tflops",
+        "pct_peak_bw",
+    ]
     if not timing_kept:  # as a capture stores an incorrect variant; a foreign table may not
         df.loc[i, timing] = None
     df.to_csv(path / store.CASES, index=False)

@@ -397,7 +397,9 @@ def test_no_roofline_without_ceilings() -> None:
 
 def test_timing_only_run_claims_no_bottleneck() -> None:
     rows = [
-        case("triton", device_p50_ms=0.05, pct_peak_bw=96.0, **MEMORY_NEAR_PEAK),  # ignored: run says so
+        case(
+            "triton", device_p50_ms=0.05, pct_peak_bw=96.0, **MEMORY_NEAR_PEAK
+        ),  # ignored: run says so
         case("eager", baseline=True, device_p50_ms=0.2, pct_peak_bw=23.0),
     ]
     reason = "ncu lacks permission to read GPU counters on this host"
@@ -437,7 +439,9 @@ def test_dram_throughput_stands_in_for_missing_memory_throughput() -> None:
 
 
 def sweep(lab_ms: dict[str, float], base_ms: dict[str, float], spread: float = 0.001) -> list[dict]:
-    rows = [case("triton", shape=s, device_p50_ms=ms, device_iqr_ms=spread) for s, ms in lab_ms.items()]
+    rows = [
+        case("triton", shape=s, device_p50_ms=ms, device_iqr_ms=spread) for s, ms in lab_ms.items()
+    ]
     rows += [case("eager", baseline=True, shape=s, device_p50_ms=ms, device_iqr_ms=spread)
              for s, ms in base_ms.items()]  # fmt: skip
     return rows
@@ -863,7 +867,9 @@ def test_explain_launches() -> None:
 
 def win_findings() -> list[Finding]:
     rows = [
-        case("triton", device_p50_ms=np.float64(0.034), kernel_count=np.int64(1), **MEMORY_NEAR_PEAK),
+        case(
+            "triton", device_p50_ms=np.float64(0.034), kernel_count=np.int64(1), **MEMORY_NEAR_PEAK
+        ),
         case("eager", baseline=True, device_p50_ms=0.2, kernel_count=9.0),
     ]
     return explain_run(run_of(rows, rules=rules_table()))

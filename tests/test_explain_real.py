@@ -74,7 +74,10 @@ def outcomes(run_id: str) -> dict[tuple[str, str, str], str]:
     for lab in df[df.variant == LAB].itertuples():
         same = df[df.baseline & (df["dtype"] == lab.dtype) & (df["shape"] == lab.shape)]
         for base in same.itertuples():
-            delta, spread = lab.device_p50_ms - base.device_p50_ms, max(lab.device_iqr_ms, base.device_iqr_ms)
+            delta, spread = (
+                lab.device_p50_ms - base.device_p50_ms,
+                max(lab.device_iqr_ms, base.device_iqr_ms),
+            )
             outcome = "slower" if delta > spread else "faster" if -delta > spread else "noise"
             out[(lab.dtype, lab.shape, base.variant)] = outcome
     return out

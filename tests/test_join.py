@@ -18,18 +18,25 @@ EAGER = "rmsnorm.eager.float16.4096x4096"
 
 def timing_table(cases: list[str]) -> pd.DataFrame:
     parts = [c.split(".") for c in cases]
-    return pd.DataFrame({
-        "kernel": [p[0] for p in parts], "variant": [p[1] for p in parts],
-        "dtype": [p[2] for p in parts], "shape": [p[3] for p in parts], "case": cases,
-        "correct": [True] * len(cases), "device_p50_ms": np.arange(1.0, len(cases) + 1),
-    })
+    return pd.DataFrame(
+        {
+            "kernel": [p[0] for p in parts],
+            "variant": [p[1] for p in parts],
+            "dtype": [p[2] for p in parts],
+            "shape": [p[3] for p in parts],
+            "case": cases,
+            "correct": [True] * len(cases),
+            "device_p50_ms": np.arange(1.0, len(cases) + 1),
+        }
+    )
 
 
 def launches(case: str, **columns: list) -> pd.DataFrame:
     """Synthetic launch rows of one case; metric columns not given are NaN."""
     n = len(next(iter(columns.values())))
-    frame = pd.DataFrame({"case": [case] * n, "kernel": "k", "variant": "v", "dtype": "float16",
-                          "shape": "8x8"})
+    frame = pd.DataFrame(
+        {"case": [case] * n, "kernel": "k", "variant": "v", "dtype": "float16", "shape": "8x8"}
+    )
     for m in METRICS:
         frame[m.column] = columns.get(m.column, [math.nan] * n)
     return frame
@@ -49,7 +56,11 @@ def test_one_row_per_case_in_report_order(rmsnorm) -> None:
     assert list(agg.index) == [TRITON, EAGER]
     assert list(aggregate_cases(kernels).columns) == [*CASE_KEYS, *COUNTER_COLUMNS]
     assert agg.loc[EAGER, ["kernel", "variant", "dtype", "shape"]].tolist() == [
-        "rmsnorm", "eager", "float16", "4096x4096"]
+        "rmsnorm",
+        "eager",
+        "float16",
+        "4096x4096",
+    ]
 
 
 def test_single_launch_case_keeps_its_values(rmsnorm) -> None:
@@ -73,17 +84,20 @@ def test_eager_case_folds_eight_launches(rmsnorm) -> None:
     assert row["dram_throughput_pct"] != pytest.approx(eager["dram_throughput_pct"].mean())
     assert row["grid_size"] == eager["grid_size"].max() == 65536
     assert row["dram_bytes"] == eager["dram_bytes_read"].sum() + eager["dram_bytes_write"].sum()
-    assert row["shared_mem_bytes"] == row["shared_mem_static_bytes"] + row[
-        "shared_mem_dynamic_bytes"]
+    assert (
+        row["shared_mem_bytes"] == row["shared_mem_static_bytes"] + row["shared_mem_dynamic_bytes"]
+    )
 
 
 def test_wmean_weights_only_launches_with_the_value() -> None:
-    frame = pd.concat([
-        launches("a", ncu_duration_ms=[1.0, 3.0, math.nan], l2_hit_pct=[10.0, math.nan, 50.0]),
-        launches("b", ncu_duration_ms=[1.0, 2.0]),
-        launches("c", l2_hit_pct=[20.0, 40.0]),
-        launches("d", ncu_duration_ms=[1.0, 3.0], l2_hit_pct=[10.0, 50.0]),
-    ])
+    frame = pd.concat(
+        [
+            launches("a", ncu_duration_ms=[1.0, 3.0, math.nan], l2_hit_pct=[10.0, math.nan, 50.0]),
+            launches("b", ncu_duration_ms=[1.0, 2.0]),
+            launches("c", l2_hit_pct=[20.0, 40.0]),
+            launches("d", ncu_duration_ms=[1.0, 3.0], l2_hit_pct=[10.0, 50.0]),
+        ]
+    )
     agg = aggregate_cases(frame).set_index("case")
     assert agg.loc["a", "l2_hit_pct"] == 10.0  # the 3 ms launch has no value, the 50% one no weight
     assert math.isnan(agg.loc["b", "l2_hit_pct"])  # no launch has the value
@@ -97,8 +111,13 @@ def test_wmean_weights_only_launches_with_the_value() -> None:
 def test_launches_without_a_case_are_left_out(ncu_tables) -> None:
     plain = aggregate_cases(ncu_tables("fx_plain").kernels)
     assert plain.empty and list(plain.columns) == [*CASE_KEYS, *COUNTER_COLUMNS]
-    mixed = pd.concat([launches("a", ncu_duration_ms=[1.0]), launches("", ncu_duration_ms=[2.0]),
-                       launches(math.nan, ncu_duration_ms=[3.0])])
+    mixed = pd.concat(
+        [
+            launches("a", ncu_duration_ms=[1.0]),
+            launches("", ncu_duration_ms=[2.0]),
+            launches(math.nan, ncu_duration_ms=[3.0]),
+        ]
+    )
     assert aggregate_cases(mixed)["case"].tolist() == ["a"]
 
 

@@ -23,8 +23,11 @@ MATMUL = "matmul.cublas.bfloat16.4096x4096x4096"
 def lib_actions(path: Path) -> list:
     """Every action of a report, straight from NVIDIA's library (the independent reading)."""
     ctx = ncu_report.load_report(str(path))
-    return [ctx.range_by_idx(i).action_by_idx(j)
-            for i in range(ctx.num_ranges()) for j in range(ctx.range_by_idx(i).num_actions())]
+    return [
+        ctx.range_by_idx(i).action_by_idx(j)
+        for i in range(ctx.num_ranges())
+        for j in range(ctx.range_by_idx(i).num_actions())
+    ]
 
 
 def launch(tables, case: str) -> dict:
@@ -37,15 +40,27 @@ def launch(tables, case: str) -> dict:
 
 
 def test_kernel_columns_follow_tables_md(ncu_tables) -> None:
-    identity = ["case", "kernel", "variant", "dtype", "shape", "nvtx_range", "launch",
-                "kernel_name"]
+    identity = [
+        "case",
+        "kernel",
+        "variant",
+        "dtype",
+        "shape",
+        "nvtx_range",
+        "launch",
+        "kernel_name",
+    ]
     assert list(ncu_tables("fx_rmsnorm").kernels.columns) == identity + list(COUNTER_COLUMNS)
 
 
 def test_triton_launch(ncu_tables, ncu_rep_path) -> None:
     row = launch(ncu_tables("fx_rmsnorm"), TRITON)
     assert (row["kernel"], row["variant"], row["dtype"], row["shape"]) == (
-        "rmsnorm", "triton", "float16", "4096x8192")
+        "rmsnorm",
+        "triton",
+        "float16",
+        "4096x8192",
+    )
     assert row["nvtx_range"] == f"profkit@{TRITON}"
     assert (row["launch"], row["kernel_name"], row["kernel_count"]) == (0, "_rmsnorm_kernel", 1)
     direct = lib_actions(ncu_rep_path("fx_rmsnorm"))[0].metric_by_name("gpu__time_duration.sum")
@@ -63,24 +78,34 @@ def test_every_metric_matches_the_library(ncu_tables, ncu_rep_path) -> None:
         assert row["kernel_name"] == action.name(action.NameBase_FUNCTION)
         for m in METRICS:
             assert row[m.column] == pytest.approx(
-                action.metric_by_name(m.ncu).as_double() * m.scale, rel=1e-12), m.column
+                action.metric_by_name(m.ncu).as_double() * m.scale, rel=1e-12
+            ), m.column
         assert row["dram_bytes"] == row["dram_bytes_read"] + row["dram_bytes_write"]
-        assert row["shared_mem_bytes"] == (row["shared_mem_static_bytes"]
-                                           + row["shared_mem_dynamic_bytes"])
+        assert row["shared_mem_bytes"] == (
+            row["shared_mem_static_bytes"] + row["shared_mem_dynamic_bytes"]
+        )
 
 
 def test_eager_case_has_eight_aten_launches(ncu_tables) -> None:
     eager = ncu_tables("fx_rmsnorm").kernels.query("case == @EAGER")
     assert list(eager["launch"]) == list(range(1, 9))
-    assert set(eager["kernel_name"]) == {"unrolled_elementwise_kernel", "reduce_kernel",
-                                         "vectorized_elementwise_kernel", "elementwise_kernel"}
+    assert set(eager["kernel_name"]) == {
+        "unrolled_elementwise_kernel",
+        "reduce_kernel",
+        "vectorized_elementwise_kernel",
+        "elementwise_kernel",
+    }
     assert (eager["variant"] == "eager").all() and (eager["shape"] == "4096x4096").all()
 
 
 def test_matmul_runs_on_tensor_cores(ncu_tables) -> None:
     row = launch(ncu_tables("fx_matmul"), MATMUL)
     assert (row["kernel"], row["variant"], row["dtype"], row["shape"]) == (
-        "matmul", "cublas", "bfloat16", "4096x4096x4096")
+        "matmul",
+        "cublas",
+        "bfloat16",
+        "4096x4096x4096",
+    )
     assert row["kernel_name"].startswith("nvjet_sm90_")
     assert row["tensor_pipe_pct"] > 90
     assert row["shared_mem_dynamic_bytes"] == 213188
@@ -123,25 +148,33 @@ class _Action:
         return self._domains[i]
 
 
-@pytest.mark.parametrize(("domains", "expected"), [
-    (None, ""),
-    ([_Domain("<default domain>", [])], ""),
-    ([_Domain("<default domain>", ["outer", "user_region"])], "user_region"),
-    ([_Domain("<default domain>", []), _Domain("profkit", ["p_outer", "p_inner"])],
-     "profkit@p_inner"),
-    ([_Domain("<default domain>", ["mine"]), _Domain("profkit", [TRITON])], "mine"),
-    ([_Domain("profkit", []), _Domain("userdom", ["r"])], "userdom@r"),
-])
+@pytest.mark.parametrize(
+    ("domains", "expected"),
+    [
+        (None, ""),
+        ([_Domain("<default domain>", [])], ""),
+        ([_Domain("<default domain>", ["outer", "user_region"])], "user_region"),
+        (
+            [_Domain("<default domain>", []), _Domain("profkit", ["p_outer", "p_inner"])],
+            "profkit@p_inner",
+        ),
+        ([_Domain("<default domain>", ["mine"]), _Domain("profkit", [TRITON])], "mine"),
+        ([_Domain("profkit", []), _Domain("userdom", ["r"])], "userdom@r"),
+    ],
+)
 def test_nvtx_range_format(domains, expected) -> None:
     assert report._innermost(report._nvtx_stacks(_Action(domains))) == expected
 
 
-@pytest.mark.parametrize(("name", "parts"), [
-    (TRITON, ("rmsnorm", "triton", "float16", "4096x8192")),
-    ("softmax.liger.v2.bfloat16.1x4096", ("softmax", "liger.v2", "bfloat16", "1x4096")),
-    ("p_inner", ("", "", "", "")),
-    ("", ("", "", "", "")),
-])
+@pytest.mark.parametrize(
+    ("name", "parts"),
+    [
+        (TRITON, ("rmsnorm", "triton", "float16", "4096x8192")),
+        ("softmax.liger.v2.bfloat16.1x4096", ("softmax", "liger.v2", "bfloat16", "1x4096")),
+        ("p_inner", ("", "", "", "")),
+        ("", ("", "", "", "")),
+    ],
+)
 def test_parse_case(name: str, parts: tuple) -> None:
     parsed = report._parse_case(name)
     assert parsed["case"] == name
@@ -178,8 +211,17 @@ def test_nothing_requested_nothing_na(ncu_tables) -> None:
 
 def test_rule_columns_and_counts(ncu_tables, ncu_rep_path) -> None:
     rules = ncu_tables("fx_rmsnorm").rules
-    assert list(rules.columns) == ["launch", "case", "kernel_name", "section", "rule", "type",
-                                   "message", "speedup_pct", "title"]
+    assert list(rules.columns) == [
+        "launch",
+        "case",
+        "kernel_name",
+        "section",
+        "rule",
+        "type",
+        "message",
+        "speedup_pct",
+        "title",
+    ]
     actions = lib_actions(ncu_rep_path("fx_rmsnorm"))
     assert list(rules.groupby("launch").size()) == [len(a.rule_results()) for a in actions]
     assert set(rules["type"]) <= {"OK", "OPTIMIZATION", "WARNING", "ERROR", "NONE"}
@@ -190,10 +232,14 @@ def test_triton_sol_rule(ncu_tables) -> None:
     rules = ncu_tables("fx_rmsnorm").rules
     sol = rules[(rules["launch"] == 0) & (rules["rule"] == "SOLBottleneck")].iloc[0]
     assert (sol["case"], sol["kernel_name"], sol["section"]) == (
-        TRITON, "_rmsnorm_kernel", "SpeedOfLight")
+        TRITON,
+        "_rmsnorm_kernel",
+        "SpeedOfLight",
+    )
     assert (sol["type"], sol["title"]) == ("OPTIMIZATION", "High Memory Throughput")
-    assert sol["message"].startswith("Memory is more heavily utilized than Compute: Look at the "
-                                     "Memory Workload Analysis section")
+    assert sol["message"].startswith(
+        "Memory is more heavily utilized than Compute: Look at the Memory Workload Analysis section"
+    )
     assert math.isnan(sol["speedup_pct"])
     pipe = rules[(rules["launch"] == 0) & (rules["rule"] == "HighPipeUtilization")].iloc[0]
     assert pipe["speedup_pct"] == pytest.approx(81.612, abs=1e-3)
@@ -211,10 +257,13 @@ def test_reports_without_sections_have_empty_rules(ncu_tables) -> None:
 
 
 def test_plain_text_strips_markup() -> None:
-    text = ("See @section:LaunchStats:Launch Statistics@ and @url:the Guide:https://x.y/z#a@, "
-            "@sass:0x1f0:this line@, @source:k.py:12:line 12@.")
+    text = (
+        "See @section:LaunchStats:Launch Statistics@ and @url:the Guide:https://x.y/z#a@, "
+        "@sass:0x1f0:this line@, @source:k.py:12:line 12@."
+    )
     assert report.plain_text(text) == (
-        "See Launch Statistics and the Guide (https://x.y/z#a), this line, line 12.")
+        "See Launch Statistics and the Guide (https://x.y/z#a), this line, line 12."
+    )
 
 
 # --- files that are not reports ------------------------------------------------------------------
@@ -233,11 +282,24 @@ def _bad_files(tmp: Path, reports: dict[str, Path]) -> dict[str, Path]:
     for name, data in files.items():
         (tmp / f"{name}.ncu-rep").write_bytes(data)
     return {name: tmp / f"{name}.ncu-rep" for name in files} | {
-        "missing": tmp / "missing.ncu-rep", "directory": tmp}
+        "missing": tmp / "missing.ncu-rep",
+        "directory": tmp,
+    }
 
 
-@pytest.mark.parametrize("kind", ["empty", "garbage", "cut_in_result", "cut_in_module", "csv",
-                                  "header_only", "missing", "directory"])
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "empty",
+        "garbage",
+        "cut_in_result",
+        "cut_in_module",
+        "csv",
+        "header_only",
+        "missing",
+        "directory",
+    ],
+)
 def test_unreadable_file_is_one_line_error(kind: str, tmp_path: Path, ncu_rep_path) -> None:
     reports = {name: ncu_rep_path(name) for name in ("fx_matmul", "fx_na")}
     bad = _bad_files(tmp_path, reports)[kind]
@@ -305,4 +367,3 @@ def test_missing_library_is_one_line_error(tmp_path, monkeypatch) -> None:
     with pytest.raises(ProfkitError, match="pip install ncu-report") as err:
         report.import_ncu_report()
     assert "\n" not in str(err.value)
-

@@ -11,8 +11,14 @@ from profkit.errors import ProfkitError
 
 def _write(root, kernel="k", created="2026-11-30T00:00:00+00:00", run_id=""):
     w = store.RunWriter(root, kernel, run_id=run_id)
-    cases = {"kernel": [kernel], "variant": ["v"], "dtype": ["float16"], "shape": ["8x8"],
-             "correct": [True], "device_p50_ms": [0.5]}
+    cases = {
+        "kernel": [kernel],
+        "variant": ["v"],
+        "dtype": ["float16"],
+        "shape": ["8x8"],
+        "correct": [True],
+        "device_p50_ms": [0.5],
+    }
     w.write_table(store.CASES, pd.DataFrame(cases))
     return w.finish({"kernel": kernel, "created": created})
 
