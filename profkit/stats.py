@@ -1,0 +1,176 @@
+"""Is one timing really different from another? A 95% confidence interval of the ratio of medians.
+
+With raw samples (schema 2 runs store them) the interval comes from a bootstrap over both sets
+(scipy.stats.bootstrap, independent samples, percentile method, fixed seed so the same run always
+gives the same answer). Runs stored before samples were kept (schema 1) have only percentiles: the
+interval then comes from the normal approximation of each median's standard error, derived from
+the inter-quartile range, and says so in `method`.
+
+A difference is called only when the interval excludes 1 AND the gap is at least a practical floor;
+an interval wider than UNSTABLE_WIDTH is "unstable" (e.g. a bimodal distribution), never a tie.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+CONFIDENCE = 0.95
+N_RESAMPLES = 2000
+SEED = 0
+# A gap smaller than this share of the baseline is "noise" even when the interval excludes 1: two
+# back-to-back captures of the same code on the H200 moved single cases by a few percent
+# (profiles/, issue 7's reproducibility goal asks for 5%). profkit choice: 2%.
+PRACTICAL_FLOOR_PCT = 2.0
+# An interval wider than this (ci_high / ci_low - 1) cannot tell a 10% change from none: the case is
+# "unstable" (bimodal, throttling, host interference), never quietly a tie. profkit choice: 20%.
+UNSTABLE_WIDTH = 0.20
+# Samples per side the bootstrap uses at most (an evenly spaced subset of the sorted samples keeps
+# the distribution's shape); it bounds the cost of explaining a run of hundreds of cases.
+MAX_SAMPLES = 1000
+# IQR of a normal distribution in standard deviations, and the asymptotic standard error of a
+# median in standard deviations times 1/sqrt(n): sqrt(pi/2).
+_IQR_SIGMAS = 1.349
+_MEDIAN_SE = math.sqrt(math.pi / 2)
+
+OUTCOMES = ("faster", "slower", "noise", "unstable")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """a against b: ratio = median(a) / median(b); "faster" means a is faster than b."""
+
+    ratio: float
+    ci_low: float
+    ci_high: float
+    outcome: str
+    method: str  # "bootstrap" | "normal approximation"
+    n_a: int
+    n_b: int
+
+    @property
+    def delta_pct(self) -> float:
+        return (self.ratio - 1.0) * 100.0
+
+    def as_dict(self) -> dict:
+        return {
+            "ratio": self.ratio,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "outcome": self.outcome,
+            "method": self.method,
+            "n_a": self.n_a,
+            "n_b": self.n_b,
+        }
+
+
+def decide(ratio: float, ci_low: float, ci_high: float) -> str:
+    if not all(map(math.isfinite, (ratio, ci_low, ci_high))) or ci_low <= 0:
+        return "unstable"
+    if ci_high / ci_low - 1.0 > UNSTABLE_WIDTH:
+        return "unstable"
+    if ci_low <= 1.0 <= ci_high or abs(ratio - 1.0) * 100.0 < PRACTICAL_FLOOR_PCT:
+        return "noise"
+    return "faster" if ratio < 1.0 else "slower"
+
+
+def _thin(x: np.ndarray) -> np.ndarray:
+    x = np.sort(x[np.isfinite(x)])
+    if len(x) <= MAX_SAMPLES:
+        return x
+    return x[np.linspace(0, len(x) - 1, MAX_SAMPLES).round().astype(int)]
+
+
+def compare_samples(a_ms: np.ndarray, b_ms: np.ndarray) -> Comparison:
+    """Bootstrap CI of median(a) / median(b) from two independent sets of samples."""
+    from scipy import stats as sps
+
+    a, b = _thin(np.asarray(a_ms, float)), _thin(np.asarray(b_ms, float))
+    if len(a) < 2 or len(b) < 2:
+        raise ValueError("a comparison needs at least two samples on each side")
+    ratio = float(np.median(a) / np.median(b))
+    if np.ptp(a) == 0 and np.ptp(b) == 0:  # constant samples: the bootstrap has no spread
+        low = high = ratio
+    else:
+        res = sps.bootstrap(
+            (a, b),
+            lambda x, y, axis: np.median(x, axis=axis) / np.median(y, axis=axis),
+            n_resamples=N_RESAMPLES,
+            confidence_level=CONFIDENCE,
+            method="percentile",
+            vectorized=True,
+            paired=False,
+            rng=np.random.default_rng(SEED),
+        )
+        low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    return Comparison(ratio, low, high, decide(ratio, low, high), "bootstrap", len(a), len(b))
+
+
+def compare_summaries(
+    a_p50: float, a_iqr: float, n_a: int, b_p50: float, b_iqr: float, n_b: int
+) -> Comparison:
+    """The same interval from medians, IQRs and counts alone (runs without samples): each median's
+    standard error is sqrt(pi/2) * (IQR / 1.349) / sqrt(n), combined on the log scale."""
+    z = _z()
+    rel_var = 0.0
+    for p50, iqr, n in ((a_p50, a_iqr, n_a), (b_p50, b_iqr, n_b)):
+        se = _MEDIAN_SE * (iqr / _IQR_SIGMAS) / math.sqrt(max(n, 1))
+        rel_var += (se / p50) ** 2
+    ratio = a_p50 / b_p50
+    half = z * math.sqrt(rel_var)
+    low, high = ratio * math.exp(-half), ratio * math.exp(half)
+    return Comparison(
+        ratio, low, high, decide(ratio, low, high), "normal approximation", int(n_a), int(n_b)
+    )
+
+
+def _z() -> float:
+    from scipy.stats import norm
+
+    return float(norm.ppf(0.5 + CONFIDENCE / 2))
+
+
+def case_samples(samples: pd.DataFrame | None, case: str, kind: str = "device") -> np.ndarray:
+    """One case's raw samples of one kind (empty when the run stored none)."""
+    if samples is None or samples.empty:
+        return np.empty(0)
+    mask = (samples["case"] == case) & (samples["kind"] == kind)
+    return samples.loc[mask, "ms"].to_numpy(float)
+
+
+def compare_cases(
+    row_a: Mapping,
+    row_b: Mapping,
+    samples_a: pd.DataFrame | None = None,
+    samples_b: pd.DataFrame | None = None,
+) -> Comparison:
+    """Device time of case a against case b: bootstrap where both runs kept samples, else the
+    normal approximation from the stored p50, IQR and repetition count. samples_b defaults to
+    samples_a (two cases of one run)."""
+    samples_b = samples_a if samples_b is None else samples_b
+    xa = case_samples(samples_a, str(row_a.get("case")))
+    xb = case_samples(samples_b, str(row_b.get("case")))
+    if len(xa) >= 2 and len(xb) >= 2:
+        return compare_samples(xa, xb)
+    return compare_summaries(
+        float(row_a["device_p50_ms"]),
+        _iqr(row_a),
+        _reps(row_a),
+        float(row_b["device_p50_ms"]),
+        _iqr(row_b),
+        _reps(row_b),
+    )
+
+
+def _iqr(row: Mapping) -> float:
+    value = row.get("device_iqr_ms")
+    return 0.0 if value is None or pd.isna(value) else float(value)
+
+
+def _reps(row: Mapping) -> int:
+    value = row.get("device_reps")
+    return 1 if value is None or pd.isna(value) else int(value)
