@@ -1,7 +1,7 @@
 """`profkit capture`: check every case, time the correct ones, run the counter pass, store the run.
 
-Stages, in order: cases -> correctness (float64 reference) -> timing (events, L2 flushed) ->
-counters (ncu child over profkit.worker) -> join -> store (atomic). A counter-pass failure leaves a
+Stages, in order: cases -> correctness (float64 reference) -> timing (device time by CUDA-graph
+replay with the L2 flushed, host cost, eager-loop time, clocks) -> counters (ncu child over profkit.worker) -> join -> store (atomic). A counter-pass failure leaves a
 timing-only run with the reason in its manifest; any other failure leaves no run at all.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -28,11 +28,27 @@ TIMING_COLUMNS = (
     "device_p95_ms",
     "device_p5_ms",
     "device_iqr_ms",
+    "device_method",
+    "device_note",
+    "host_us",
+    "loop_us",
+    "sm_clock_mhz",
+    "mem_clock_mhz",
+    "clock_note",
     "gbps",
     "tflops",
     "pct_peak_bw",
     "pct_peak_flops",
+    "copy_gbps_same_size",
+    "pct_copy_same_size",
 )
+
+
+TIMING_METHOD = {
+    "device": "GPU time of one call: CUDA-graph replay, events inside the graph around each call",
+    "host": "CPU time of one call: back-to-back calls, no synchronize, idle GPU at the start",
+    "loop": "wall time per call of a plain Python loop of calls then one synchronize, L2 warm",
+}
 
 
 @dataclass
@@ -49,6 +65,7 @@ class CaptureOptions:
     ncu_set: str | None = None
     clock_control: str = "none"
     ncu_timeout_s: float = 1800.0
+    warm_l2: bool = False  # time with the L2 left warm instead of flushed before each call
 
 
 def cases(opts: CaptureOptions) -> list[tuple[str, str, Shape]]:
@@ -68,13 +85,15 @@ def _progress(console: Console) -> Progress:
 
 def measure_cases(
     spec: KernelSpec, opts: CaptureOptions, console: Console, ceilings: dict
-) -> pd.DataFrame:
-    """Correctness for every case; timing for the correct ones (not in interpret mode)."""
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Correctness for every case; timing for the correct ones (not in interpret mode). Returns
+    the case table and the raw samples (case, kind, ms)."""
     from profkit import timing
 
     device = "cpu" if opts.interpret else "cuda"
     prepared: dict = {}
-    rows = []
+    copies: dict[int, float] = {}
+    rows, samples = [], []
     todo = cases(opts)
     with _progress(console) as bar:
         task = bar.add_task(f"{spec.name}: check + time", total=len(todo))
@@ -106,16 +125,22 @@ def measure_cases(
             flops = spec.flops(shape)
             row.update(bytes=nbytes, flops=flops)
             if chk.correct and not opts.interpret:
-                t = timing.time_case(spec, fn, shape, dtype, seed=opts.seed + 7, range_name=name)
-                row.update(asdict(t))
-                row.update(rates(nbytes, flops, t.device_p50_ms, ceilings))
+                t = timing.time_case(spec, fn, shape, dtype, opts.seed + 7, opts.warm_l2)
+                row.update(t.columns)
+                row.update(rates(nbytes, flops, t.columns["device_p50_ms"], ceilings))
+                same = timing.copy_gbps(nbytes, copies)
+                row.update(copy_gbps_same_size=same, pct_copy_same_size=100 * row["gbps"] / same)
+                samples += [(name, kind, ms) for kind, ms in t.samples]
+                if t.columns.get("clock_note"):
+                    console.print(f"[yellow]clocks:[/] {name}: {t.columns['clock_note']}")
             rows.append(row)
             bar.advance(task)
     # the same columns whether or not anything was timed (interpret mode, all incorrect)
     table = pd.DataFrame(rows)
-    return table.reindex(
+    table = table.reindex(
         columns=[*table.columns.drop(TIMING_COLUMNS, errors="ignore"), *TIMING_COLUMNS]
     )
+    return table, pd.DataFrame(samples, columns=["case", "kind", "ms"])
 
 
 def rates(nbytes: int, flops: int, device_p50_ms: float, ceilings: dict) -> dict:
@@ -239,7 +264,9 @@ def run_capture(spec: KernelSpec, opts: CaptureOptions, console: Console | None 
                 f"ceilings: copy {ceilings['copy_gbps']:.0f} GB/s, bf16 matmul "
                 f"{ceilings['matmul_tflops']:.0f} TFLOP/s"
             )
-        table = measure_cases(spec, opts, console, ceilings)
+        table, samples = measure_cases(spec, opts, console, ceilings)
+        if not samples.empty:
+            writer.write_samples(samples)
         if opts.interpret:
             counters = {"status": "skipped", "reason": "interpret mode: correctness only"}
             kernels = None
@@ -262,7 +289,9 @@ def run_capture(spec: KernelSpec, opts: CaptureOptions, console: Console | None 
                 "variants": list(opts.variants),
                 "seed": opts.seed,
                 "interpret": opts.interpret,
+                "warm_l2": opts.warm_l2,
             },
+            "timing": TIMING_METHOD | {"l2": "warm" if opts.warm_l2 else "flushed before each call"},
             "fingerprint": fingerprint,
             "ceilings": ceilings,
             "counters": counters,

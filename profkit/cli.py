@@ -24,6 +24,7 @@ SHOW_COLUMNS = (
     "device_p50_ms",
     "device_p95_ms",
     "device_iqr_ms",
+    "host_us",
     "gbps",
     "pct_peak_bw",
     "tflops",
@@ -121,6 +122,11 @@ def main() -> None:
     help="ncu clock control: none leaves the GPU clocks as found",
 )
 @click.option("--ncu-timeout", type=float, default=1800, show_default=True, help="seconds")
+@click.option(
+    "--warm-l2",
+    is_flag=True,
+    help="time with the L2 left warm (default: flushed before every call, as ncu does)",
+)
 @click.option("--seed", type=int, default=0, show_default=True)
 def capture(
     kernel,
@@ -135,6 +141,7 @@ def capture(
     ncu_set,
     clock_control,
     ncu_timeout,
+    warm_l2,
     seed,
 ) -> None:
     """Check, time and profile KERNEL's variants; store the run under profiles/."""
@@ -167,6 +174,7 @@ def capture(
         ncu_set=ncu_set,
         clock_control=clock_control,
         ncu_timeout_s=ncu_timeout,
+        warm_l2=warm_l2,
     )
     path = run_capture(spec, opts)
     from profkit import store

@@ -85,6 +85,10 @@ class RunWriter:
     def write_table(self, name: str, df: pd.DataFrame) -> None:
         df.to_csv(self.tmp / name, index=False)
 
+    def write_samples(self, df: pd.DataFrame) -> None:
+        """Raw samples, compressed; 6 significant digits keep nanoseconds of a millisecond."""
+        df.to_csv(self.tmp / SAMPLES, index=False, float_format="%.6g", compression="gzip")
+
     def finish(self, manifest: dict) -> Path:
         """Write the manifest last, then rename the directory into place; never overwrite a run."""
         while True:
