@@ -43,12 +43,13 @@ wall = time.perf_counter() - t0
 with open(f"{out_dir}/timing-smoke.json", "w") as f:
     json.dump({"rows": rows, "wall_s": wall}, f, indent=1)
 print(f"{'variant':14} {'shape':11} {'method':6} {'p50 us':>8} {'p95 us':>8} {'host us':>8} "
-      f"{'loop us':>8} {'n':>4} {'sm MHz':>6}  note")  # fmt: skip
+      f"{'loop us':>8} {'n':>4} {'sm MHz':>6} {'ovh us':>6}  note")  # fmt: skip
 for r in rows:
     print(
         f"{r['variant']:14} {r['shape']:11} {r['device_method']:6} {r['device_p50_ms'] * 1e3:8.2f} "
         f"{r['device_p95_ms'] * 1e3:8.2f} {r['host_us']:8.1f} {r['loop_us']:8.1f} "
-        f"{r['device_reps']:4d} {r.get('sm_clock_mhz', float('nan')):6.0f}  "
+        f"{r['device_reps']:4d} {r.get('sm_clock_mhz', float('nan')):6.0f} "
+        f"{r['device_overhead_us']:6.2f}  "
         f"{r.get('clock_note', '')} {r['device_note'][:60]}"
     )
 print(f"wall {wall:.1f} s")

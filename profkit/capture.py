@@ -1,8 +1,9 @@
 """`profkit capture`: check every case, time the correct ones, run the counter pass, store the run.
 
 Stages, in order: cases -> correctness (float64 reference) -> timing (device time by CUDA-graph
-replay with the L2 flushed, host cost, eager-loop time, clocks) -> counters (ncu child over profkit.worker) -> join -> store (atomic). A counter-pass failure leaves a
-timing-only run with the reason in its manifest; any other failure leaves no run at all.
+replay with the L2 flushed, host cost, eager-loop time, clocks) -> counters (ncu child over
+profkit.worker) -> join -> store (atomic). A counter-pass failure leaves a timing-only run with the
+reason in its manifest; any other failure leaves no run at all.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,6 +32,7 @@ TIMING_COLUMNS = (
     "device_iqr_ms",
     "device_method",
     "device_note",
+    "device_overhead_us",
     "host_us",
     "loop_us",
     "sm_clock_mhz",
@@ -264,7 +267,9 @@ def run_capture(spec: KernelSpec, opts: CaptureOptions, console: Console | None 
                 f"ceilings: copy {ceilings['copy_gbps']:.0f} GB/s, bf16 matmul "
                 f"{ceilings['matmul_tflops']:.0f} TFLOP/s"
             )
+        started = time.perf_counter()
         table, samples = measure_cases(spec, opts, console, ceilings)
+        timing_s = round(time.perf_counter() - started, 1)
         if not samples.empty:
             writer.write_samples(samples)
         if opts.interpret:
@@ -291,7 +296,8 @@ def run_capture(spec: KernelSpec, opts: CaptureOptions, console: Console | None 
                 "interpret": opts.interpret,
                 "warm_l2": opts.warm_l2,
             },
-            "timing": TIMING_METHOD | {"l2": "warm" if opts.warm_l2 else "flushed before each call"},
+            "timing": TIMING_METHOD
+            | {"l2": "warm" if opts.warm_l2 else "flushed before each call", "wall_s": timing_s},
             "fingerprint": fingerprint,
             "ceilings": ceilings,
             "counters": counters,

@@ -66,8 +66,10 @@ class Probe:
         try:
             self.sm.append(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
             self.mem.append(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_MEM))
-            get = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
-                pynvml, "nvmlDeviceGetCurrentClocksThrottleReasons"
+            # NVML renamed "throttle reasons" to "clocks event reasons"; take whichever exists
+            get = (
+                getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
+                or pynvml.nvmlDeviceGetCurrentClocksThrottleReasons
             )
             self.reasons |= int(get(handle))
         except Exception:
