@@ -155,6 +155,7 @@ _SCHEMA1_COLUMNS = {
     "p5_ms": "device_p5_ms",
     "spread_ms": "device_iqr_ms",
 }
+SCHEMA2_ONLY = ("device_overhead_us", "host_us", "loop_us", "sm_clock_mhz", "mem_clock_mhz")
 SCHEMA1_METHOD = "events (schema 1: event window around the Python call)"
 
 
