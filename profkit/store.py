@@ -169,6 +169,10 @@ def upgrade(manifest: dict, cases: pd.DataFrame) -> pd.DataFrame:
         cases["device_method"] = (
             cases["device_p50_ms"].notna().map({True: SCHEMA1_METHOD, False: None})
         )
+    # what schema 1 never measured stays empty, so every reader sees one set of columns
+    for col in SCHEMA2_ONLY:
+        if col not in cases.columns:
+            cases[col] = float("nan")
     return cases
 
 
