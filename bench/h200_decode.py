@@ -55,6 +55,12 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--dynamic-cache", type=int, default=2048)
     p.add_argument("--walk", type=ints, default=(8, 32), help="dynamic batch range LO,HI")
     p.add_argument("--no-probes", action="store_true")
+    p.add_argument(
+        "--probe-caches",
+        type=ints,
+        default=(512, 2048),
+        help="cache lengths whose fixed-shape cases get a probed run (the dynamic one always)",
+    )
     p.add_argument("--no-counters", action="store_true")
     p.add_argument("--counter-shape", type=ints, default=(1, 2048), help="BATCH,CACHE for ncu")
     p.add_argument("--seed", type=int, default=0)
@@ -79,6 +85,8 @@ def main() -> int:
         os.environ["TRITON_INTERPRET"] = "1"  # the fused RMSNorm through Triton's interpreter
     import torch
 
+    if args.device == "cpu":
+        torch.set_num_threads(1)  # tiny ops: a thread pool only contends on a shared CPU
     if args.device == "cuda" and not torch.cuda.is_available():
         print("error: no CUDA GPU here: this script times CUDA graph replay on the GPU")
         return 2
@@ -104,7 +112,8 @@ def main() -> int:
         lab.free()
         counters, table = lab.counters(writer, console)
         writer.write_table(store.CASES, table)
-        writer.write_samples(pd.concat(lab.samples, ignore_index=True))
+        if lab.samples:
+            writer.write_samples(pd.concat(lab.samples, ignore_index=True))
         _compress_report(writer, store.REPORT)
         manifest = {
             "kernel": "decode",
@@ -196,6 +205,7 @@ class Lab:
                 lambda: dec.reference(dec.select_rows(inp, pick)),
                 pick,
                 external=variant not in ("eager", "fused"),
+                probe=cache_len in self.args.probe_caches,
             )
             if "device_p50_ms" in row:
                 row.update(rates(nbytes, flops, row["device_p50_ms"], self.ceilings))
@@ -208,7 +218,17 @@ class Lab:
             torch.cuda.synchronize()
             torch.cuda.empty_cache()
 
-    def measure(self, ident: dict, build, reference, pick, external: bool, check=None) -> dict:
+    def measure(
+        self,
+        ident: dict,
+        build,
+        reference,
+        pick,
+        external: bool,
+        check=None,
+        probe: bool = True,
+        stages: tuple[str, ...] | None = None,
+    ) -> dict:
         """Check (poisoned output, float64 reference), time, then time again with probes."""
         from profkit import steps
 
@@ -223,23 +243,23 @@ class Lab:
         self.samples.append(steps.samples_frame(ident["case"], s))
         self.last_device_ms = s.device_ms
         call = None  # release the graphs before the probed copy is captured
-        if not self.args.no_probes:
-            row.update(self.probe(ident, build, external))
+        if probe and not self.args.no_probes:
+            row.update(self.probe(ident, build, external, stages or self.dec.STAGES))
         self.free()
         return row
 
-    def probe(self, ident: dict, build, external: bool) -> dict:
+    def probe(self, ident: dict, build, external: bool, stages) -> dict:
         from profkit import steps
 
         try:
-            probes = steps.Probes(external=external, device=self.device)
+            probes = steps.Probes(stages, external=external, device=self.device)
             call = build(probes.mark)
             s = steps.run_steps(call, self.args.steps, self.args.warmup, probes, self.device)
         except Exception as exc:  # probes are optional: the plain timing stands without them
             why = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
             print(f"  probes failed: {why}", flush=True)
             return {"probe_note": f"probes failed: {why}"}
-        frame = steps.samples_frame(ident["case"], s)
+        frame = steps.samples_frame(ident["case"], s, probe_prefix="")
         frame["kind"] = "probe." + frame["kind"]  # probe.device, probe.host, probe.<stage>
         self.samples.append(frame[frame.kind != "probe.host"])
         ranked = steps.attribute_tail(s.device_ms, s.probes)
@@ -295,7 +315,8 @@ class Lab:
                     return v | {"error": f"batch {n}: {v['error']}"}
             return v
 
-        row = self.measure(ident, build, None, None, external=True, check=check)
+        stages = ("copy_in", *dec.STAGES)
+        row = self.measure(ident, build, None, None, True, check=check, stages=stages)
         bucket_of = [dec.choose_bucket(n, buckets) for n in timed]
         waste = [dec.padding_waste(n, b) for n, b in zip(timed, bucket_of, strict=True)]
         row.update(
@@ -395,6 +416,8 @@ def report(table: pd.DataFrame, dynamic: dict, path: Path) -> None:
             )
     print("\ngoals (issue 11, batch 1):")
     p50 = table.set_index(["variant", "batch", "cache_len"])["device_p50_ms"]
+    if not (table.batch == 1).any():
+        print("  n/a graph vs eager and graph_fused vs graph: batch 1 is not in the sweep")
     for cache_len in sorted(table.loc[table.batch == 1, "cache_len"].unique()):
         key = (1, cache_len)
         try:

@@ -143,17 +143,16 @@ def new_event(device: str, external: bool = False) -> Any:
 
 
 class Probes:
-    """Events a step records between its stages through `mark(stage)`. The same events are
-    recorded again every step (inside a captured graph they are external event nodes, recorded at
-    each replay), so they are read after each step's synchronize."""
+    """Events a step records between its stages through `mark(stage)`, one per stage, declared in
+    the order the stages run (a runner may first call its pieces in another order, e.g. while
+    capturing them). The same events are recorded again every step (inside a captured graph they
+    are external event nodes, recorded at each replay), so they are read after each step's
+    synchronize."""
 
-    def __init__(self, external: bool, device: str = "cuda"):
-        self.external, self.device = external, device
-        self.events: dict[str, Any] = {}
+    def __init__(self, stages: Sequence[str], external: bool, device: str = "cuda"):
+        self.events = {stage: new_event(device, external) for stage in stages}
 
     def mark(self, stage: str) -> None:
-        if stage not in self.events:
-            self.events[stage] = new_event(self.device, self.external)
         self.events[stage].record()
 
     def read(self, start: Any, end: Any) -> dict[str, float]:
