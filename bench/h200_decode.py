@@ -117,6 +117,13 @@ def main() -> int:
         dynamic = lab.dynamic_case()
         lab.free()
         counters, table = lab.counters(writer, console)
+        # every reader needs these columns, even when no case came out correct
+        table = table.reindex(
+            columns=[
+                *table.columns,
+                *(c for c in store.REQUIRED_CASE_COLUMNS if c not in table.columns),
+            ]
+        )
         writer.write_table(store.CASES, table)
         if lab.samples:
             writer.write_samples(pd.concat(lab.samples, ignore_index=True))
@@ -241,8 +248,14 @@ class Lab:
         """Check (poisoned output, float64 reference), time, then time again with probes."""
         from profkit import steps
 
-        call = build(self.dec._no_mark)
-        verdict = check() if check else steps.check_step(lambda: call(0), reference, pick, self.tol)
+        try:
+            call = build(self.dec._no_mark)
+            verdict = (
+                check() if check else steps.check_step(lambda: call(0), reference, pick, self.tol)
+            )
+        except Exception as exc:  # a capture that fails is this case's result, not the sweep's end
+            why = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+            verdict = {"correct": False, "rel_err": None, "max_abs_err": None, "error": why}
         row = {**ident, **verdict}
         if not verdict["correct"]:
             print(f"  INCORRECT: {verdict['error']}", flush=True)
