@@ -430,8 +430,11 @@ SPEC = KernelSpec(
     ),
     make_inputs=make_inputs,
     reference=reference,
-    dtypes=("bfloat16", "float16", "float32"),
-    shapes=((1, 512), (1, 2048), (1, 8192), (8, 2048), (64, 2048)),
+    # the decode dtypes; float32 (tolerances below) stays available for CPU checks
+    dtypes=("bfloat16", "float16"),
+    # a default `profkit capture decode` stays small (each step is ~30 launches under ncu); the
+    # full sweep is bench/h200_decode.py's
+    shapes=((1, 512), (1, 8192), (64, 2048)),
     # output rounding of a residual stream of O(1) values after three matmuls over 4096-11008
     # products (bf16 ulp 2^-8, fp16 2^-11); fp32 on the GPU may run matmuls in TF32
     tolerances={"bfloat16": (1e-1, 5e-2), "float16": (2e-2, 1e-2), "float32": (1e-2, 1e-2)},

@@ -176,7 +176,8 @@ def test_probes_split_each_step_into_stages_that_sum_to_it():
 def test_spec_declares_the_step_and_its_model():
     assert {v.name for v in SPEC.variants} == {"eager", "fused"}
     assert SPEC.variant("eager").baseline and not SPEC.variant("fused").baseline
-    assert (1, 2048) in SPEC.shapes and any(b == 64 for b, _ in SPEC.shapes)
+    assert (1, 512) in SPEC.shapes and any(b == 64 for b, _ in SPEC.shapes)
+    assert SPEC.dtypes == ("bfloat16", "float16") and "float32" in SPEC.tolerances
     # bf16 weights of one Llama-2-7B layer (202 M parameters), plus k and v up to the new token
     assert DEC.LAYER.params == 202_383_360
     assert SPEC.bytes_moved((1, 511), 2) == (202_383_360 + 2 * 512 * 4096 + 2 * 4096) * 2
