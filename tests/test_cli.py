@@ -125,6 +125,7 @@ def test_list_shows_variants_dtypes_and_shapes() -> None:
     assert rows["rmsnorm"][2] == "float16, bfloat16, float32"
     shapes = re.findall(r"\b\d+x\d+\b", out)
     assert shapes == [
+        *("1x512", "1x8192", "64x2048"),  # decode: batch x cache length
         "1x4096",
         "16x8192",
         "32x16384",
@@ -310,7 +311,7 @@ def test_compare_markdown_and_terminal() -> None:
 @pytest.mark.parametrize(
     ("args", "words"),
     [
-        (["nope"], ["unknown kernel 'nope'", "known: rmsnorm"]),
+        (["nope"], ["unknown kernel 'nope'", "known: decode, rmsnorm"]),
         (["rmsnorm", "--shape", "4096by8192"], ["malformed shape '4096by8192'", "MxN"]),
         (["rmsnorm", "--shape", "0x5"], ["malformed shape '0x5'", "positive"]),
         (["rmsnorm", "--shape", "4096x"], ["malformed shape '4096x'"]),
