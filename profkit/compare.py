@@ -14,8 +14,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from profkit import terminal
 from profkit.explain import as_bool, format_value, timing_outcome
 from profkit.store import Run
+from profkit.textsafe import md_escape
 
 KEYS = ["kernel", "variant", "dtype", "shape"]
 # Counters worth a delta column: what a kernel change moves (traffic, occupancy, fusion, time).
@@ -54,7 +56,8 @@ def compare_runs(run_a: Run, run_b: Run) -> pd.DataFrame:
     out["delta_ms"] = out["device_p50_ms_b"] - out["device_p50_ms_a"]
     out["delta_pct"] = out["delta_ms"] / out["device_p50_ms_a"] * 100
     out["device_iqr_ms"] = merged[["device_iqr_ms_a", "device_iqr_ms_b"]].max(axis=1)
-    out["flag"] = [_flag(row) for row in merged.to_dict("records")]
+    interpret = {"a": run_a.interpret, "b": run_b.interpret}
+    out["flag"] = [_flag(row, interpret) for row in merged.to_dict("records")]
     for col in DELTA_COUNTERS:
         out[f"{col}_a"], out[f"{col}_b"] = merged[f"{col}_a"], merged[f"{col}_b"]
         out[f"{col}_delta"] = merged[f"{col}_b"] - merged[f"{col}_a"]
@@ -77,21 +80,32 @@ def _torch(run: Run) -> str:
     return str((run.manifest.get("fingerprint") or {}).get("torch", "unknown torch"))
 
 
-def _flag(row: dict) -> str:
+def _flag(row: dict, interpret: dict[str, bool]) -> str:
     if pd.isna(row["_present_a"]):
         return "only in B"
     if pd.isna(row["_present_b"]):
         return "only in A"
-    failed = [s.upper() for s in ("a", "b") if not _timed(row, s)]
+    failed = [s.upper() for s in ("a", "b") if not as_bool(row.get(f"correct_{s}"))]
     if failed:
         # an incorrect case keeps its timing empty: there is nothing to compare
         return "failed in " + (failed[0] if len(failed) == 1 else "both")
+    # correct but not timed (an interpret run checks correctness only): not a failure
+    missing = [s for s in ("a", "b") if not _timed(row, s)]
+    if missing:
+        return _untimed_flag(missing, all(interpret[s] for s in missing))
     return timing_outcome(
         row["device_p50_ms_b"],
         row["device_p50_ms_a"],
         row["device_iqr_ms_b"],
         row["device_iqr_ms_a"],
     )
+
+
+def _untimed_flag(sides: list[str], interpret: bool) -> str:
+    """'untimed in B (interpret run)', 'untimed (interpret runs)', 'untimed in both'."""
+    if len(sides) == 2:
+        return "untimed (interpret runs)" if interpret else "untimed in both"
+    return f"untimed in {sides[0].upper()}" + (" (interpret run)" if interpret else "")
 
 
 def _timed(row: dict, side: str) -> bool:
@@ -209,14 +223,16 @@ def _drift(df: pd.DataFrame, base: pd.DataFrame) -> str:
 _MS_COLUMNS = ("A p50", "B p50", "delta", "spread")
 
 
+# on a narrow terminal, the columns kept longest
+_KEEP = ("case", "flag", "A p50", "B p50", "delta %", "delta", "spread", "kernels", "DRAM %",
+         "occupancy", "DRAM")  # fmt: skip
+
+
 def render_terminal(df: pd.DataFrame, console: Console) -> None:
-    # one line per case in the CLI's 160 columns: no vertical rules, ms stated once in the title,
-    # and the kernel named in each row only when several are compared
-    title = f"{_title(df)}  (times in ms)"
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    for name in _COLUMNS:
-        table.add_column(name, justify="left" if name in ("case", "flag") else "right")
+    # one line per case, as many columns as the console's width holds: no vertical rules, ms
+    # stated once in the title, and the kernel named in each row only when several are compared
     several = df["kernel"].nunique() > 1
+    rows = []
     for row in df.to_dict("records"):
         texts = [
             cell.removesuffix(" ms") if name in _MS_COLUMNS else cell
@@ -224,22 +240,43 @@ def render_terminal(df: pd.DataFrame, console: Console) -> None:
         ]
         # Text cells, not markup strings: a variant or kernel name may contain "[...]"
         cells = [Text(text) for text in texts]
-        cells[6].stylize(_FLAG_STYLE.get(row["flag"], "yellow"))
-        table.add_row(*cells)
+        cells[_COLUMNS.index("flag")].stylize(_FLAG_STYLE.get(row["flag"], "yellow"))
+        rows.append(cells)
+
+    def build(names: list[str], kept_rows: list[list[object]]) -> Table:
+        table = Table(
+            title=f"{_title(df)}  (times in ms)",
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+            pad_edge=False,
+        )
+        for name in names:
+            table.add_column(name, justify="left" if name in ("case", "flag") else "right")
+        for cells in kept_rows:
+            table.add_row(*cells)
+        return table
+
+    table, dropped = terminal.fit_columns(list(_COLUMNS), rows, console.width, _KEEP, build)
     console.print(table)
+    if dropped:
+        wider = "--format csv or json has them all"
+        console.print(Text(terminal.dropped_note(dropped, console.width, wider), style="dim"))
     for line in summary(df):
         console.print(Text(line))
 
 
 def to_markdown(df: pd.DataFrame) -> str:
+    # names come from users' files: escaped, so a kernel named "<img ...>" stays text
     lines = [
-        f"**{_title(df)}**",
+        f"**{md_escape(_title(df))}**",
         "",
         "| " + " | ".join(_COLUMNS) + " |",
         "|" + "---|" * len(_COLUMNS),
     ]
-    lines += ["| " + " | ".join(_cells(row)) + " |" for row in df.to_dict("records")]
-    lines += ["", *(f"- {line}" for line in summary(df))] if len(df) else []
+    lines += [
+        "| " + " | ".join(md_escape(c) for c in _cells(row)) + " |" for row in df.to_dict("records")
+    ]
+    lines += ["", *(f"- {md_escape(line)}" for line in summary(df))] if len(df) else []
     return "\n".join(lines) + "\n"
 
 

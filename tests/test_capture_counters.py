@@ -315,6 +315,8 @@ def fake_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
         profkit.hostenv, "measure_ceilings", lambda: {"copy_gbps": 4200.0, "matmul_tflops": 700.0}
     )
     monkeypatch.setattr(profkit.capture, "measure_cases", lambda *args: timing_table())
+    # constructed: the memory an H200 reports (the CPU build of torch cannot be asked)
+    monkeypatch.setattr(profkit.capture, "_memory_limit", lambda interpret: (150e9, "the GPU"))
 
 
 def test_run_capture_without_permission_stores_timing_only(
