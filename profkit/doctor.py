@@ -97,10 +97,13 @@ def diagnose(
 def _verdict(rows: list[Check], gpu: bool, probe: bool) -> tuple[str, int]:
     ok = {name: flag for name, flag, _ in rows}
     if not gpu:
-        what = "torch is not installed" if ok.get("torch") is False else "no CUDA GPU is visible"
+        if ok.get("torch") is False:
+            what = "torch is not installed (on a GPU host: pip install -e '.[gpu]')"
+        else:
+            what = "no CUDA GPU is visible (`capture --interpret` checks correctness on the CPU)"
         return (
-            f"Capture can not run here: {what} (`capture --interpret` checks correctness on "
-            "the CPU; show, explain, compare and dashboard read stored runs anywhere).",
+            f"Capture can not run here: {what}. show, explain, compare and dashboard read "
+            "stored runs anywhere.",
             NO_CAPTURE,
         )
     if ok.get("ncu") is not True:

@@ -39,13 +39,18 @@ def fit_columns(
     never below the first one. Returns the table and the dropped headers, in table order."""
     ranked = [h for h in keep_first if h in headers]
     drop_order = [h for h in reversed(headers) if h not in ranked] + ranked[::-1]
+    # a column is as wide as its widest cell: measure a one-row table of those (fast), then build
+    widest = [max((row[i] for row in rows), key=lambda v: len(str(v)), default="") for i in
+              range(len(headers))]  # fmt: skip
     kept = list(headers)
-    while True:
+    while len(kept) > 1:
         index = [headers.index(h) for h in kept]
-        table = build(kept, [[row[i] for i in index] for row in rows])
-        if len(kept) <= 1 or natural_width(table) <= width:
-            return table, [h for h in headers if h not in kept]
+        if natural_width(build(kept, [[widest[i] for i in index]])) <= width:
+            break
         kept.remove(drop_order.pop(0))
+    index = [headers.index(h) for h in kept]
+    table = build(kept, [[row[i] for i in index] for row in rows])
+    return table, [h for h in headers if h not in kept]
 
 
 def dropped_note(dropped: Sequence[str], width: int, wider: str) -> str:

@@ -246,3 +246,13 @@ def test_probe_argv_is_unfiltered(fake_ncu_on_path: Path, gpu: None, tmp_path: P
     run_doctor()
     argv = json.loads((tmp_path / "argv.json").read_text())
     assert "--nvtx" not in argv and "--nvtx-include" not in argv
+
+
+def test_without_torch_exits_2(fake_ncu_on_path: Path, monkeypatch) -> None:
+    rows_ = [("torch", False, "not installed: capture needs torch with CUDA")]
+    monkeypatch.setattr(doctor, "gpu_checks", lambda: rows_)
+    result = run_doctor()
+    assert result.exit_code == 2
+    verdict = " ".join(result.stdout.split())
+    assert "Capture can not run here: torch is not installed" in verdict
+    assert "--interpret" not in verdict  # it needs torch too
