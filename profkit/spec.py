@@ -138,7 +138,7 @@ def load_module_specs(path: Path, module_name: str | None = None) -> dict[str, K
     return found
 
 
-_GPU_EXTRA = " (capture needs torch and triton: pip install -e '.[gpu]' on a GPU host)"
+_GPU_EXTRA = " (capture needs torch and triton: pip install -e '.[gpu]')"
 
 
 def lab_files() -> list[Path]:
