@@ -176,7 +176,7 @@ def capture(
     seed,
 ) -> None:
     """Check, time and profile KERNEL's variants; store the run under profiles/."""
-    from profkit.capture import CaptureOptions, check_names, run_capture, unique
+    from profkit.capture import CaptureOptions, run_capture, unique
     from profkit.spec import find_spec, format_shape, normalize_dtype, parse_shape
     from profkit.store import default_root
 
@@ -185,7 +185,6 @@ def capture(
         os.environ["TRITON_INTERPRET"] = "1"
     parsed_shapes = tuple(parse_shape(s) for s in shapes)
     spec = find_spec(kernel, from_file)
-    check_names(spec)
     # a repeated option is measured once (and said so), never as duplicate cases
     notes = []
     dtypes = unique("--dtype", tuple(normalize_dtype(spec, d) for d in dtypes), str, notes)
