@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from rich.console import Console
@@ -226,19 +230,61 @@ def counter_pass(
     return block, tables.kernels
 
 
+# ---- input checks, before any work ---------------------------------------------------------------
+
+# kernel and variant names become directory names, NVTX range names (where ncu reads '/' as
+# nesting) and text in HTML and markdown: letters, digits and _ . - only
+_NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+
+
+def check_names(spec: KernelSpec) -> None:
+    """A kernel or variant name that cannot name a run or an NVTX range is an input error, found
+    before the sweep rather than when the run is stored."""
+    for what, name in [("kernel", spec.name), *(("variant", v.name) for v in spec.variants)]:
+        if not _NAME_RE.fullmatch(name):
+            raise ProfkitError(
+                f"{what} name {name!r} (in {spec.source or 'its spec'}) may hold only letters, "
+                "digits, '_', '.' and '-' (it names the run directory and the NVTX ranges)"
+            )
+
+
+def unique(option: str, values: tuple, show: Callable[[Any], str], notes: list[str]) -> tuple:
+    """values without repeats, in order; a note for each value given more than once."""
+    counts = Counter(values)
+    for value, n in counts.items():
+        if n > 1:
+            notes.append(f"{option} {show(value)} given {n} times: measured once")
+    return tuple(counts)
+
+
+def _memory_limit(interpret: bool) -> tuple[int, str]:
+    """(bytes, what) of the memory the cases' tensors must fit in."""
+    if interpret:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), "this host's memory"
+    import torch
+
+    return torch.cuda.get_device_properties(0).total_memory, "the GPU's memory"
+
+
 def _check_shapes(spec: KernelSpec, opts: CaptureOptions) -> None:
-    """A shape the spec's bytes/flops model cannot take (e.g. 1-D for a 2-D kernel) is an input
-    error, reported before any work, not a traceback halfway through the sweep."""
+    """A shape the spec's bytes/flops model cannot take (e.g. 1-D for a 2-D kernel), or whose
+    tensors cannot fit in memory, is an input error, reported before any work, not a traceback or
+    a sweep of failed cases."""
+    limit, where = _memory_limit(opts.interpret)
     for shape in opts.shapes:
         try:
-            for dtype in opts.dtypes:
-                spec.bytes_moved(shape, DTYPE_ITEMSIZE[dtype])
+            need = max(spec.bytes_moved(shape, DTYPE_ITEMSIZE[d]) for d in opts.dtypes)
             spec.flops(shape)
         except Exception as exc:  # the spec's own code
             raise ProfkitError(
                 f"{spec.name} does not take shape {format_shape(shape)!r}: its "
                 f"bytes/flops model failed ({type(exc).__name__}: {exc})"
             ) from exc
+        if need > limit:
+            raise ProfkitError(
+                f"shape {format_shape(shape)} is too large: its tensors take at least {need:.3g} "
+                f"bytes ({spec.name}'s bytes model), more than {where} ({limit / 1e9:.0f} GB)"
+            )
 
 
 def run_capture(spec: KernelSpec, opts: CaptureOptions, console: Console | None = None) -> Path:
@@ -246,6 +292,7 @@ def run_capture(spec: KernelSpec, opts: CaptureOptions, console: Console | None 
     from profkit.join import aggregate_cases, join
 
     console = console or Console(stderr=True)
+    check_names(spec)
     if not opts.interpret:
         import torch
 

@@ -16,9 +16,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from profkit import stats
+from profkit import stats, terminal
 from profkit.explain import as_bool, format_value
 from profkit.store import Run
+from profkit.textsafe import md_escape
 
 KEYS = ["kernel", "variant", "dtype", "shape"]
 # Counters worth a delta column: what a kernel change moves (traffic, occupancy, fusion, time).
@@ -72,7 +73,11 @@ def compare_runs(run_a: Run, run_b: Run) -> pd.DataFrame:
     intervals = [_interval(row, run_a, run_b) for row in merged.to_dict("records")]
     for key in ("ratio", "ci_low", "ci_high", "method"):
         out[key] = [c.as_dict()[key] if c else None for c in intervals]
-    out["flag"] = [_flag(row, c) for row, c in zip(merged.to_dict("records"), intervals)]
+    interpret = {"a": run_a.interpret, "b": run_b.interpret}
+    out["flag"] = [
+        _flag(row, c, interpret)
+        for row, c in zip(merged.to_dict("records"), intervals, strict=True)
+    ]
     for col in DELTA_COUNTERS:
         out[f"{col}_a"], out[f"{col}_b"] = merged[f"{col}_a"], merged[f"{col}_b"]
         out[f"{col}_delta"] = merged[f"{col}_b"] - merged[f"{col}_a"]
@@ -120,16 +125,27 @@ def _torch(run: Run) -> str:
     return str((run.manifest.get("fingerprint") or {}).get("torch", "unknown torch"))
 
 
-def _flag(row: dict, interval: stats.Comparison | None) -> str:
+def _flag(row: dict, interval: stats.Comparison | None, interpret: dict[str, bool]) -> str:
     if pd.isna(row["_present_a"]):
         return "only in B"
     if pd.isna(row["_present_b"]):
         return "only in A"
-    failed = [s.upper() for s in ("a", "b") if not _timed(row, s)]
+    failed = [s.upper() for s in ("a", "b") if not as_bool(row.get(f"correct_{s}"))]
     if failed:
         # an incorrect case keeps its timing empty: there is nothing to compare
         return "failed in " + (failed[0] if len(failed) == 1 else "both")
+    # correct but not timed (an interpret run checks correctness only): not a failure
+    missing = [s for s in ("a", "b") if not _timed(row, s)]
+    if missing:
+        return _untimed_flag(missing, all(interpret[s] for s in missing))
     return interval.outcome if interval else "untimed"
+
+
+def _untimed_flag(sides: list[str], interpret: bool) -> str:
+    """'untimed in B (interpret run)', 'untimed (interpret runs)', 'untimed in both'."""
+    if len(sides) == 2:
+        return "untimed (interpret runs)" if interpret else "untimed in both"
+    return f"untimed in {sides[0].upper()}" + (" (interpret run)" if interpret else "")
 
 
 def _timed(row: dict, side: str) -> bool:
@@ -226,7 +242,12 @@ def _moved(group: pd.DataFrame) -> pd.DataFrame:
 
 def _flag_counts(group: pd.DataFrame) -> str:
     counts = group["flag"].value_counts()
-    timed = ("faster", "slower", "noise", "unstable")  # always counted; "only in A" and the like when present
+    timed = (
+        "faster",
+        "slower",
+        "noise",
+        "unstable",
+    )  # always counted; "only in A" and the like when present
     flags = [*timed, *(f for f in counts.index if f not in timed)]
     return ", ".join(f"{counts.get(f, 0)} {f}" for f in flags) + f" of {len(group)}"
 
@@ -262,14 +283,16 @@ def _drift(df: pd.DataFrame, base: pd.DataFrame) -> str:
 _MS_COLUMNS = ("A p50", "B p50")
 
 
+# on a narrow terminal, the columns kept longest
+_KEEP = ("case", "flag", "B/A [95% CI]", "A p50", "B p50", "kernels", "DRAM %", "occupancy",
+         "DRAM")  # fmt: skip
+
+
 def render_terminal(df: pd.DataFrame, console: Console) -> None:
-    # one line per case in the CLI's 160 columns: no vertical rules, ms stated once in the title,
-    # and the kernel named in each row only when several are compared
-    title = f"{_title(df)}  (times in ms)"
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    for name in _COLUMNS:
-        table.add_column(name, justify="left" if name in ("case", "flag") else "right")
+    # one line per case, as many columns as the console's width holds: no vertical rules, ms
+    # stated once in the title, and the kernel named in each row only when several are compared
     several = df["kernel"].nunique() > 1
+    rows = []
     for row in df.to_dict("records"):
         texts = [
             cell.removesuffix(" ms") if name in _MS_COLUMNS else cell
@@ -277,22 +300,44 @@ def render_terminal(df: pd.DataFrame, console: Console) -> None:
         ]
         # Text cells, not markup strings: a variant or kernel name may contain "[...]"
         cells = [Text(text) for text in texts]
-        cells[6].stylize(_FLAG_STYLE.get(row["flag"], "yellow"))
-        table.add_row(*cells)
+        cells[_COLUMNS.index("flag")].stylize(_FLAG_STYLE.get(row["flag"], "yellow"))
+        rows.append(cells)
+
+    def build(names: list[str], kept_rows: list[list[object]]) -> Table:
+        table = Table(
+            title=f"{_title(df)}  (times in ms)",
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+            pad_edge=False,
+        )
+        for name in names:
+            table.add_column(name, justify="left" if name in ("case", "flag") else "right")
+        for cells in kept_rows:
+            table.add_row(*cells)
+        return table
+
+    table, dropped = terminal.fit_columns(list(_COLUMNS), rows, console.width, _KEEP, build)
     console.print(table)
+    if dropped:
+        wider = "--format csv or json has them all"
+        console.print(Text(terminal.dropped_note(dropped, console.width, wider), style="dim"))
     for line in summary(df):
         console.print(Text(line))
 
 
 def to_markdown(df: pd.DataFrame) -> str:
+    # names come from users' files: escaped, so a kernel named "<img ...>" stays text
     lines = [
-        f"**{_title(df)}** (times in ms; B/A is the ratio of device-time medians, 95% CI)",
+        f"**{md_escape(_title(df))}** (times in ms; B/A is the ratio of device-time medians, "
+        "95% CI)",
         "",
         "| " + " | ".join(_COLUMNS) + " |",
         "|" + "---|" * len(_COLUMNS),
     ]
-    lines += ["| " + " | ".join(_cells(row)) + " |" for row in df.to_dict("records")]
-    lines += ["", *(f"- {line}" for line in summary(df))] if len(df) else []
+    lines += [
+        "| " + " | ".join(md_escape(c) for c in _cells(row)) + " |" for row in df.to_dict("records")
+    ]
+    lines += ["", *(f"- {md_escape(line)}" for line in summary(df))] if len(df) else []
     return "\n".join(lines) + "\n"
 
 

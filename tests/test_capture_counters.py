@@ -316,6 +316,8 @@ def fake_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     )
     samples = pd.DataFrame({"case": TRITON_CASE, "kind": "device", "ms": [0.0344, 0.0345, 0.0347]})
     monkeypatch.setattr(profkit.capture, "measure_cases", lambda *args: (timing_table(), samples))
+    # constructed: the memory an H200 reports (the CPU build of torch cannot be asked)
+    monkeypatch.setattr(profkit.capture, "_memory_limit", lambda interpret: (150e9, "the GPU"))
 
 
 def test_run_capture_without_permission_stores_timing_only(

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Install what the test suite needs, on a clean CPU-only machine; safe to run again.
+# The README's test command (and .ci/run) is: bash tests/install.sh && python3 -m pytest -q
+set -euo pipefail
+cd "$(dirname "$0")/.."
+pip=(python3 -m pip install -q)
+# torch==2.13.0 is the CPU build (a plain `torch` pulls GBs of CUDA libraries); triton 3.6.0 for
+# its interpreter, which numpy 2.4 breaks; nvtx (capture's ranges) and scipy (statistics)
+"${pip[@]}" torch==2.13.0 "triton==3.6.0" "numpy<2.4" nvtx scipy
+"${pip[@]}" -e ".[test]"
