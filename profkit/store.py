@@ -151,6 +151,9 @@ _SCHEMA1_COLUMNS = {
     "p5_ms": "device_p5_ms",
     "spread_ms": "device_iqr_ms",
 }
+# a sweep of 1-D shapes ("16777216") would otherwise come back as integers and stop matching the
+# manifest's shape strings and other runs' shapes
+TEXT_COLUMNS = {"shape": str}
 SCHEMA1_METHOD = "events (schema 1: event window around the Python call)"
 
 
@@ -171,7 +174,7 @@ def load(path: Path) -> Run:
     """Read a finished run; a damaged one is a clear error, never a traceback."""
     try:
         manifest = json.loads((path / MANIFEST).read_text())
-        cases = upgrade(manifest, pd.read_csv(path / CASES))
+        cases = upgrade(manifest, pd.read_csv(path / CASES, dtype=TEXT_COLUMNS))
         optional = {name: _read_optional(path / name) for name in (KERNELS, RULES, SAMPLES)}
     except (OSError, ValueError) as exc:  # pandas' parser errors are ValueErrors
         reason = " ".join(str(exc).split())[:200]
@@ -184,4 +187,4 @@ def load(path: Path) -> Run:
 
 
 def _read_optional(f: Path) -> pd.DataFrame | None:
-    return pd.read_csv(f) if f.is_file() and f.stat().st_size else None
+    return pd.read_csv(f, dtype=TEXT_COLUMNS) if f.is_file() and f.stat().st_size else None
