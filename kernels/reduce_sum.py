@@ -24,7 +24,7 @@ import triton.language as tl
 from profkit.spec import KernelSpec, Variant
 
 SMS = 132  # H200
-PROGRAMS_TARGET = 4 * SMS  # one resident wave of 8-warp programs, each with 16 KB loads in flight
+PROGRAMS_TARGET = 4 * SMS  # one resident wave: 4 programs of 16 KB loads in flight per SM
 
 
 @triton.jit
@@ -76,17 +76,22 @@ def _atomic_sum_kernel(X, OUT, cols, stride_row, BLOCK: tl.constexpr, ATOMIC: tl
 def launch_config(rows: int, cols: int, itemsize: int) -> tuple[int, int, int]:
     """(BLOCK, splits per row, num_warps) for a rows x cols sum.
 
-    - BLOCK: 16 KB of input per loop iteration per program (fp32 4096, bf16 8192 elements) at
-      8 warps: 64 bytes, four 16-byte loads, per thread in flight. Smaller for short rows, so
-      a program does not mostly load masked lanes.
+    - BLOCK: 16 KB of input per loop iteration per program (fp32 4096, bf16 8192 elements),
+      smaller for short rows so a program does not mostly load masked lanes.
+    - num_warps: 16 lanes per thread (BLOCK / 512). The fp32 accumulator is BLOCK lanes wide, so
+      this caps it at 16 registers a thread: bf16 at 8 warps held 32 and compiled to 62
+      registers, half occupancy (bench/sm90_compile.py); at 16 per thread both dtypes compile
+      to 32 registers and every SM holds 64 warps.
     - splits: enough programs per row that rows x splits fills one resident wave (4 programs
-      per SM of 8 warps each = 528): a sum is pure streaming, so all SMs must be reading. Never
+      per SM = 528): a sum is pure streaming, so all SMs must be reading. Never
       more splits than the row has blocks. With rows >= 528, one program per row (no partials).
+      4 programs per SM x 16 KB = 64 KB of loads in flight per SM, about twice what one SM needs
+      to draw its 1/132 share of 4.2 TB/s at ~1 us DRAM latency.
     """
     block = min(16384 // itemsize, max(128, triton.next_power_of_2(cols)))
     blocks_per_row = triton.cdiv(cols, block)
     splits = max(1, min(blocks_per_row, triton.cdiv(PROGRAMS_TARGET, rows)))
-    num_warps = 8 if block >= 2048 else 4
+    num_warps = max(4, min(16, block // 512))
     return block, splits, num_warps
 
 
