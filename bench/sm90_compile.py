@@ -118,8 +118,9 @@ def jobs_rmsnorm():
             block_n, per, warps = mod.launch_config(rows, cols, DTYPE_ITEMSIZE[dtype])
             args = {"X": PTR[dtype], "W": PTR[dtype], "Y": PTR[dtype], "n_rows": "i32"}
             args |= {"n_cols": "i32", "stride_x": "i32", "stride_y": "i32", "eps": "fp32"}
-            const = {"BLOCK_N": block_n, "ROWS": per}
-            yield f"{dtype} {const}", mod._rmsnorm_kernel, args, const, warps, 3
+            for early in (True, False):  # v3 (variant triton) and v2 (triton_v2)
+                const = {"BLOCK_N": block_n, "ROWS": per, "W_EARLY": early}
+                yield f"{dtype} {const}", mod._rmsnorm_kernel, args, const, warps, 3
 
 
 def jobs_matmul():
