@@ -121,9 +121,12 @@ def test_list_shows_variants_dtypes_and_shapes() -> None:
     out = ok(invoke("list")).stdout
     rows = {r[0]: r for r in table_rows(out)}
     assert rows["kernel"][1].startswith("variants (* = baseline)")
-    assert rows["rmsnorm"][1] == "triton, eager*, native*, compile*"  # only baselines starred
+    # only baselines starred
+    assert rows["rmsnorm"][1] == "triton, eager*, native*, compile*, triton_v2"
     assert rows["rmsnorm"][2] == "float16, bfloat16, float32"
-    shapes = re.findall(r"\b\d+x\d+\b", out)
+    # rmsnorm's row and its wrapped continuation lines, up to the next kernel's row
+    block = out[out.index("│ rmsnorm") : out.index("│ softmax")]
+    shapes = re.findall(r"\b\d+x\d+\b", block)
     assert shapes == [
         "1x4096",
         "16x8192",
@@ -310,7 +313,7 @@ def test_compare_markdown_and_terminal() -> None:
 @pytest.mark.parametrize(
     ("args", "words"),
     [
-        (["nope"], ["unknown kernel 'nope'", "known: rmsnorm"]),
+        (["nope"], ["unknown kernel 'nope'", "known: matmul, rmsnorm"]),
         (["rmsnorm", "--shape", "4096by8192"], ["malformed shape '4096by8192'", "MxN"]),
         (["rmsnorm", "--shape", "0x5"], ["malformed shape '0x5'", "positive"]),
         (["rmsnorm", "--shape", "4096x"], ["malformed shape '4096x'"]),
@@ -555,8 +558,9 @@ def test_capture_interpret_every_variant_including_compile(tmp_path: Path, no_gp
     ok(invoke("capture", "rmsnorm", "--interpret", "--out", out, "--dtype", "fp16"))
     [path] = stored_runs(out)
     cases = store.load(path).cases
-    assert cases.variant.unique().tolist() == ["triton", "eager", "native", "compile"]
-    assert len(cases) == 4 * 3
+    expected = ["triton", "eager", "native", "compile", "triton_v2"]
+    assert cases.variant.unique().tolist() == expected
+    assert len(cases) == len(expected) * 3
     assert cases.correct.astype(bool).all(), cases[["case", "error"]]
     assert (cases[cases.variant == "compile"].rel_err < 1e-2).all()
 
