@@ -271,8 +271,9 @@ def reference(inputs: dict) -> torch.Tensor:
 
 
 def _mnk(shape) -> tuple[int, int, int]:
-    m, n, k = shape  # MxNxK only: capture reports other shapes before any work
-    return m, n, k
+    if len(shape) != 3:  # capture reports it before any work
+        raise ValueError("matmul takes MxNxK shapes, e.g. 4096x14336x4096")
+    return shape[0], shape[1], shape[2]
 
 
 def bytes_moved(shape, itemsize: int) -> int:

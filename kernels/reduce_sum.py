@@ -151,8 +151,9 @@ def reference(inputs: dict) -> torch.Tensor:
 def _rows_cols(shape) -> tuple[int, int]:
     if len(shape) == 1:
         return 1, shape[0]
-    rows, cols = shape  # 1-D or 2-D only: capture reports other shapes before any work
-    return rows, cols
+    if len(shape) != 2:  # capture reports it before any work
+        raise ValueError("sum takes 1-D (N) or 2-D (ROWSxCOLS) shapes")
+    return shape[0], shape[1]
 
 
 def bytes_moved(shape, itemsize: int) -> int:

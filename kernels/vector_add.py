@@ -73,8 +73,10 @@ def reference(inputs: dict) -> torch.Tensor:
 
 
 def _numel(shape) -> int:
-    (n,) = shape  # 1-D only: a 2-D shape is an input error (capture reports it before any work)
-    return n
+    # 1-D only: any other shape is an input error, reported by capture before any work
+    if len(shape) != 1:
+        raise ValueError("vector_add takes 1-D shapes N, e.g. 16777216")
+    return shape[0]
 
 
 SPEC = KernelSpec(

@@ -7,6 +7,8 @@ import pytest
 
 os.environ["TRITON_INTERPRET"] = "1"  # before the kernel module is (re)loaded below
 
+from profkit.capture import CaptureOptions, _check_shapes  # noqa: E402
+from profkit.errors import ProfkitError  # noqa: E402
 from profkit.spec import find_spec  # noqa: E402
 from profkit.timing import check  # noqa: E402
 
@@ -71,3 +73,9 @@ def test_launch_config_switches_to_the_loop_past_16384(shape, itemsize, path):
     assert got == path and warps in (4, 8, 16)
     if path == "rows":
         assert block >= shape[1] and block * itemsize * rows >= min(16384, block * itemsize)
+
+
+def test_a_one_dimensional_shape_is_an_input_error():
+    opts = CaptureOptions(dtypes=("float32",), shapes=((4096,),), variants=("torch",), root=".")
+    with pytest.raises(ProfkitError, match="softmax takes 2-D shapes"):
+        _check_shapes(SPEC, opts)

@@ -7,6 +7,8 @@ import pytest
 
 os.environ["TRITON_INTERPRET"] = "1"  # before the kernel module is (re)loaded below
 
+from profkit.capture import CaptureOptions, _check_shapes  # noqa: E402
+from profkit.errors import ProfkitError  # noqa: E402
 from profkit.spec import find_spec  # noqa: E402
 from profkit.timing import check  # noqa: E402
 
@@ -76,3 +78,9 @@ def test_launch_config(rows, cols, itemsize, splits):
     block, got_splits, warps = LAB.launch_config(rows, cols, itemsize)
     assert got_splits == splits
     assert block * itemsize <= 16384 and warps == max(4, block // 512)
+
+
+def test_a_three_dimensional_shape_is_an_input_error():
+    opts = CaptureOptions(dtypes=("float32",), shapes=((2, 3, 4),), variants=("torch",), root=".")
+    with pytest.raises(ProfkitError, match="sum takes 1-D .N. or 2-D .ROWSxCOLS. shapes"):
+        _check_shapes(SPEC, opts)
