@@ -28,11 +28,24 @@ set -u
 J=/tmp/lab
 SMOKE=/tmp/lab-smoke
 PROFILES=/tmp/lab-profiles
-smoke() {  # kernel, then capture options; prints "ok KERNEL" or "BROKEN KERNEL"
+smoke() {  # kernel, then capture options; prints "ok KERNEL ..." or "BROKEN KERNEL ..."
   local k=$1; shift
   python3 -m profkit capture "$k" --no-counters --out $SMOKE "$@" > $J/smoke-$k.log 2>&1
   local rc=$?
-  if [ $rc -ne 0 ] || grep -q "incorrect case" $J/smoke-$k.log; then echo "BROKEN $k (rc $rc)"; else echo "ok $k"; fi
+  if [ $rc -ne 0 ]; then echo "BROKEN $k (rc $rc): $(grep -m1 error $J/smoke-$k.log)"; return; fi
+  # a wrong lab variant stops the kernel's full capture; a wrong baseline is only reported
+  python3 - $SMOKE $k <<'PY'
+import sys
+from pathlib import Path
+
+from profkit import store
+
+cases = store.load(sorted(Path(sys.argv[1]).glob(f"{sys.argv[2]}-*"))[-1]).cases
+bad = cases[~cases.correct.astype(bool)]
+lab_bad = bad[~bad.baseline.astype(bool)]
+notes = "; ".join(f"{r.variant} {r.dtype} {r.shape}: {r.error}" for r in bad.itertuples())
+print(f"{'BROKEN' if len(lab_bad) else 'ok'} {sys.argv[2]}" + (f" (wrong: {notes})" if notes else ""))
+PY
 }
 {
   smoke vector_add --dtype fp32 --dtype bf16 --shape 1048576 --shape 67108864
@@ -58,7 +71,7 @@ for name in ("triton_tree", "triton_atomic", "torch"):
 PY
 echo done > $J/smoke.rc
 for k in vector_add sum softmax matmul rmsnorm; do
-  if ! grep -q "^ok $k" $J/smoke.txt; then echo "skipped: smoke failed" > $J/capture-$k.log; continue; fi
+  if ! grep -q "^ok $k\( \|$\)" $J/smoke.txt; then echo "skipped: smoke failed" > $J/capture-$k.log; continue; fi
   extra=""
   [ $k = rmsnorm ] && extra="--variant triton --variant triton_v2 --variant compile"
   python3 -m profkit capture $k --out $PROFILES $extra > $J/capture-$k.log 2>&1
@@ -80,11 +93,12 @@ for f in $J/capture-*.log; do [ -f "$f" ] && { echo "== $(basename $f)"; tail -n
 for run in /tmp/lab-profiles/*/; do
   [ -d "$run" ] || continue
   name=$(basename "$run")
-  [ -f $OUT/$name.tar.xz ] && continue
+  [ -f $J/sent-$name ] && continue  # $OUT is empty at every call: send each run once
   tar -C /tmp/lab-profiles --exclude='*.ncu-rep' -cJf $OUT/$name.tar.xz "$name"
   if [ -f "$run/counters.ncu-rep" ]; then
     xz -T0 -6 -c "$run/counters.ncu-rep" > /tmp/report.xz && [ $(stat -c %s /tmp/report.xz) -lt 15000000 ] && cp /tmp/report.xz $OUT/$name.ncu-rep.xz
   fi
+  touch $J/sent-$name
 done
 cp $J/*.log $J/*.txt $J/*.csv $OUT/ 2>/dev/null
 if [ -f $J/all.rc ]; then echo "== lab table"; cat $J/lab-table.txt; echo "lab finished"; else echo "lab still running"; fi

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from profkit import store
+from profkit.errors import ProfkitError
 
 
 def _fmt(value, spec: str) -> str:
@@ -55,8 +56,15 @@ def rows_of(run: store.Run) -> list[str]:
 
 
 def main(paths: list[str]) -> int:
-    for path in paths:
-        run = store.load(Path(path))
+    runs = [p for p in paths if Path(p).is_dir()]
+    if not runs:
+        print("no stored runs")
+    for path in runs:
+        try:
+            run = store.load(Path(path))
+        except ProfkitError as exc:
+            print(f"error: {exc}")
+            continue
         ceil = run.manifest.get("ceilings", {})
         print(
             f"{run.manifest.get('kernel')} ({Path(path).name}; copy "
