@@ -10,7 +10,7 @@
 #      and left out of stage 3, so a broken kernel costs seconds, not a counter pass.
 #   2. sum determinism: 20 repeats of each sum variant on one 2^28 fp32 input; distinct results
 #      and their spread (atomics change the summation order between runs).
-#   3. full captures with counters, default sweeps: vector_add 30 cases, sum 48, softmax 72,
+#   3. full captures with counters, default sweeps: vector_add 30 cases, sum 64, softmax 72,
 #      matmul 42, rmsnorm 72 (variants triton, triton_v2, compile only).
 #   4. optional (MATMUL_TUNE=1): bench/matmul_tune.py, alternative matmul configurations.
 #   5. the table: bench/lab_table.py over every stored run (also $OUT/lab-table.txt).
@@ -62,7 +62,7 @@ spec = find_spec("sum")
 gen = torch.Generator(device="cuda").manual_seed(0)
 inputs = spec.make_inputs((1 << 28,), "float32", "cuda", gen)
 ref = float(spec.reference(inputs))
-for name in ("triton_tree", "triton_atomic", "torch"):
+for name in ("triton_tree", "triton_atomic", "triton_onepass", "torch"):
     fn = spec.variant(name).fn
     vals = [float(fn(inputs)) for _ in range(20)]
     spread = (max(vals) - min(vals)) / abs(ref)

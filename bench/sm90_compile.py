@@ -83,6 +83,10 @@ def jobs_sum():
                 warps,
                 3,
             )
+            onepass = {"X": PTR[dtype], "P": "*fp32", "OUT": "*fp32", "COUNT": "*i32"}
+            onepass |= {"cols": "i32", "stride_row": "i32", "chunk": "i32"}
+            const = {"BLOCK": block, "BLOCK_S": triton.next_power_of_2(splits)}
+            yield f"onepass {dtype} {const}", mod._onepass_sum_kernel, onepass, const, warps, 3
             atomic = {"X": PTR[dtype], "OUT": "*fp32", "cols": "i32", "stride_row": "i32"}
             yield (
                 f"atomic {dtype} BLOCK={block} ATOMIC={splits > 1}",

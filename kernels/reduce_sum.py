@@ -7,8 +7,12 @@ Two structurally different Triton reductions, both accumulating in fp32 and writ
 - triton_atomic: one pass. Programs stride over the row (grid-stride loop) and add their partial
   sum into the output with an fp32 atomic; the output is zeroed first (a memset). The order in
   which the partials land changes from run to run, and so do the last bits of the result.
-When a row needs only one program (enough rows to fill the GPU), both write the row's sum directly
-and run the same single kernel.
+- triton_onepass: the tree's two stages in one launch. Programs write their partials as in stage
+  1, then count their arrival on a per-row counter (an integer atomic); the program that arrives
+  last sums the row's partials in the fixed order and resets the counter. Bitwise the same
+  result as triton_tree, with no second launch and no memset.
+When a row needs only one program (enough rows to fill the GPU), all three write the row's sum
+directly and run the same single kernel.
 
 Against torch.sum(x, dim=-1, dtype=torch.float32, out=out): fp32 accumulation and an fp32 result
 for every input dtype, so all three differ only in summation order. Minimum traffic: read x once,
@@ -28,12 +32,8 @@ PROGRAMS_TARGET = 4 * SMS  # one resident wave: 4 programs of 16 KB loads in fli
 
 
 @triton.jit
-def _chunk_sum_kernel(X, P, cols, stride_row, chunk, BLOCK: tl.constexpr):
-    # program (row, split) sums x[row, split*chunk : (split+1)*chunk] into P[row, split]; with
-    # one split P is the output itself
-    row = tl.program_id(0)
-    split = tl.program_id(1)
-    n_splits = tl.num_programs(1)
+def _chunk_partial(X, row, split, cols, stride_row, chunk, BLOCK: tl.constexpr):
+    # the sum of x[row, split*chunk : (split+1)*chunk], accumulated in fp32
     base = X + row.to(tl.int64) * stride_row + split.to(tl.int64) * chunk
     end = tl.minimum(chunk, cols - split * chunk)
     # a vector of BLOCK fp32 lanes: each lane adds its own column sequence, one tree at the end
@@ -41,7 +41,39 @@ def _chunk_sum_kernel(X, P, cols, stride_row, chunk, BLOCK: tl.constexpr):
     for start in tl.range(0, end, BLOCK):
         offs = start + tl.arange(0, BLOCK)
         acc += tl.load(base + offs, mask=offs < end, other=0.0).to(tl.float32)
-    tl.store(P + row * n_splits + split, tl.sum(acc, axis=0))
+    return tl.sum(acc, axis=0)
+
+
+@triton.jit
+def _chunk_sum_kernel(X, P, cols, stride_row, chunk, BLOCK: tl.constexpr):
+    # program (row, split) writes its chunk's sum to P[row, split]; with one split P is the output
+    row = tl.program_id(0)
+    split = tl.program_id(1)
+    partial = _chunk_partial(X, row, split, cols, stride_row, chunk, BLOCK)
+    tl.store(P + row * tl.num_programs(1) + split, partial)
+
+
+@triton.jit
+def _onepass_sum_kernel(
+    X, P, OUT, COUNT, cols, stride_row, chunk, BLOCK: tl.constexpr, BLOCK_S: tl.constexpr
+):
+    # stage 1 and 2 of the tree in one launch: the program that finishes its chunk last (the
+    # row's counter says so) sums the row's partials in a fixed order and resets the counter
+    row = tl.program_id(0)
+    split = tl.program_id(1)
+    n_splits = tl.num_programs(1)
+    partial = _chunk_partial(X, row, split, cols, stride_row, chunk, BLOCK)
+    tl.store(P + row * n_splits + split, partial)
+    tl.debug_barrier()  # the partial is written before this program's arrival is counted
+    arrived = tl.atomic_add(COUNT + row, 1, sem="acq_rel")  # release: the partial is visible
+    if arrived == n_splits - 1:
+        offs = tl.arange(0, BLOCK_S)
+        # .cg: from L2, never a stale L1 line left by an earlier launch on this SM
+        p = tl.load(
+            P + row * n_splits + offs, mask=offs < n_splits, other=0.0, cache_modifier=".cg"
+        )
+        tl.store(OUT + row, tl.sum(p, axis=0))
+        tl.store(COUNT + row, 0)  # ready for the next launch (no host-side reset needed)
 
 
 @triton.jit
@@ -118,6 +150,44 @@ def sum_tree(inputs: dict, config: tuple[int, int, int] | None = None) -> torch.
     return out
 
 
+_COUNTERS: dict[tuple[str, int], torch.Tensor] = {}
+
+
+def _counters(device: torch.device, rows: int) -> torch.Tensor:
+    """Per-row arrival counters for the one-pass kernel: zeroed once, reset by the kernel itself
+    (so a call is one launch, also inside a CUDA graph: the first call, outside it, allocates)."""
+    key = (str(device), rows)
+    if key not in _COUNTERS:
+        _COUNTERS[key] = torch.zeros(rows, dtype=torch.int32, device=device)
+    return _COUNTERS[key]
+
+
+def sum_onepass(inputs: dict, config: tuple[int, int, int] | None = None) -> torch.Tensor:
+    x, out = _rows(inputs["x"]), inputs["out"]
+    rows, cols = x.shape
+    block, splits, num_warps = config or launch_config(rows, cols, x.element_size())
+    chunk = triton.cdiv(triton.cdiv(cols, splits), block) * block
+    splits = triton.cdiv(cols, chunk)
+    if splits == 1:  # one program per row: the chunk kernel writes the sums directly
+        grid = (rows, 1)
+        _chunk_sum_kernel[grid](x, out, cols, x.stride(0), chunk, BLOCK=block, num_warps=num_warps)
+        return out
+    partials = torch.empty(rows * splits, device=x.device)
+    _onepass_sum_kernel[(rows, splits)](
+        x,
+        partials,
+        out,
+        _counters(x.device, rows),
+        cols,
+        x.stride(0),
+        chunk,
+        BLOCK=block,
+        BLOCK_S=triton.next_power_of_2(splits),
+        num_warps=num_warps,
+    )
+    return out
+
+
 def sum_atomic(inputs: dict, config: tuple[int, int, int] | None = None) -> torch.Tensor:
     x, out = _rows(inputs["x"]), inputs["out"]
     rows, cols = x.shape
@@ -175,6 +245,11 @@ SPEC = KernelSpec(
             "triton_atomic",
             sum_atomic,
             description="one grid-stride pass, partial sums combined by fp32 atomics",
+        ),
+        Variant(
+            "triton_onepass",
+            sum_onepass,
+            description="one launch: chunk sums, the last program to finish sums the partials",
         ),
         Variant("torch", sum_torch, baseline=True, description="torch.sum(x, -1, dtype=float32)"),
     ),

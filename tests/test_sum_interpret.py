@@ -1,4 +1,4 @@
-"""The lab's two sum reductions, checked on the CPU through Triton's interpreter (small shapes)."""
+"""The lab's three sum reductions, checked through Triton's interpreter (small shapes)."""
 
 import os
 import sys
@@ -14,7 +14,7 @@ from profkit.timing import check  # noqa: E402
 
 SPEC = find_spec("sum")
 LAB = sys.modules["profkit_lab.reduce_sum"]
-TRITON = ("triton_tree", "triton_atomic")
+TRITON = ("triton_tree", "triton_atomic", "triton_onepass")
 
 
 @pytest.mark.parametrize("dtype", SPEC.dtypes)
@@ -49,6 +49,19 @@ def test_a_dropped_block_fails_the_tolerance():
     for dtype, (_, rtol) in SPEC.tolerances.items():
         block, _, _ = LAB.launch_config(1, 1 << 26, 4 if dtype == "float32" else 2)
         assert block / (1 << 26) > 3 * rtol
+
+
+def test_onepass_matches_the_tree_bitwise_and_resets_its_counters():
+    # the same chunks and the same fixed order over the partials, in one launch instead of two;
+    # the counters must be back at zero after each call, or the next call never finalizes
+    import torch
+
+    inputs = SPEC.make_inputs((3, 20000), "float32", "cpu", torch.Generator().manual_seed(5))
+    tree = LAB.sum_tree(inputs).clone()
+    for _ in range(2):
+        inputs["out"].fill_(float("nan"))
+        assert torch.equal(LAB.sum_onepass(inputs), tree)
+        assert LAB._counters(inputs["x"].device, 3).eq(0).all()
 
 
 def test_atomic_variant_zeroes_its_output_first():
