@@ -14,9 +14,12 @@
 #      matmul 42, rmsnorm 72 (variants triton, triton_v2, compile only).
 #   4. optional (MATMUL_TUNE=1): bench/matmul_tune.py, alternative matmul configurations.
 #   5. the table: bench/lab_table.py over every stored run (also $OUT/lab-table.txt).
-# Expected: ~1.5 min smoke, ~12-16 min captures (ncu ~2 s a case, torch.compile ~3 s a shape);
-# each call waits up to ~9 min. Results in $OUT: RUN.tar.xz per capture (the run minus its raw
-# report), RUN.ncu-rep.xz when under 15 MB, logs, the table.
+# Expected (estimates, not measured): ~2 min smoke; captures ~2 min vector_add, ~3 sum,
+# ~4.5 softmax, ~2.5 matmul, ~4 rmsnorm (ncu ~2 s a case; torch.compile ~3 s a shape, in the
+# timing process and again under ncu): ~18-20 min in all, so two or three calls; each call waits
+# up to ~9 min. KERNELS="sum matmul" bash bench/h200_lab.sh captures only those (smoke: all).
+# Results in $OUT: RUN.tar.xz per capture (the run minus its raw report), RUN.ncu-rep.xz when
+# under 15 MB, logs, the table.
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
@@ -70,7 +73,7 @@ for name in ("triton_tree", "triton_atomic", "triton_onepass", "torch"):
     print(f"{name:<14} 20 runs: {len(set(vals))} distinct, spread {spread:.2e} rel, worst rel err {err:.2e}")
 PY
 echo done > $J/smoke.rc
-for k in vector_add sum softmax matmul rmsnorm; do
+for k in ${KERNELS:-vector_add sum softmax matmul rmsnorm}; do
   if ! grep -q "^ok $k\( \|$\)" $J/smoke.txt; then echo "skipped: smoke failed" > $J/capture-$k.log; continue; fi
   extra=""
   [ $k = rmsnorm ] && extra="--variant triton --variant triton_v2 --variant compile"
@@ -81,7 +84,7 @@ done
 python3 bench/lab_table.py $PROFILES/* > $J/lab-table.txt 2>&1
 echo done > $J/all.rc
 JOB
-  MATMUL_TUNE=${MATMUL_TUNE:-0} setsid nohup bash $J/job.sh > $J/job.log 2>&1 < /dev/null &
+  KERNELS=${KERNELS:-} MATMUL_TUNE=${MATMUL_TUNE:-0} setsid nohup bash $J/job.sh > $J/job.log 2>&1 < /dev/null &
   echo "lab job started"
 fi
 for _ in $(seq 1 ${WAIT_STEPS:-105}); do [ -f $J/all.rc ] && break; sleep 5; done
