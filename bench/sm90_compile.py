@@ -108,11 +108,22 @@ def jobs_softmax():
                 args |= {"stride_x": "i32", "stride_y": "i32"}
                 const = {"BLOCK_N": block, "ROWS": per}
                 yield f"rows {dtype} {const}", mod._softmax_rows_kernel, args, const, warps, 3
-            else:
+            elif path == "loop":
                 args = {"X": PTR[dtype], "Y": PTR[dtype], "n_cols": "i32", "stride_x": "i32"}
                 args |= {"stride_y": "i32"}
                 const = {"BLOCK": block}
                 yield f"loop {dtype} {const}", mod._softmax_loop_kernel, args, const, warps, 3
+            else:
+                args = {"X": PTR[dtype], "STATS": "*fp32", "n_cols": "i32", "stride_x": "i32"}
+                args |= {"chunk": "i32"}
+                const = {"BLOCK": block}
+                fn = mod._softmax_split_stats_kernel
+                yield f"split stats {dtype} {const}", fn, args, const, warps, 3
+                args = {"X": PTR[dtype], "Y": PTR[dtype], "STATS": "*fp32", "n_cols": "i32"}
+                args |= {"stride_x": "i32", "stride_y": "i32", "chunk": "i32"}
+                const = {"BLOCK": block, "BLOCK_S": triton.next_power_of_2(per)}
+                fn = mod._softmax_split_norm_kernel
+                yield f"split norm {dtype} {const}", fn, args, const, warps, 3
 
 
 def jobs_rmsnorm():

@@ -36,6 +36,27 @@ def test_loop_path_matches_float64_reference(dtype, shape, block):
     assert result.rel_err < MAX_REL[dtype]
 
 
+@pytest.mark.parametrize("dtype", SPEC.dtypes)
+@pytest.mark.parametrize("shape,block,splits", [((3, 1000), 128, 3), ((2, 4096), 512, 4)])
+def test_split_path_matches_float64_reference(dtype, shape, block, splits):
+    # few long rows: chunk statistics, then normalize; 1000 columns in chunks of 384 (3 blocks
+    # of 128): a ragged last chunk
+    fn = lambda inputs: LAB.softmax_triton(inputs, ("split", block, splits, 4))  # noqa: E731
+    result = check(SPEC, fn, shape, dtype, "cpu", seed=9)
+    assert result.correct, result.error
+    assert result.rel_err < MAX_REL[dtype]
+
+
+def test_split_path_combines_chunks_with_different_maxima():
+    # the row's max sits in the last chunk: the other chunks' sums must be rescaled to it
+    def late_spike(inputs):
+        inputs["x"][:, -1] = 30.0
+        return LAB.softmax_triton(inputs, ("split", 128, 3, 4))
+
+    result = check(SPEC, late_spike, (2, 1000), "float32", "cpu", seed=2)
+    assert result.correct and result.rel_err < 1e-6, result
+
+
 def test_loop_path_survives_a_large_max_late_in_the_row():
     # the running max jumps in the last chunk: every earlier partial sum must be rescaled
     def late_spike(inputs):
@@ -66,13 +87,20 @@ def test_bytes_and_flops_model():
 
 @pytest.mark.parametrize(
     "shape,itemsize,path",
-    [((4096, 1024), 2, "rows"), ((4096, 16384), 4, "rows"), ((1024, 32768), 2, "loop")],
+    [
+        ((4096, 1024), 2, "rows"),
+        ((4096, 16384), 4, "rows"),
+        ((1024, 32768), 2, "loop"),  # >= 4 rows per SM: one program per row
+        ((256, 65536), 2, "split"),  # fewer: rows split over programs
+    ],
 )
 def test_launch_config_switches_to_the_loop_past_16384(shape, itemsize, path):
     got, block, rows, warps = LAB.launch_config(*shape, itemsize)
     assert got == path and warps in (4, 8, 16)
     if path == "rows":
         assert block >= shape[1] and block * itemsize * rows >= min(16384, block * itemsize)
+    if path == "split":  # 256 rows x 3 splits: at least 4 programs per SM
+        assert shape[0] * rows >= 4 * 132 and rows == 3
 
 
 def test_a_one_dimensional_shape_is_an_input_error():
