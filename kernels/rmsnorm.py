@@ -19,7 +19,17 @@ EPS = 1e-6
 
 @triton.jit
 def _rmsnorm_kernel(
-    X, W, Y, n_rows, n_cols, stride_x, stride_y, eps, BLOCK_N: tl.constexpr, ROWS: tl.constexpr
+    X,
+    W,
+    Y,
+    n_rows,
+    n_cols,
+    stride_x,
+    stride_y,
+    eps,
+    BLOCK_N: tl.constexpr,
+    ROWS: tl.constexpr,
+    W_EARLY: tl.constexpr,
 ):
     # Each program normalizes ROWS whole rows held in registers: x is read from DRAM once and y
     # written once, which is the whole fusion win over the eager chain.
@@ -34,9 +44,14 @@ def _rmsnorm_kernel(
     col_ok = cols < n_cols
     mask = ((first + rows) < n_rows)[:, None] & col_ok[None, :]
     # x is streamed once: evict it first so w (reused by every program) stays in L2. x stays in
-    # its own precision between the reduction and the output, and w is loaded only after the
-    # reduction: values live across the reduction cost registers, and at 40 registers this
-    # kernel's occupancy was capped at 75% where torch.compile's 23-25 allowed 100% (run 83a4).
+    # its own precision between the reduction and the output: values live across the reduction
+    # cost registers, and at 40 registers this kernel's occupancy was capped at 75% where
+    # torch.compile's 23-25 allowed 100% (run 83a4).
+    if W_EARLY:
+        # v3: w's loads issued with x's (first in the PTX; ptxas still places them after the
+        # first warp-shuffle level, but before the two barriers where v2 had them: NOTES), held
+        # in the input dtype: half the registers of fp32 in fp16/bf16
+        w = tl.load(W + cols, mask=col_ok, other=0.0, eviction_policy="evict_last")
     x = tl.load(
         x_base + rows[:, None] * stride_x + cols[None, :],
         mask=mask,
@@ -45,8 +60,9 @@ def _rmsnorm_kernel(
     )
     xf = x.to(tl.float32)
     rstd = 1.0 / tl.sqrt(tl.sum(xf * xf, axis=1) / n_cols + eps)
-    w = tl.load(W + cols, mask=col_ok, other=0.0, eviction_policy="evict_last").to(tl.float32)
-    y = x.to(tl.float32) * rstd[:, None] * w[None, :]
+    if not W_EARLY:  # v2: w loaded after the reduction
+        w = tl.load(W + cols, mask=col_ok, other=0.0, eviction_policy="evict_last").to(tl.float32)
+    y = x.to(tl.float32) * rstd[:, None] * w.to(tl.float32)[None, :]
     tl.store(y_base + rows[:, None] * stride_y + cols[None, :], y.to(Y.dtype.element_ty), mask=mask)
 
 
@@ -72,7 +88,9 @@ def launch_config(n_rows: int, n_cols: int, itemsize: int) -> tuple[int, int, in
     return block_n, rows, num_warps
 
 
-def rmsnorm_triton(inputs: dict, config: tuple[int, int, int] | None = None) -> torch.Tensor:
+def rmsnorm_triton(
+    inputs: dict, config: tuple[int, int, int] | None = None, w_early: bool = True
+) -> torch.Tensor:
     x, w, out = inputs["x"], inputs["w"], inputs["out"]
     x2, y2 = x.reshape(-1, x.shape[-1]), out.reshape(-1, x.shape[-1])
     n_rows, n_cols = x2.shape
@@ -88,9 +106,15 @@ def rmsnorm_triton(inputs: dict, config: tuple[int, int, int] | None = None) -> 
         EPS,
         BLOCK_N=block_n,
         ROWS=rows,
+        W_EARLY=w_early,
         num_warps=num_warps,
     )
     return out
+
+
+def rmsnorm_triton_v2(inputs: dict) -> torch.Tensor:
+    """The previous version (w loaded after the reduction), kept for side-by-side timing."""
+    return rmsnorm_triton(inputs, w_early=False)
 
 
 def rmsnorm_eager(inputs: dict) -> torch.Tensor:
@@ -134,7 +158,9 @@ SPEC = KernelSpec(
     description="fused RMSNorm over the last dimension (Llama-style, eps=1e-6)",
     variants=(
         Variant(
-            "triton", rmsnorm_triton, description="fused Triton kernel, whole rows in registers"
+            "triton",
+            rmsnorm_triton,
+            description="fused Triton kernel, whole rows in registers, w loaded with x (v3)",
         ),
         Variant("eager", rmsnorm_eager, baseline=True, description="unfused eager PyTorch"),
         Variant(
@@ -146,6 +172,11 @@ SPEC = KernelSpec(
             baseline=True,
             prepare=_compiled,
             description="torch.compile of the eager code",
+        ),
+        Variant(
+            "triton_v2",
+            rmsnorm_triton_v2,
+            description="v2 of the fused kernel: w loaded after the reduction",
         ),
     ),
     make_inputs=make_inputs,

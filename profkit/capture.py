@@ -259,10 +259,10 @@ def unique(option: str, values: tuple, show: Callable[[Any], str], notes: list[s
 
 def _memory_limit(interpret: bool) -> tuple[int, str]:
     """(bytes, what) of the memory the cases' tensors must fit in."""
-    if interpret:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), "this host's memory"
     import torch
 
+    if interpret or not torch.cuda.is_available():  # no GPU: its tensors would live on the host
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), "this host's memory"
     return torch.cuda.get_device_properties(0).total_memory, "the GPU's memory"
 
 

@@ -7,6 +7,7 @@ A spec is plain data plus callables; this module imports no torch, so the analys
 from __future__ import annotations
 
 import ast
+import operator
 import importlib.machinery
 import importlib.util
 import re
@@ -273,7 +274,28 @@ def _elements(node: ast.AST) -> list[ast.AST]:
     return list(node.elts)
 
 
+# integer arithmetic a sweep may be written with ("1 << 26", "4 * 1024"), evaluated without running
+# the file: only these operators, only on literal operands
+_INT_OPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv,
+    ast.Pow: operator.pow,
+    ast.LShift: operator.lshift,
+}
+
+
 def _literal(node: ast.AST, constants: dict[str, Any]) -> Any:
     if isinstance(node, ast.Name):
         return constants[node.id]
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return tuple(_literal(e, constants) for e in node.elts)
+    if isinstance(node, ast.BinOp) and type(node.op) in _INT_OPS:
+        left, right = _literal(node.left, constants), _literal(node.right, constants)
+        if not (isinstance(left, int) and isinstance(right, int)):
+            raise ValueError("not an integer expression")
+        if isinstance(node.op, (ast.Pow, ast.LShift)) and not 0 <= right <= 64:
+            raise ValueError("an exponent or shift out of range")
+        return _INT_OPS[type(node.op)](left, right)
     return ast.literal_eval(node)

@@ -185,6 +185,9 @@ _SCHEMA1_COLUMNS = {
     "spread_ms": "device_iqr_ms",
 }
 SCHEMA2_ONLY = ("device_overhead_us", "host_us", "loop_us", "sm_clock_mhz", "mem_clock_mhz")
+# a sweep of 1-D shapes ("16777216") would otherwise come back as integers and stop matching the
+# manifest's shape strings and other runs' shapes
+TEXT_COLUMNS = {"shape": str}
 SCHEMA1_METHOD = "events (schema 1: event window around the Python call)"
 
 
@@ -216,7 +219,7 @@ def load(path: Path) -> Run:
     file that readers can do without (rules.csv) is left out with a warning in Run.warnings."""
     try:
         manifest = json.loads((path / MANIFEST).read_text())
-        cases = upgrade(manifest, pd.read_csv(path / CASES))
+        cases = upgrade(manifest, pd.read_csv(path / CASES, dtype=TEXT_COLUMNS))
         optional = {name: _read_optional(path / name) for name in (KERNELS, SAMPLES)}
     except (OSError, ValueError) as exc:  # pandas' parser errors are ValueErrors
         raise ProfkitError(f"{path} is not a readable profkit run: {_oneline(exc)}") from exc
@@ -262,4 +265,4 @@ def _oneline(exc: BaseException) -> str:
 
 
 def _read_optional(f: Path) -> pd.DataFrame | None:
-    return pd.read_csv(f) if f.is_file() and f.stat().st_size else None
+    return pd.read_csv(f, dtype=TEXT_COLUMNS) if f.is_file() and f.stat().st_size else None

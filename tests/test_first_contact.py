@@ -328,3 +328,15 @@ def test_markdown_escapes_html_in_names(tmp_path: Path) -> None:
         run.cases = run.cases.head(2).assign(kernel="<img src=x onerror=alert(1)>")
     md = compare.to_markdown(compare.compare_runs(a, b))
     assert "<img" not in md and "&lt;img src=x onerror=alert(1)>" in md
+
+
+def test_list_reads_integer_arithmetic_in_a_sweep_without_running_it(tmp_path: Path) -> None:
+    (tmp_path / "k.py").write_text(
+        "import torch\nfrom profkit.spec import KernelSpec, Variant\n"
+        "SPEC = KernelSpec(name='k', description='', variants=(Variant('a', None),),\n"
+        "    make_inputs=None, reference=None, dtypes=('float32',),\n"
+        "    shapes=((1 << 16,), (4 * 1024, 2**10)), tolerances={}, bytes_moved=None, flops=None)\n"
+    )
+    done = _without_torch("list", "--from", str(tmp_path / "k.py"))
+    assert done.returncode == 0, done.stderr
+    assert "65536" in done.stdout and "4096x1024" in done.stdout

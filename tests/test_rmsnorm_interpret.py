@@ -16,8 +16,9 @@ LAB = sys.modules["profkit_lab.rmsnorm"]
 
 @pytest.mark.parametrize("dtype", SPEC.dtypes)
 @pytest.mark.parametrize("shape", [(4, 64), (3, 100), (2, 1024), (5, 4096)])
-def test_fused_kernel_matches_float64_reference(dtype, shape):
-    result = check(SPEC, SPEC.variant("triton").fn, shape, dtype, "cpu", seed=11)
+@pytest.mark.parametrize("variant", ["triton", "triton_v2"])
+def test_fused_kernel_matches_float64_reference(variant, dtype, shape):
+    result = check(SPEC, SPEC.variant(variant).fn, shape, dtype, "cpu", seed=11)
     assert result.correct, result.error
     assert result.rel_err < {"float32": 1e-6, "float16": 1e-3, "bfloat16": 1e-2}[dtype]
 

@@ -21,6 +21,17 @@ def test_malformed_shapes_are_errors(bad):
         parse_shape(bad)
 
 
+@pytest.mark.parametrize(
+    "text,shape", [("16777216", (16777216,)), ("4096x14336x4096", (4096, 14336, 4096))]
+)
+def test_one_and_three_dimensional_shapes(text, shape):
+    # vector_add and sum take 1-D shapes, matmul MxNxK: parsed, named and modelled alike
+    assert parse_shape(text) == shape and format_shape(shape) == text
+    kernel = "vector_add" if len(shape) == 1 else "matmul"
+    assert case_name(kernel, "triton", "bfloat16", shape) == f"{kernel}.triton.bfloat16.{text}"
+    assert find_spec(kernel).bytes_moved(shape, 2) > 0
+
+
 def test_dtype_aliases_and_unsupported():
     spec = find_spec("rmsnorm")
     assert normalize_dtype(spec, "bf16") == "bfloat16"
@@ -30,7 +41,9 @@ def test_dtype_aliases_and_unsupported():
 
 
 def test_unknown_kernel_lists_known():
-    with pytest.raises(ProfkitError, match="known: decode, rmsnorm"):
+    with pytest.raises(
+        ProfkitError, match="known: decode, matmul, rmsnorm, softmax, sum, vector_add"
+    ):
         find_spec("nope")
 
 
@@ -55,7 +68,8 @@ def test_lab_is_not_importable_as_kernels():
 def test_rmsnorm_spec_declares_the_sweep_and_model():
     spec = find_spec("rmsnorm")
     assert {v.name for v in spec.variants if v.baseline} == {"eager", "native", "compile"}
-    assert [v.name for v in spec.variants if not v.baseline] == ["triton"]
+    # triton: the current version (v3); triton_v2 kept beside it for side-by-side timing
+    assert [v.name for v in spec.variants if not v.baseline] == ["triton", "triton_v2"]
     assert (4096, 4096) in spec.shapes and (4096, 8192) in spec.shapes
     hidden = {s[1] for s in spec.shapes}
     assert min(hidden) == 1024 and max(hidden) == 16384

@@ -33,6 +33,26 @@ def test_round_trip(tmp_path):
     assert run.kernels is None and run.timing_only
 
 
+def test_one_dimensional_shapes_stay_text(tmp_path):
+    # a sweep of 1-D shapes (vector_add, sum) is all digits: it must not come back as integers
+    w = store.RunWriter(tmp_path, "k")
+    cases = pd.DataFrame(
+        {
+            "kernel": ["k", "k"],
+            "variant": ["v", "v"],
+            "dtype": ["float32", "float32"],
+            "shape": ["65536", "16777216"],
+            "correct": [True, True],
+            "device_p50_ms": [0.01, 0.05],
+        }
+    )
+    w.write_table(store.CASES, cases)
+    w.write_table(store.KERNELS, cases[["kernel", "shape"]])
+    run = store.load(w.finish({"kernel": "k", "created": "2026-11-30T00:00:00+00:00"}))
+    assert run.cases["shape"].tolist() == ["65536", "16777216"]
+    assert run.kernels["shape"].tolist() == ["65536", "16777216"]
+
+
 def test_unfinished_run_is_invisible_and_abandon_cleans(tmp_path):
     w = store.RunWriter(tmp_path, "k")
     w.write_table(store.CASES, pd.DataFrame({"a": [1]}))

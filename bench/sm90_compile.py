@@ -1,0 +1,217 @@
+"""Compile the lab's Triton kernels for sm_90 without a GPU and print what the H200 would load.
+
+    PYTHONPATH=. python3 bench/sm90_compile.py [KERNEL ...]     (default: all of them)
+
+For every configuration the kernels' launch heuristics pick over their default sweeps, this
+compiles with Triton's own ptxas and prints registers per thread, spilled bytes (LOCAL), shared
+memory (dynamic, from Triton's metadata) against the H200's 227 KB per block, and the resident
+blocks per SM that registers and shared memory allow. It catches a configuration that cannot
+launch (too much shared memory) or spills before any GPU time is spent. It also compiles the
+persistent matmul with and without warp_specialize=True and says whether the PTX differs.
+Run it with TRITON_INTERPRET unset.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+from profkit.spec import DTYPE_ITEMSIZE, find_spec
+
+SMEM_PER_BLOCK = 232448  # 227 KB: sm_90's opt-in maximum per block
+REGS_PER_SM = 65536
+PTR = {"float16": "*fp16", "bfloat16": "*bf16", "float32": "*fp32"}
+TOOLS = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
+
+
+def compile_sm90(fn, args: dict[str, str], constexprs: dict, warps: int, stages: int = 3):
+    signature = {**args, **{k: "constexpr" for k in constexprs}}
+    # what the launcher specializes at run time: 16-byte-aligned pointers, sizes divisible by 16
+    aligned = {(i,): [["tt.divisibility", 16]] for i in range(len(args))}
+    source = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=aligned)
+    options = {"num_warps": warps, "num_stages": stages}
+    return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=options)
+
+
+def usage(kernel) -> tuple[int, int]:
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as cubin:
+        cubin.write(kernel.asm["cubin"])
+        cubin.flush()
+        out = subprocess.run(
+            [TOOLS / "cuobjdump", "--dump-resource-usage", cubin.name],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    m = re.search(r"REG:(\d+).*?LOCAL:(\d+)", out)
+    return int(m.group(1)), int(m.group(2))
+
+
+def lab(module: str, kernel: str | None = None):
+    find_spec(kernel or module)
+    return sys.modules[f"profkit_lab.{module}"]
+
+
+def jobs_vector_add():
+    mod, spec = lab("vector_add"), find_spec("vector_add")
+    for dtype in spec.dtypes:
+        for (n,) in spec.shapes:
+            block, warps = mod.launch_config(n, DTYPE_ITEMSIZE[dtype])
+            args = {"X": PTR[dtype], "Y": PTR[dtype], "OUT": PTR[dtype], "n": "i32"}
+            yield f"{dtype} BLOCK={block}", mod._add_kernel, args, {"BLOCK": block}, warps, 3
+
+
+def jobs_sum():
+    mod, spec = lab("reduce_sum", "sum"), find_spec("sum")
+    for dtype in spec.dtypes:
+        for shape in spec.shapes:
+            rows, cols = mod._rows_cols(shape)
+            block, splits, warps = mod.launch_config(rows, cols, DTYPE_ITEMSIZE[dtype])
+            args = {"X": PTR[dtype], "P": "*fp32", "cols": "i32", "stride_row": "i32"}
+            yield (
+                f"chunk {dtype} BLOCK={block}",
+                mod._chunk_sum_kernel,
+                {**args, "chunk": "i32"},
+                {"BLOCK": block},
+                warps,
+                3,
+            )
+            onepass = {"X": PTR[dtype], "P": "*fp32", "OUT": "*fp32", "COUNT": "*i32"}
+            onepass |= {"cols": "i32", "stride_row": "i32", "chunk": "i32"}
+            const = {"BLOCK": block, "BLOCK_S": triton.next_power_of_2(splits)}
+            yield f"onepass {dtype} {const}", mod._onepass_sum_kernel, onepass, const, warps, 3
+            atomic = {"X": PTR[dtype], "OUT": "*fp32", "cols": "i32", "stride_row": "i32"}
+            yield (
+                f"atomic {dtype} BLOCK={block} ATOMIC={splits > 1}",
+                mod._atomic_sum_kernel,
+                atomic,
+                {"BLOCK": block, "ATOMIC": splits > 1},
+                warps,
+                3,
+            )
+
+
+def jobs_softmax():
+    mod, spec = lab("softmax"), find_spec("softmax")
+    for dtype in spec.dtypes:
+        for rows, cols in spec.shapes:
+            path, block, per, warps = mod.launch_config(rows, cols, DTYPE_ITEMSIZE[dtype])
+            if path == "rows":
+                args = {"X": PTR[dtype], "Y": PTR[dtype], "n_rows": "i32", "n_cols": "i32"}
+                args |= {"stride_x": "i32", "stride_y": "i32"}
+                const = {"BLOCK_N": block, "ROWS": per}
+                yield f"rows {dtype} {const}", mod._softmax_rows_kernel, args, const, warps, 3
+            elif path == "loop":
+                args = {"X": PTR[dtype], "Y": PTR[dtype], "n_cols": "i32", "stride_x": "i32"}
+                args |= {"stride_y": "i32"}
+                const = {"BLOCK": block}
+                yield f"loop {dtype} {const}", mod._softmax_loop_kernel, args, const, warps, 3
+            else:
+                args = {"X": PTR[dtype], "STATS": "*fp32", "n_cols": "i32", "stride_x": "i32"}
+                args |= {"chunk": "i32"}
+                const = {"BLOCK": block}
+                fn = mod._softmax_split_stats_kernel
+                yield f"split stats {dtype} {const}", fn, args, const, warps, 3
+                args = {"X": PTR[dtype], "Y": PTR[dtype], "STATS": "*fp32", "n_cols": "i32"}
+                args |= {"stride_x": "i32", "stride_y": "i32", "chunk": "i32"}
+                const = {"BLOCK": block, "BLOCK_S": triton.next_power_of_2(per)}
+                fn = mod._softmax_split_norm_kernel
+                yield f"split norm {dtype} {const}", fn, args, const, warps, 3
+
+
+def jobs_rmsnorm():
+    mod, spec = lab("rmsnorm"), find_spec("rmsnorm")
+    for dtype in spec.dtypes:
+        for rows, cols in spec.shapes:
+            block_n, per, warps = mod.launch_config(rows, cols, DTYPE_ITEMSIZE[dtype])
+            args = {"X": PTR[dtype], "W": PTR[dtype], "Y": PTR[dtype], "n_rows": "i32"}
+            args |= {"n_cols": "i32", "stride_x": "i32", "stride_y": "i32", "eps": "fp32"}
+            for early in (True, False):  # v3 (variant triton) and v2 (triton_v2)
+                const = {"BLOCK_N": block_n, "ROWS": per, "W_EARLY": early}
+                yield f"{dtype} {const}", mod._rmsnorm_kernel, args, const, warps, 3
+
+
+def jobs_matmul():
+    mod, spec = lab("matmul"), find_spec("matmul")
+    for dtype in spec.dtypes:
+        for m, n, k in spec.shapes:
+            bm, bn, bk, group_m, stages, warps, _ = mod.launch_config(m, n, k)
+            args = {"A": PTR[dtype], "B": PTR[dtype], "C": PTR[dtype], "M": "i32", "N": "i32"}
+            args |= {"K": "i32", "stride_am": "i32", "stride_bk": "i32", "stride_cm": "i32"}
+            even = m % bm == 0 and n % bn == 0 and k % bk == 0
+            const = dict(BM=bm, BN=bn, BK=bk, GROUP_M=group_m, EVEN=even, WIDEN=False)
+            yield (
+                f"tiled {dtype} {bm}x{bn}x{bk} s{stages} w{warps}",
+                (mod._matmul_tiled_kernel),
+                args,
+                const,
+                warps,
+                stages,
+            )
+            bm, bn, bk, group_m, stages, warps, sub = mod.launch_config(m, n, k, True)
+            args = {"A": PTR[dtype], "B": PTR[dtype], "C": PTR[dtype], "M": "i32", "N": "i32"}
+            args |= {"K": "i32"}
+            const = dict(BM=bm, BN=bn, BK=bk, GROUP_M=group_m, NUM_PROGRAMS=mod.SMS)
+            const |= dict(SUBTILE=sub, WS=False, WIDEN=False)
+            label = f"persistent {dtype} {bm}x{bn}x{bk} s{stages} w{warps} sub{sub}"
+            yield label, mod._matmul_persistent_kernel, args, const, warps, stages
+
+
+def warp_specialize_check() -> str:
+    """Does tl.range(warp_specialize=True) change the sm_90 persistent matmul?"""
+    mod = lab("matmul")
+    args = {"A": "*bf16", "B": "*bf16", "C": "*bf16", "M": "i32", "N": "i32", "K": "i32"}
+    ptx = {}
+    for ws in (False, True):
+        const = dict(BM=128, BN=256, BK=64, GROUP_M=8, NUM_PROGRAMS=132, SUBTILE=2, WS=ws)
+        const["WIDEN"] = False
+        ptx[ws] = compile_sm90(mod._matmul_persistent_kernel, args, const, 8, 3).asm["ptx"]
+    verdict = "identical" if ptx[False] == ptx[True] else "DIFFERS"
+    return f"warp_specialize=True on sm_90 (persistent bf16 128x256x64): PTX {verdict}"
+
+
+JOBS = {
+    "vector_add": jobs_vector_add,
+    "sum": jobs_sum,
+    "softmax": jobs_softmax,
+    "rmsnorm": jobs_rmsnorm,
+    "matmul": jobs_matmul,
+}
+
+
+def main(names: list[str]) -> int:
+    bad = 0
+    print(f"{'kernel':<11} {'configuration':<58} {'regs':>4} {'spill':>5} {'smem':>7} blocks/SM")
+    for name in names or list(JOBS):
+        seen = set()
+        for label, fn, args, const, warps, stages in JOBS[name]():
+            key = (fn.__name__, tuple(args.values()), tuple(sorted(const.items())), warps, stages)
+            if key in seen:
+                continue
+            seen.add(key)
+            kernel = compile_sm90(fn, args, const, warps, stages)
+            regs, spill = usage(kernel)
+            smem = kernel.metadata.shared
+            by_regs = REGS_PER_SM // max(1, regs * 32 * warps)
+            by_smem = 228 * 1024 // smem if smem else 32
+            fits = smem <= SMEM_PER_BLOCK and by_regs >= 1
+            bad += not fits or spill > 0
+            flag = "  <-- cannot launch" if not fits else "  <-- spills" if spill else ""
+            print(
+                f"{name:<11} {label[:58]:<58} {regs:>4} {spill:>5} {smem:>7} "
+                f"{min(by_regs, by_smem, 32)}{flag}"
+            )
+    if not names or "matmul" in names:
+        print(warp_specialize_check())
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

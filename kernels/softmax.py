@@ -1,0 +1,288 @@
+"""Row softmax over the last dimension: y = exp(x - max(x)) / sum(exp(x - max(x))).
+
+The lab's Triton kernel (one variant, two code paths chosen by row length) against three
+baselines: the unfused eager code (max, subtract, exp, sum, divide: each its own kernel),
+torch.softmax, and torch.compile of the eager code.
+- Rows up to 16384 elements: a program holds whole rows in registers, reads x once, writes y once.
+- Longer rows: a loop over the row in chunks. Pass 1 keeps a running max and a running sum of
+  exponentials rescaled to it (online softmax, one read of x); pass 2 reads x again and writes y.
+  The second read is the price of not holding the row: it should mostly hit L2 (the rows in
+  flight at once, 2 per SM x 132 SMs x 128 KB, ~34 MB, fit in the 60 MB L2).
+- Few long rows (under 4 programs per SM): each row split over several programs, two launches:
+  per-chunk max and sum (online, as above), then each program combines its row's few pairs and
+  normalizes its chunk.
+Minimum traffic: read x once, write y once (what the floor counts; the loop kernel reads twice).
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from profkit.spec import KernelSpec, Variant
+
+MAX_ROW_IN_REGISTERS = 16384  # elements: 32 fp32 values per thread at 16 warps
+PROGRAMS_TARGET = 4 * 132  # long rows: at least 4 programs per SM of the H200's 132
+
+
+@triton.jit
+def _softmax_rows_kernel(
+    X, Y, n_rows, n_cols, stride_x, stride_y, BLOCK_N: tl.constexpr, ROWS: tl.constexpr
+):
+    # ROWS whole rows per program, in registers: one read of x, one write of y
+    pid = tl.program_id(0)
+    first = pid * ROWS
+    x_base = X + first.to(tl.int64) * stride_x
+    y_base = Y + first.to(tl.int64) * stride_y
+    rows = tl.arange(0, ROWS)
+    cols = tl.arange(0, BLOCK_N)
+    mask = ((first + rows) < n_rows)[:, None] & (cols < n_cols)[None, :]
+    x = tl.load(
+        x_base + rows[:, None] * stride_x + cols[None, :],
+        mask=mask,
+        other=-float("inf"),
+        eviction_policy="evict_first",
+    ).to(tl.float32)
+    # masked lanes are -inf: exp gives 0 and they drop out of the sum; a fully masked row (past
+    # n_rows) gives NaN there, but it is never stored
+    e = tl.exp(x - tl.max(x, axis=1)[:, None])
+    y = e / tl.sum(e, axis=1)[:, None]
+    tl.store(y_base + rows[:, None] * stride_y + cols[None, :], y.to(Y.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _online_max_sum(x_base, n, BLOCK: tl.constexpr):
+    # the max of x[0:n] and the sum of exp(x - max), in one read: per lane a running max m and a
+    # sum s of exp(x - m), rescaled when m grows; lanes are combined once at the end, so the
+    # loop has no cross-thread reduction in it
+    cols = tl.arange(0, BLOCK)
+    m = tl.full([BLOCK], -float("inf"), dtype=tl.float32)
+    s = tl.zeros([BLOCK], dtype=tl.float32)
+    for start in tl.range(0, n, BLOCK):
+        x = tl.load(x_base + start + cols, mask=start + cols < n, other=-float("inf"))
+        x = x.to(tl.float32)
+        m_new = tl.maximum(m, x)
+        # a lane that has seen only -inf (masked) keeps m = -inf: guard exp(-inf - -inf) = NaN
+        scale = tl.where(m_new == -float("inf"), 0.0, tl.exp(m - m_new))
+        s = s * scale + tl.where(m_new == -float("inf"), 0.0, tl.exp(x - m_new))
+        m = m_new
+    row_max = tl.max(m, axis=0)
+    return row_max, tl.sum(s * tl.exp(m - row_max), axis=0)  # -inf lanes add exp(-inf) = 0
+
+
+@triton.jit
+def _normalize(x_base, y_base, n, row_max, inv, BLOCK: tl.constexpr):
+    # y[0:n] = exp(x - max) / sum, reading x again (from L2, mostly)
+    cols = tl.arange(0, BLOCK)
+    for start in tl.range(0, n, BLOCK):
+        mask = start + cols < n
+        x = tl.load(x_base + start + cols, mask=mask, other=0.0).to(tl.float32)
+        y = tl.exp(x - row_max) * inv
+        tl.store(y_base + start + cols, y.to(y_base.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _softmax_loop_kernel(X, Y, n_cols, stride_x, stride_y, BLOCK: tl.constexpr):
+    # one program per row, the row in chunks of BLOCK: pass 1 online max/sum, pass 2 normalize
+    row = tl.program_id(0)
+    x_base = X + row.to(tl.int64) * stride_x
+    row_max, row_sum = _online_max_sum(x_base, n_cols, BLOCK)
+    _normalize(x_base, Y + row.to(tl.int64) * stride_y, n_cols, row_max, 1.0 / row_sum, BLOCK)
+
+
+@triton.jit
+def _softmax_split_stats_kernel(X, STATS, n_cols, stride_x, chunk, BLOCK: tl.constexpr):
+    # program (row, split): max and sum of exp(x - max) over its chunk of the row
+    row = tl.program_id(0)
+    split = tl.program_id(1)
+    n_splits = tl.num_programs(1)
+    x_base = X + row.to(tl.int64) * stride_x + split * chunk
+    chunk_max, chunk_sum = _online_max_sum(x_base, tl.minimum(chunk, n_cols - split * chunk), BLOCK)
+    tl.store(STATS + (row * n_splits + split) * 2, chunk_max)
+    tl.store(STATS + (row * n_splits + split) * 2 + 1, chunk_sum)
+
+
+@triton.jit
+def _softmax_split_norm_kernel(
+    X, Y, STATS, n_cols, stride_x, stride_y, chunk, BLOCK: tl.constexpr, BLOCK_S: tl.constexpr
+):
+    # program (row, split): combine the row's chunk statistics (a few pairs), normalize its chunk
+    row = tl.program_id(0)
+    split = tl.program_id(1)
+    n_splits = tl.num_programs(1)
+    offs = tl.arange(0, BLOCK_S)
+    pair = STATS + (row * n_splits + offs) * 2
+    ms = tl.load(pair, mask=offs < n_splits, other=-float("inf"))
+    ss = tl.load(pair + 1, mask=offs < n_splits, other=0.0)
+    row_max = tl.max(ms, axis=0)
+    inv = 1.0 / tl.sum(ss * tl.exp(ms - row_max), axis=0)
+    first = split * chunk
+    _normalize(
+        X + row.to(tl.int64) * stride_x + first,
+        Y + row.to(tl.int64) * stride_y + first,
+        tl.minimum(chunk, n_cols - first),
+        row_max,
+        inv,
+        BLOCK,
+    )
+
+
+def launch_config(n_rows: int, n_cols: int, itemsize: int) -> tuple[str, int, int, int]:
+    """(path, BLOCK, ROWS, num_warps) for a shape: "rows" (whole rows in registers), "loop" or
+    "split" (long rows).
+
+    - Rows up to 16384 elements stay in registers (BLOCK = the row rounded up to a power of two):
+      x is read once. ~16 values per thread (num_warps = elements / 512, 4..16), as RMSNorm's
+      kernel measured: more per thread capped occupancy by registers (kernels/NOTES.md).
+    - ROWS packs short rows so a program moves ~16 KB (RMSNorm's rule): at 1024 columns a single
+      row is 2-4 KB, and a program's fixed cost (two reductions, their barriers) would dominate.
+    - Longer rows loop in chunks of 8192 elements at 16 warps (16 per thread): each loop
+      iteration has 16-32 KB of loads in flight.
+    - "loop" (one program per row) while there are >= 528 rows (4 programs per SM); fewer, longer
+      rows "split" (ROWS = splits per row): 256 rows of 65536 would be under two programs per
+      SM. Two launches then: chunk statistics, and normalize (combining a row's few pairs).
+      The second read of x comes from L2 when x fits in it (256x65536 fp32: 64 MB, about L2).
+    """
+    if n_cols <= MAX_ROW_IN_REGISTERS:
+        block_n = triton.next_power_of_2(n_cols)
+        rows = 1
+        while block_n * rows * itemsize < 16384 and n_rows >= rows * 2 * 132 * 4:
+            rows *= 2
+        num_warps = min(16, max(4, block_n * rows // 512))
+        return "rows", block_n, rows, num_warps
+    if n_rows >= PROGRAMS_TARGET:
+        return "loop", 8192, 1, 16
+    splits = min(triton.cdiv(n_cols, 8192), triton.cdiv(PROGRAMS_TARGET, n_rows))
+    return "split", 8192, splits, 16
+
+
+def softmax_triton(inputs: dict, config: tuple[str, int, int, int] | None = None) -> torch.Tensor:
+    x, out = inputs["x"], inputs["out"]
+    x2, y2 = x.reshape(-1, x.shape[-1]), out.reshape(-1, x.shape[-1])
+    n_rows, n_cols = x2.shape
+    path, block, rows, num_warps = config or launch_config(n_rows, n_cols, x.element_size())
+    if path == "rows":
+        _softmax_rows_kernel[(triton.cdiv(n_rows, rows),)](
+            x2,
+            y2,
+            n_rows,
+            n_cols,
+            x2.stride(0),
+            y2.stride(0),
+            BLOCK_N=block,
+            ROWS=rows,
+            num_warps=num_warps,
+        )
+    elif path == "loop":
+        _softmax_loop_kernel[(n_rows,)](
+            x2, y2, n_cols, x2.stride(0), y2.stride(0), BLOCK=block, num_warps=num_warps
+        )
+    else:
+        # a whole number of blocks per chunk, so only a row's last chunk is partly masked
+        chunk = triton.cdiv(triton.cdiv(n_cols, rows), block) * block
+        splits = triton.cdiv(n_cols, chunk)
+        stats = torch.empty(n_rows * splits * 2, device=x.device, dtype=torch.float32)
+        grid = (n_rows, splits)
+        _softmax_split_stats_kernel[grid](
+            x2, stats, n_cols, x2.stride(0), chunk, BLOCK=block, num_warps=num_warps
+        )
+        _softmax_split_norm_kernel[grid](
+            x2,
+            y2,
+            stats,
+            n_cols,
+            x2.stride(0),
+            y2.stride(0),
+            chunk,
+            BLOCK=block,
+            BLOCK_S=triton.next_power_of_2(splits),
+            num_warps=num_warps,
+        )
+    return out
+
+
+def softmax_eager(inputs: dict) -> torch.Tensor:
+    """Softmax written out as the textbook does: every step is its own kernel."""
+    x = inputs["x"]
+    h = x.to(torch.float32)
+    e = torch.exp(h - h.amax(-1, keepdim=True))
+    return (e / e.sum(-1, keepdim=True)).to(x.dtype)
+
+
+def softmax_torch(inputs: dict) -> torch.Tensor:
+    return torch.softmax(inputs["x"], dim=-1)
+
+
+def _compiled() -> callable:
+    # one graph per (dtype, shape): lift dynamo's recompile limit (default 8) so later shapes are
+    # not silently run eagerly; dynamic=False gives each shape its own kernel
+    import torch._dynamo
+
+    for knob in ("recompile_limit", "cache_size_limit"):
+        if hasattr(torch._dynamo.config, knob):
+            setattr(torch._dynamo.config, knob, 1024)
+    return torch.compile(softmax_eager, dynamic=False)
+
+
+def make_inputs(shape, dtype: str, device: str, generator: torch.Generator) -> dict:
+    # logits of spread 2: rows are neither flat nor one-hot
+    dt = getattr(torch, dtype)
+    x = (2 * torch.randn(shape, generator=generator, device=device, dtype=torch.float32)).to(dt)
+    return {"x": x, "out": torch.empty_like(x)}
+
+
+def reference(inputs: dict) -> torch.Tensor:
+    return torch.softmax(inputs["x"].double(), dim=-1)
+
+
+def _rows_cols(shape) -> tuple[int, int]:
+    if len(shape) != 2:  # capture reports it before any work
+        raise ValueError("softmax takes 2-D shapes ROWSxCOLS, e.g. 4096x4096")
+    return shape[0], shape[1]
+
+
+def bytes_moved(shape, itemsize: int) -> int:
+    rows, cols = _rows_cols(shape)
+    return 2 * rows * cols * itemsize  # read x once, write y once
+
+
+def flops(shape) -> int:
+    rows, cols = _rows_cols(shape)
+    return 5 * rows * cols  # max, subtract, exp, sum, scale (exp counted as one)
+
+
+SPEC = KernelSpec(
+    name="softmax",
+    description="row softmax over the last dimension",
+    variants=(
+        Variant(
+            "triton",
+            softmax_triton,
+            description="Triton: rows in registers to 16384, else online loop / split rows",
+        ),
+        Variant(
+            "eager", softmax_eager, baseline=True, description="unfused eager (exp, sum, divide)"
+        ),
+        Variant("torch", softmax_torch, baseline=True, description="torch.softmax"),
+        Variant(
+            "compile",
+            softmax_eager,
+            baseline=True,
+            prepare=_compiled,
+            description="torch.compile of the eager code",
+        ),
+    ),
+    make_inputs=make_inputs,
+    reference=reference,
+    dtypes=("float16", "bfloat16", "float32"),
+    # registers path: 1024 .. 16384 columns; loop path: 32768 and 65536 columns
+    shapes=((4096, 1024), (4096, 4096), (4096, 16384), (16384, 8192), (1024, 32768), (256, 65536)),
+    # outputs lie in (0, 1] and reach ~1e-5 at 65536 columns, so atol stays far below them:
+    # fp16 rounds relative 2^-11 (values under 6e-5 are subnormal: absolute 2^-25), bf16 2^-8
+    # (the interpreter truncates: 2^-7), fp32 exp/divide ~1e-7 relative
+    tolerances={"float16": (1e-6, 4e-3), "bfloat16": (1e-6, 2e-2), "float32": (1e-8, 1e-4)},
+    bytes_moved=bytes_moved,
+    flops=flops,
+    interpret_shapes=((4, 64), (3, 100), (2, 1024)),
+)

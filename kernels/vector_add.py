@@ -1,0 +1,100 @@
+"""Vector add: out = x + y, 1-D, the lab's pure streaming kernel.
+
+The Triton kernel against torch.add(out=). Minimum traffic: read x and y once, write out once,
+3 n itemsize bytes, and one FLOP per element: a copy-bandwidth test with a launch in front.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from profkit.spec import KernelSpec, Variant
+
+SMS = 132  # H200; only used to size the grid at small n
+
+
+@triton.jit
+def _add_kernel(X, Y, OUT, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    # one 64-bit base per program, 32-bit offsets inside it (2^28 fp32 elements is 1 GiB: the
+    # element index still fits in int32, but the byte offsets of larger inputs would not)
+    base = pid.to(tl.int64) * BLOCK
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n - base
+    x = tl.load(X + base + offs, mask=mask)
+    y = tl.load(Y + base + offs, mask=mask)
+    # fp32 math for every dtype: the same single rounding as torch.add, and the interpreter's
+    # bf16 arithmetic is broken (load -> fp32 -> store is what it runs correctly)
+    out = x.to(tl.float32) + y.to(tl.float32)
+    tl.store(OUT + base + offs, out.to(OUT.dtype.element_ty), mask=mask)
+
+
+def launch_config(n: int, itemsize: int) -> tuple[int, int]:
+    """(BLOCK, num_warps) for n elements.
+
+    - 16 KB of each operand per program at 8 warps: 64 bytes per thread per operand, i.e. four
+      16-byte loads of x and four of y in flight per thread before the first add. The tutorial's
+      1024-element, 4-warp program (16 bytes per thread per operand in fp32) reached 89.5% DRAM
+      throughput at 2^26 fp32 (gpu-facts.md); more bytes in flight per thread is the lever.
+    - Smaller blocks when n is small, so the grid still gives every SM a few programs (>= 4 per
+      SM on 132 SMs) instead of leaving most of the GPU idle; never under 1024 elements
+      (below that a program's fixed cost dominates its traffic).
+    """
+    block = 16384 // itemsize
+    while block > 1024 and triton.cdiv(n, block) < 4 * SMS:
+        block //= 2
+    num_warps = 8 if block >= 2048 else 4
+    return block, num_warps
+
+
+def add_triton(inputs: dict, config: tuple[int, int] | None = None) -> torch.Tensor:
+    x, y, out = inputs["x"], inputs["y"], inputs["out"]
+    n = x.numel()
+    block, num_warps = config or launch_config(n, x.element_size())
+    _add_kernel[(triton.cdiv(n, block),)](x, y, out, n, BLOCK=block, num_warps=num_warps)
+    return out
+
+
+def add_torch(inputs: dict) -> torch.Tensor:
+    return torch.add(inputs["x"], inputs["y"], out=inputs["out"])
+
+
+def make_inputs(shape, dtype: str, device: str, generator: torch.Generator) -> dict:
+    dt = getattr(torch, dtype)
+    x = torch.randn(shape, generator=generator, device=device, dtype=torch.float32).to(dt)
+    y = torch.randn(shape, generator=generator, device=device, dtype=torch.float32).to(dt)
+    return {"x": x, "y": y, "out": torch.empty_like(x)}
+
+
+def reference(inputs: dict) -> torch.Tensor:
+    return inputs["x"].double() + inputs["y"].double()
+
+
+def _numel(shape) -> int:
+    # 1-D only: any other shape is an input error, reported by capture before any work
+    if len(shape) != 1:
+        raise ValueError("vector_add takes 1-D shapes N, e.g. 16777216")
+    return shape[0]
+
+
+SPEC = KernelSpec(
+    name="vector_add",
+    description="out = x + y, 1-D, against torch.add(out=)",
+    variants=(
+        Variant("triton", add_triton, description="Triton, 16 KB per operand per program"),
+        Variant("torch", add_torch, baseline=True, description="torch.add(x, y, out=out)"),
+    ),
+    make_inputs=make_inputs,
+    reference=reference,
+    dtypes=("float32", "float16", "bfloat16"),
+    # 2^16 (launch-bound: 0.8 MB in fp32) .. 2^28 (3 GB in fp32, ~0.76 ms at copy bandwidth)
+    shapes=((1 << 16,), (1 << 20,), (1 << 24,), (1 << 26,), (1 << 28,)),
+    # one rounding of the exact sum to the output type: half an ulp (fp32 2^-24, fp16 2^-11,
+    # bf16 2^-8 relative); the interpreter truncates fp32 -> bf16, a whole bf16 ulp (2^-7)
+    tolerances={"float32": (1e-6, 1e-6), "float16": (1e-5, 1e-3), "bfloat16": (1e-5, 1e-2)},
+    bytes_moved=lambda shape, itemsize: 3 * _numel(shape) * itemsize,
+    flops=lambda shape: _numel(shape),
+    interpret_shapes=((1000,), (4096,), (5000,)),
+)

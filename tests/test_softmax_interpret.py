@@ -1,0 +1,109 @@
+"""The lab's row softmax, checked on the CPU through Triton's interpreter (small shapes)."""
+
+import os
+import sys
+
+import pytest
+
+os.environ["TRITON_INTERPRET"] = "1"  # before the kernel module is (re)loaded below
+
+from profkit.capture import CaptureOptions, _check_shapes  # noqa: E402
+from profkit.errors import ProfkitError  # noqa: E402
+from profkit.spec import find_spec  # noqa: E402
+from profkit.timing import check  # noqa: E402
+
+SPEC = find_spec("softmax")
+LAB = sys.modules["profkit_lab.softmax"]
+MAX_REL = {"float32": 1e-6, "float16": 1e-3, "bfloat16": 1e-2}
+
+
+@pytest.mark.parametrize("dtype", SPEC.dtypes)
+@pytest.mark.parametrize("shape", SPEC.interpret_shapes)
+def test_rows_path_matches_float64_reference(dtype, shape):
+    result = check(SPEC, SPEC.variant("triton").fn, shape, dtype, "cpu", seed=7)
+    assert result.correct, result.error
+    assert result.rel_err < MAX_REL[dtype]
+
+
+@pytest.mark.parametrize("dtype", SPEC.dtypes)
+@pytest.mark.parametrize("shape,block", [((3, 1000), 128), ((2, 4096), 1024), ((5, 77), 64)])
+def test_loop_path_matches_float64_reference(dtype, shape, block):
+    # the online path that long rows take, forced on small rows: several chunks, a ragged last
+    # chunk (1000 = 7 x 128 + 104), and a row shorter than one chunk (lanes that stay at -inf)
+    fn = lambda inputs: LAB.softmax_triton(inputs, ("loop", block, 1, 4))  # noqa: E731
+    result = check(SPEC, fn, shape, dtype, "cpu", seed=8)
+    assert result.correct, result.error
+    assert result.rel_err < MAX_REL[dtype]
+
+
+@pytest.mark.parametrize("dtype", SPEC.dtypes)
+@pytest.mark.parametrize("shape,block,splits", [((3, 1000), 128, 3), ((2, 4096), 512, 4)])
+def test_split_path_matches_float64_reference(dtype, shape, block, splits):
+    # few long rows: chunk statistics, then normalize; 1000 columns in chunks of 384 (3 blocks
+    # of 128): a ragged last chunk
+    fn = lambda inputs: LAB.softmax_triton(inputs, ("split", block, splits, 4))  # noqa: E731
+    result = check(SPEC, fn, shape, dtype, "cpu", seed=9)
+    assert result.correct, result.error
+    assert result.rel_err < MAX_REL[dtype]
+
+
+def test_split_path_combines_chunks_with_different_maxima():
+    # the row's max sits in the last chunk: the other chunks' sums must be rescaled to it
+    def late_spike(inputs):
+        inputs["x"][:, -1] = 30.0
+        return LAB.softmax_triton(inputs, ("split", 128, 3, 4))
+
+    result = check(SPEC, late_spike, (2, 1000), "float32", "cpu", seed=2)
+    assert result.correct and result.rel_err < 1e-6, result
+
+
+def test_loop_path_survives_a_large_max_late_in_the_row():
+    # the running max jumps in the last chunk: every earlier partial sum must be rescaled
+    def late_spike(inputs):
+        inputs["x"][:, -1] = 30.0
+        return LAB.softmax_triton(inputs, ("loop", 128, 1, 4))
+
+    result = check(SPEC, late_spike, (2, 1000), "float32", "cpu", seed=2)
+    assert result.correct and result.rel_err < 1e-6, result
+
+
+@pytest.mark.parametrize("rows", [1, 2, 4])
+def test_rows_per_program_configs_cover_every_row(rows):
+    fn = lambda inputs: LAB.softmax_triton(inputs, ("rows", 128, rows, 4))  # noqa: E731
+    assert check(SPEC, fn, (7, 100), "float16", "cpu", seed=3).correct
+
+
+def test_baselines_match_the_reference():
+    for name in ("eager", "torch"):
+        assert check(SPEC, SPEC.variant(name).fn, (4, 300), "float32", "cpu", seed=1).correct
+
+
+def test_bytes_and_flops_model():
+    # 4096x4096 fp16: x read once and y written once = 2 * 4096 * 4096 * 2 bytes
+    assert SPEC.bytes_moved((4096, 4096), 2) == 67_108_864
+    assert SPEC.bytes_moved((256, 65536), 4) == 134_217_728
+    assert SPEC.flops((4096, 1024)) == 5 * 4096 * 1024
+
+
+@pytest.mark.parametrize(
+    "shape,itemsize,path",
+    [
+        ((4096, 1024), 2, "rows"),
+        ((4096, 16384), 4, "rows"),
+        ((1024, 32768), 2, "loop"),  # >= 4 rows per SM: one program per row
+        ((256, 65536), 2, "split"),  # fewer: rows split over programs
+    ],
+)
+def test_launch_config_switches_to_the_loop_past_16384(shape, itemsize, path):
+    got, block, rows, warps = LAB.launch_config(*shape, itemsize)
+    assert got == path and warps in (4, 8, 16)
+    if path == "rows":
+        assert block >= shape[1] and block * itemsize * rows >= min(16384, block * itemsize)
+    if path == "split":  # 256 rows x 3 splits: at least 4 programs per SM
+        assert shape[0] * rows >= 4 * 132 and rows == 3
+
+
+def test_a_one_dimensional_shape_is_an_input_error():
+    opts = CaptureOptions(dtypes=("float32",), shapes=((4096,),), variants=("torch",), root=".")
+    with pytest.raises(ProfkitError, match="softmax takes 2-D shapes"):
+        _check_shapes(SPEC, opts)

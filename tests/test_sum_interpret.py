@@ -1,0 +1,99 @@
+"""The lab's three sum reductions, checked through Triton's interpreter (small shapes)."""
+
+import os
+import sys
+
+import pytest
+
+os.environ["TRITON_INTERPRET"] = "1"  # before the kernel module is (re)loaded below
+
+from profkit.capture import CaptureOptions, _check_shapes  # noqa: E402
+from profkit.errors import ProfkitError  # noqa: E402
+from profkit.spec import find_spec  # noqa: E402
+from profkit.timing import check  # noqa: E402
+
+SPEC = find_spec("sum")
+LAB = sys.modules["profkit_lab.reduce_sum"]
+TRITON = ("triton_tree", "triton_atomic", "triton_onepass")
+
+
+@pytest.mark.parametrize("dtype", SPEC.dtypes)
+@pytest.mark.parametrize("shape", SPEC.interpret_shapes)
+@pytest.mark.parametrize("variant", TRITON)
+def test_variants_match_float64_reference(variant, dtype, shape):
+    result = check(SPEC, SPEC.variant(variant).fn, shape, dtype, "cpu", seed=4)
+    assert result.correct, result.error
+    assert result.rel_err < 1e-6  # fp32 accumulation of <= 2^16 values: ~1e-8..1e-7 seen
+
+
+@pytest.mark.parametrize("variant", TRITON)
+@pytest.mark.parametrize("config", [(128, 3, 4), (256, 7, 4), (1024, 1, 4)])
+def test_split_configs_cover_every_element(variant, config):
+    # 3 and 7 splits of 3000 columns in blocks of 128/256: ragged chunks, partly masked blocks
+    fn = lambda inputs: getattr(LAB, variant.replace("triton", "sum"))(inputs, config)  # noqa: E731
+    for shape in [(3000,), (5, 3000)]:
+        result = check(SPEC, fn, shape, "float32", "cpu", seed=9)
+        assert result.correct and result.rel_err < 1e-6, (shape, result)
+
+
+def test_a_dropped_block_fails_the_tolerance():
+    # the tolerance must catch a kernel that skips one block of the row
+    def skips_a_block(inputs):
+        short = {**inputs, "x": inputs["x"][:-128]}
+        return LAB.sum_tree(short, (128, 4, 4))
+
+    result = check(SPEC, skips_a_block, (8192,), "float32", "cpu", seed=3)
+    assert not result.correct and "outside tolerance" in result.error
+    # and at the sweep's sizes: one 16 KB block of a 2^26-element input (inputs have mean 1, so
+    # the sum shifts by ~block / n) lies outside rtol, in both dtypes
+    for dtype, (_, rtol) in SPEC.tolerances.items():
+        block, _, _ = LAB.launch_config(1, 1 << 26, 4 if dtype == "float32" else 2)
+        assert block / (1 << 26) > 3 * rtol
+
+
+def test_onepass_matches_the_tree_bitwise_and_resets_its_counters():
+    # the same chunks and the same fixed order over the partials, in one launch instead of two;
+    # the counters must be back at zero after each call, or the next call never finalizes
+    import torch
+
+    inputs = SPEC.make_inputs((3, 20000), "float32", "cpu", torch.Generator().manual_seed(5))
+    tree = LAB.sum_tree(inputs).clone()
+    for _ in range(2):
+        inputs["out"].fill_(float("nan"))
+        assert torch.equal(LAB.sum_onepass(inputs), tree)
+        assert LAB._counters(inputs["x"].device, 3).eq(0).all()
+
+
+def test_atomic_variant_zeroes_its_output_first():
+    # the output is poisoned (NaN) before the check: atomics into it without a memset would fail
+    result = check(SPEC, SPEC.variant("triton_atomic").fn, (1 << 16,), "float32", "cpu", seed=1)
+    assert result.correct
+
+
+def test_bytes_and_flops_model():
+    # 1-D 2^30 fp32: 4 GiB read, one fp32 written; row sums: x once + one fp32 per row
+    assert SPEC.bytes_moved((1 << 30,), 4) == 4_294_967_300
+    assert SPEC.bytes_moved((16384, 8192), 2) == 16384 * 8192 * 2 + 16384 * 4 == 268_500_992
+    assert SPEC.flops((4096, 4096)) == 16_777_216
+
+
+@pytest.mark.parametrize(
+    "rows,cols,itemsize,splits",
+    [
+        (1, 1 << 30, 4, 528),  # one row: a full wave of programs
+        (1, 1 << 16, 4, 16),  # never more splits than blocks (16 of 4096 fp32)
+        (1, 1 << 16, 2, 8),  # bf16 blocks are 8192 elements
+        (4096, 4096, 4, 1),  # enough rows: one program per row, no partials
+        (32, 1 << 20, 2, 17),  # 32 long rows: ceil(528 / 32) programs each
+    ],
+)
+def test_launch_config(rows, cols, itemsize, splits):
+    block, got_splits, warps = LAB.launch_config(rows, cols, itemsize)
+    assert got_splits == splits
+    assert block * itemsize <= 16384 and warps == max(4, block // 512)
+
+
+def test_a_three_dimensional_shape_is_an_input_error():
+    opts = CaptureOptions(dtypes=("float32",), shapes=((2, 3, 4),), variants=("torch",), root=".")
+    with pytest.raises(ProfkitError, match="sum takes 1-D .N. or 2-D .ROWSxCOLS. shapes"):
+        _check_shapes(SPEC, opts)
