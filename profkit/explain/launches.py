@@ -43,16 +43,20 @@ def case_launches(kernels: pd.DataFrame | None, case: str | None) -> list[dict]:
     return rows.sort_values("launch").to_dict("records") if "launch" in rows else []
 
 
-def launch_family(row: Mapping, triton: bool = False) -> Family:
+def launch_family(row: Mapping, lab: bool = False) -> Family:
+    """A lab variant's own kernels are the user's (Triton) code, whatever their names resemble;
+    only a library GEMM or cuDNN kernel it calls stays a library kernel."""
     fam = family(text(row, "kernel_name") or "")
-    return Family.TRITON if fam == Family.OTHER and triton else fam
+    if lab and fam not in (Family.CUBLAS, Family.CUTLASS, Family.CUDNN):
+        return Family.TRITON
+    return fam
 
 
-def drill_down(rows: list[dict], ctx: Context, triton: bool = False) -> list[Launch]:
+def drill_down(rows: list[dict], ctx: Context, lab: bool = False) -> list[Launch]:
     total = sum(num(r, "ncu_duration_ms") or 0.0 for r in rows)
     out = []
     for row in rows:
-        fam = launch_family(row, triton)
+        fam = launch_family(row, lab)
         lctx = replace(ctx, family=fam, read_floor=None)
         # a launch has no model of its own: judge its counters alone
         bare = {k: v for k, v in row.items() if k not in ("bytes", "flops", "device_p50_ms")}

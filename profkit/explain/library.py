@@ -53,7 +53,7 @@ _PATTERNS: tuple[tuple[Family, re.Pattern], ...] = tuple(
         (Family.CUDNN, r"^(cudnn|sm\d+_.*_(conv|fprop|dgrad|wgrad)|implicit_convolve)"),
         (Family.FLASH, r"(flash_fwd|flash_bwd|fmha|flash_attn)"),
         (Family.INDUCTOR, r"^triton_(poi|red|per|tem|for)_"),
-        (Family.ATEN_NORM, r"(layer_norm|rms_norm|softmax|norm_kernel|batch_norm)"),
+        (Family.ATEN_NORM, r"(layer_norm|rms_norm|softmax|batch_norm|group_norm|SoftMax)"),
         (Family.ATEN_REDUCE, r"^(reduce_kernel|.*reduce.*_kernel)$"),
         (
             Family.ATEN_ELEMENTWISE,

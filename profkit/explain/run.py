@@ -145,7 +145,7 @@ def case_finding(row: Mapping, ctx: Context, run: Run, no_counters: str | None) 
     rows = launches.case_launches(run.kernels, f.case)
     lab = not as_bool(row.get("baseline"))
     if rows:
-        ctx = replace(ctx, family=launches.launch_family(rows[0], triton=lab))
+        ctx = replace(ctx, family=launches.launch_family(rows[0], lab=lab))
     elif lab:
         ctx = replace(ctx, family=Family.TRITON)
     if no_counters or not has_counters(row):
@@ -168,7 +168,7 @@ def _chain(
     f: Finding, row: Mapping, rows: list[dict], ctx: Context, ev: Evidence, lab: bool
 ) -> None:
     """A case of several launches: judged by where its time goes."""
-    f.launches = launches.drill_down(rows, ctx, triton=lab)
+    f.launches = launches.drill_down(rows, ctx, lab=lab)
     f.bottleneck, where_time = launches.where_time_goes(f.launches, ev)
     units = [x.unit for x in f.launches if x.bottleneck == f.bottleneck and x.unit]
     f.unit = max(set(units), key=units.count) if units else None
