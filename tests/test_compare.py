@@ -142,8 +142,9 @@ def test_json_is_a_list_of_rows(table: pd.DataFrame) -> None:
     assert len(out) == 7
     assert out[0]["flag"] == "faster" and out[0]["delta_pct"] == pytest.approx(-20.0)
     assert out[4]["device_p50_ms_b"] is None
-    assert {"kernel", "variant", "dtype", "shape", "device_p50_ms_a", "device_p50_ms_b", "delta_ms", "flag",
-            "dram_bytes_delta", "kernel_count_delta"} <= set(out[0])  # fmt: skip
+    assert {"kernel", "variant", "dtype", "shape", "device_p50_ms_a", "device_p50_ms_b",
+            "delta_ms", "flag", "dram_bytes_delta", "kernel_count_delta",
+            } <= set(out[0])  # fmt: skip
 
 
 def test_csv_round_trips(table: pd.DataFrame) -> None:

@@ -48,9 +48,9 @@ def dram_level(m: Mapping, ctx: Context, ev: Evidence, *, chain: bool = False) -
         if k in ev
     ]
     if share is not None:
-        at_roof = share >= near_copy_line(m)
+        at_roof = round(share, 6) >= near_copy_line(m)  # float noise: 94.9999999 is 95
     elif dram is not None:
-        at_roof = dram >= th.NEAR_PEAK_DRAM_PCT
+        at_roof = round(dram, 6) >= th.NEAR_PEAK_DRAM_PCT
     else:
         return None
     if at_roof:

@@ -395,7 +395,7 @@ def finding_text(f: Finding) -> str:
     parts = []
     if f.kind == Kind.CASE and _has(ev, "device_p50_ms"):
         lead = say("p50 {device_p50_ms}", ev)
-        if _has(ev, "achieved_tflops") and ev.get("achieved_tflops", 0) >= 1:
+        if _has(ev, "achieved_tflops") and str(ev.get("roof_pipe", "")).startswith("tensor"):
             lead += say(", {achieved_tflops}", ev)
         parts.append(lead + ".")
     if f.kind == Kind.LAUNCH and _has(ev, "ncu_duration_ms"):

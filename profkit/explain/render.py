@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from rich.console import Console
 from rich.text import Text
 
-from profkit.explain.model import Finding, Kind, Report, Verdict
+from profkit.explain.model import Finding, Kind, Report, Unit, Verdict
 from profkit.explain.phrases import reason_text, step_text
 
 _VERDICT_STYLE = {
@@ -54,7 +54,7 @@ def label(f: Finding) -> str:
         return str(f.verdict or "no verdict")
     if f.bottleneck is None:
         return "no bottleneck claim"
-    unit = f" ({UNIT_WORDS.get(str(f.unit), str(f.unit))})" if f.unit else ""
+    unit = f" ({UNIT_WORDS[str(f.unit)]})" if f.unit and f.unit != Unit.HOST else ""
     return f"{f.bottleneck}-bound{unit}"
 
 
@@ -170,7 +170,7 @@ def _summary(out: _Out, group: list[Finding]) -> None:
         if hosted:
             worst = max(hosted, key=lambda f: f.evidence.get("host_over_device_x") or 0)
             out.para(
-                f"{len(hosted)} of its cases are host-bound; e.g. {worst.dtype} "
+                f"{_cases(len(hosted))} host-bound; e.g. {worst.dtype} "
                 f"{worst.shape}: {reason_text(worst.reasons[0], worst.evidence)}",
                 first="host: ",
             )
@@ -220,6 +220,10 @@ def _baselines(out: _Out, group: list[Finding], v: Finding) -> None:
             (reason_text(r, f.evidence) for r in f.reasons if reason_text(r, f.evidence)), ""
         )
         out.para(f"{label(f)}. {first}", first=f"{f.variant} at {f.dtype} {f.shape}: ")
+
+
+def _cases(n: int) -> str:
+    return "1 of its cases is" if n == 1 else f"{n} of its cases are"
 
 
 def _withheld(group: list[Finding], variant: str | None) -> list[dict]:
