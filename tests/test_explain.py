@@ -415,8 +415,8 @@ def test_a_chain_is_judged_by_where_its_time_goes_never_by_averages() -> None:
     (f,) = [f for f in explain_run(run) if f.kind == Kind.CASE]
     assert len(f.launches) == 4
     assert sum(x.share_pct for x in f.launches) == pytest.approx(100.0)
-    assert [x.bottleneck for x in f.launches] == [Bottleneck.MEMORY, Bottleneck.LATENCY,
-                                                   Bottleneck.MEMORY, Bottleneck.LATENCY]  # fmt: skip
+    memory, latency = Bottleneck.MEMORY, Bottleneck.LATENCY
+    assert [x.bottleneck for x in f.launches] == [memory, latency, memory, latency]
     assert f.bottleneck == Bottleneck.MEMORY  # 74% of the time
     (where,) = [r for r in f.reasons if r.cause == Cause.TIME_IN_LAUNCHES]
     top = where.detail["groups"][0]
@@ -609,7 +609,8 @@ def store_run(root: Path, name: str, created: str, rows: list[dict]) -> Path:
     path.mkdir(parents=True)
     pd.DataFrame(rows).to_csv(path / "cases.csv", index=False)
     manifest = {"schema": 2, "run_id": name, "kernel": "rmsnorm", "complete": True,
-                "created": created, "mode": "gpu", "ceilings": CEILINGS, "counters": {"status": "ok"},
+                "created": created, "mode": "gpu", "ceilings": CEILINGS,
+                "counters": {"status": "ok"},
                 "fingerprint": {"sm_count": SM_COUNT, "compute_capability": "9.0"}}  # fmt: skip
     (path / "manifest.json").write_text(json.dumps(manifest))
     return path
