@@ -36,11 +36,15 @@ _LAUNCH_FACTS = (
 )
 
 
-def case_launches(kernels: pd.DataFrame | None, case: str | None) -> list[dict]:
-    if kernels is None or kernels.empty or not case or "case" not in kernels.columns:
-        return []
-    rows = kernels[kernels["case"].astype(str) == case]
-    return rows.sort_values("launch").to_dict("records") if "launch" in rows else []
+def by_case(kernels: pd.DataFrame | None) -> dict[str, list[dict]]:
+    """A run's launches grouped by case, in launch order (read once per run)."""
+    if kernels is None or kernels.empty or "case" not in kernels.columns:
+        return {}
+    out: dict[str, list[dict]] = {}
+    ordered = kernels.sort_values("launch") if "launch" in kernels.columns else kernels
+    for r in ordered.to_dict("records"):
+        out.setdefault(str(r["case"]), []).append(r)
+    return out
 
 
 def launch_family(row: Mapping, lab: bool = False) -> Family:

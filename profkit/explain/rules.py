@@ -26,13 +26,22 @@ QUOTED_TYPES = ("WARNING", "OPTIMIZATION")
 SHAPE_RULES = frozenset({"AchievedOccupancy", "TheoreticalOccupancy", "LaunchConfiguration"})
 
 
-def launch_rules(rules: pd.DataFrame | None, launch: Mapping) -> list[RuleResult]:
+def by_launch(rules: pd.DataFrame | None) -> dict[int, list[dict]]:
+    """The quoted rule results of a report, grouped by launch (read once per run)."""
+    if rules is None or rules.empty:
+        return {}
+    out: dict[int, list[dict]] = {}
+    for r in rules[rules["type"].isin(QUOTED_TYPES)].to_dict("records"):
+        out.setdefault(int(r["launch"]), []).append(r)
+    return out
+
+
+def launch_rules(rules: Mapping[int, list[dict]], launch: Mapping) -> list[RuleResult]:
     """NVIDIA's results for one launch (a kernels.csv row), each judged."""
     index = num(launch, "launch")
-    if rules is None or rules.empty or index is None:
+    if index is None:
         return []
-    mine = rules[(rules["launch"] == int(index)) & rules["type"].isin(QUOTED_TYPES)]
-    return [judge(r, launch) for r in mine.to_dict("records")]
+    return [judge(r, launch) for r in rules.get(int(index), [])]
 
 
 def judge(rule: Mapping, launch: Mapping) -> RuleResult:
@@ -74,7 +83,7 @@ def _aside(result: RuleResult, why: str, **note: object) -> RuleResult:
     return result
 
 
-def case_rules(rules: pd.DataFrame | None, launches: list[Mapping]) -> list[RuleResult]:
+def case_rules(rules: Mapping[int, list[dict]], launches: list[Mapping]) -> list[RuleResult]:
     """A case's results: each rule once, from the launch NVIDIA expects most of (its estimated
     speedup, else the longest launch)."""
     best: dict[tuple[str, str], tuple[tuple[float, float], RuleResult]] = {}

@@ -8,7 +8,7 @@ variant. explain_launches: one finding per launch of a .ncu-rep report.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import pandas as pd
 
@@ -45,6 +45,7 @@ def explain_run(run: Run, history_runs: Sequence[Run] | None = None) -> Report:
     cases = run.cases.astype({"dtype": str, "shape": str, "variant": str, "kernel": str})
     earlier = history.history_runs(run, history_runs)
     notebook_dir = _notebook_dir()
+    tables = _Tables(launches.by_case(run.kernels), rules.by_launch(run.rules))
     for kernel, group in cases.groupby("kernel", sort=False):
         rows = group.to_dict("records")
         notebook = history.notebook_ruled_out(str(kernel), notebook_dir)
@@ -68,7 +69,7 @@ def explain_run(run: Run, history_runs: Sequence[Run] | None = None) -> Report:
             )
             if mode == "interpret" and as_bool(row.get("correct")):
                 continue  # a correctness run: nothing to say per correct case
-            finding = case_finding(row, ctx, run, no_counters)
+            finding = case_finding(row, ctx, tables, no_counters)
             steps[(variant, where(row))] = finding.next
             report.findings.append(finding)
             hosted = host.host_finding(row, finding.subject)
@@ -126,7 +127,13 @@ def _subject(row: Mapping) -> str:
     return f"{row['kernel']} {row['variant']} {row['dtype']} {row['shape']}"
 
 
-def case_finding(row: Mapping, ctx: Context, run: Run, no_counters: str | None) -> Finding:
+@dataclass(frozen=True)
+class _Tables:
+    launches: dict[str, list[dict]]  # case -> its launches (kernels.csv rows)
+    rules: dict[int, list[dict]]  # launch -> its quoted rule results (rules.csv rows)
+
+
+def case_finding(row: Mapping, ctx: Context, tables: _Tables, no_counters: str | None) -> Finding:
     f = Finding(
         subject=_subject(row),
         kind=Kind.CASE,
@@ -142,7 +149,7 @@ def case_finding(row: Mapping, ctx: Context, run: Run, no_counters: str | None) 
     if not timed(row):
         _not_judged(f, row, ev)
         return f
-    rows = launches.case_launches(run.kernels, f.case)
+    rows = tables.launches.get(f.case or "", [])
     lab = not as_bool(row.get("baseline"))
     if rows:
         ctx = replace(ctx, family=launches.launch_family(rows[0], lab=lab))
@@ -159,7 +166,7 @@ def case_finding(row: Mapping, ctx: Context, run: Run, no_counters: str | None) 
         f.bottleneck, f.unit = diagnosis.bottleneck, diagnosis.unit
         f.reasons, f.next, f.ruled_out = diagnosis.reasons, diagnosis.steps, diagnosis.ruled_out
     ev.put("family", str(ctx.family))
-    f.nvidia_rules = rules.case_rules(run.rules, rows)
+    f.nvidia_rules = rules.case_rules(tables.rules, rows)
     f.evidence = dict(ev)
     return f
 
@@ -229,6 +236,7 @@ def explain_launches(
     """One finding per kernel launch of a report (kernels.csv-like: counters, no timing)."""
     device = Device.of(manifest or {"ceilings": ceilings or {}})
     report = Report(source="report", mode="report")
+    rule_index = rules.by_launch(rule_table)
     for row in kernels.to_dict("records"):
         name = text(row, "kernel_name") or "kernel"
         fam = family(name)
@@ -250,7 +258,7 @@ def explain_launches(
             unit=diagnosis.unit if diagnosis else None,
             reasons=diagnosis.reasons if diagnosis else [],
             next=diagnosis.steps if diagnosis else [],
-            nvidia_rules=rules.launch_rules(rule_table, row),
+            nvidia_rules=rules.launch_rules(rule_index, row),
         )
         if launch is not None:
             ev.put("launch", int(launch))
