@@ -19,6 +19,9 @@ from profkit.explain.roofs import busiest_pipe, tensor_pct
 # A matmul on the Tensor Cores under this share of its pipe roof is under-fed. profkit choice:
 # cuBLAS reaches 65-70% of the spec roof at the ncu clock (fx_matmul), a naive tile far less.
 UNDERFED_ROOF_PCT = 40.0
+# Under this Tensor-pipe share a kernel issues (almost) no MMA instructions at all: its product is
+# on the FMA pipe. profkit choice: 1%, above the pipe's idle noise (0.1-0.2% on RMSNorm kernels).
+TENSOR_UNUSED_PCT = 1.0
 
 
 def pipe_unit(m: Mapping, ev: Evidence) -> Unit | None:
@@ -41,21 +44,26 @@ def pipe_detail(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
         if tensor >= th.TENSOR_BUSY_PCT:
             step = Action.LIBRARY_SHAPES if ctx.family in LIBRARY else Action.LESS_MATH
             return Reason(Cause.TENSOR_BUSY, [key]), [Step(step, [key])]
-        if tensor < th.TENSOR_IDLE_PCT and gemm:
-            if ctx.family in GEMM or ctx.family in LIBRARY:
-                if ctx.dtype == "float32":
-                    return Reason(Cause.FP32_GEMM_ON_FMA, [key]), [Step(Action.USE_TF32, [key])]
-                return Reason(Cause.MATMUL_OFF_TENSOR, [key]), [Step(Action.LIBRARY_SHAPES, [key])]
+        library = ctx.family in GEMM or ctx.family in LIBRARY
+        if tensor < th.TENSOR_IDLE_PCT and gemm and library:
+            if ctx.dtype == "float32":
+                return Reason(Cause.FP32_GEMM_ON_FMA, [key]), [Step(Action.USE_TF32, [key])]
+            return Reason(Cause.MATMUL_OFF_TENSOR, [key]), [Step(Action.LIBRARY_SHAPES, [key])]
+        if tensor < TENSOR_UNUSED_PCT and gemm:  # a user kernel with no MMA instructions at all
             if ctx.dtype == "float32":
                 return Reason(Cause.MATMUL_OFF_TENSOR, [key], {"fp32": True}), [
                     Step(Action.USE_TF32, [key]),
                     Step(Action.USE_TENSOR_CORES, [key]),
                 ]
             return Reason(Cause.MATMUL_OFF_TENSOR, [key]), [Step(Action.USE_TENSOR_CORES, [key])]
-        if gemm and ctx.family not in LIBRARY:
+        if gemm and not library:
+            # it issues MMAs: under-fed when far below the pipe's roof (or, without the clock to
+            # compute that roof, when the pipe is idle most cycles)
             roof = ev.get("pct_of_pipe_roof_pct")
-            if roof is not None and roof < UNDERFED_ROOF_PCT:
-                keys = [key, "pct_of_pipe_roof_pct"]
+            if (roof is not None and roof < UNDERFED_ROOF_PCT) or (
+                roof is None and tensor < th.TENSOR_BUSY_PCT / 2
+            ):
+                keys = [key] + (["pct_of_pipe_roof_pct"] if roof is not None else [])
                 return Reason(Cause.TENSOR_UNDERFED, keys), [Step(Action.FEED_TENSOR, keys)]
     pipe = busiest_pipe(m)
     if pipe is not None and pipe[0] != Unit.TENSOR and pipe[2] >= th.PIPE_BUSY_PCT:

@@ -61,6 +61,8 @@ def diagnose(m: Mapping, ctx: Context) -> Diagnosis | None:
     if kind == Bottleneck.MEMORY:
         unit = memory.busy_level(m, ev)
         found += [
+            # a matmul bound on its caches is one whose tiles are too small to reuse data
+            compute.pipe_detail(m, ctx, ev) if ctx.matmul_like(m) else None,
             memory.chain_traffic(m, ctx, ev) if chain else memory.extra_reads(m, ctx, ev),
             memory.uncoalesced(m, ctx, ev),
             memory.bank_conflicts(m, ctx, ev),
@@ -161,7 +163,6 @@ _CODE_STEPS = frozenset(
         Action.FEWER_BARRIERS,
         Action.SHARED_PRESSURE,
         Action.ILP,
-        Action.COALESCE,
         Action.PAD_SHARED,
         Action.USE_TENSOR_CORES,
         Action.FEED_TENSOR,

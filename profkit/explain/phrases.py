@@ -171,10 +171,16 @@ def reason_text(r: Reason, ev: Mapping) -> str:
             ev,
         )
     if c == Cause.TENSOR_UNDERFED:
+        if not _has(ev, "pct_of_pipe_roof_pct"):
+            key = r.keys[0] if r.keys else "tensor_pipe_pct"
+            return say(
+                "A matmul whose Tensor Cores are busy only {" + key + "} of active "
+                "cycles: its tiles keep them under-fed.",
+                ev,
+            )
         return say(
             "A matmul on the Tensor Cores at only {pct_of_pipe_roof_pct} of their "
-            "{pipe_roof_tflops} roof at {ncu_sm_clock_mhz}: its tiles keep them "
-            "under-fed.",
+            "{pipe_roof_tflops} roof at {ncu_sm_clock_mhz}: its tiles keep them under-fed.",
             ev,
         )
     if c == Cause.PIPE_BUSY:
