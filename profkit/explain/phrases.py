@@ -494,4 +494,9 @@ def verdict_text(f: Finding) -> str:
         text += " " + reason_text(r, ev)
     if _has(ev, "not_compared"):
         text += say(" No baseline was timed at {not_compared}, so it is not judged there.", ev)
+    if ev.get("timing_method") == "schema-1 events":
+        text += (
+            " (A schema-1 run: timed by events around each call, a window that holds the host's "
+            "cost at decode shapes; recapture for device time.)"
+        )
     return text

@@ -177,8 +177,12 @@ def _chain(
     """A case of several launches: judged by where its time goes."""
     f.launches = launches.drill_down(rows, ctx, lab=lab)
     f.bottleneck, where_time = launches.where_time_goes(f.launches, ev)
-    units = [x.unit for x in f.launches if x.bottleneck == f.bottleneck and x.unit]
-    f.unit = max(set(units), key=units.count) if units else None
+    # the unit holding most of the dominant group's time (launches without one count as none)
+    shares: dict = {}
+    for x in f.launches:
+        if x.bottleneck == f.bottleneck:
+            shares[x.unit] = shares.get(x.unit, 0.0) + (x.share_pct or 0.0)
+    f.unit = max(shares, key=lambda u: shares[u]) if shares else None
     f.reasons = [where_time]
     steps: list[Step] = []
     for check in (chain_traffic, launch_overhead):

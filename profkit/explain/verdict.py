@@ -135,6 +135,8 @@ def _verdict(
         for b in dict.fromkeys(c.baseline for c in comparisons)
     }
     ev.put("cases_compared", len({c.where for c in comparisons}))
+    if any(str(text(r, "device_method") or "").startswith("events (schema 1") for r in lab):
+        ev.put("timing_method", "schema-1 events")
     places = list(dict.fromkeys(c.where for c in comparisons))
     if all(c.outcome == "faster" for c in comparisons):
         f.verdict = Verdict.WIN
