@@ -342,6 +342,11 @@ def explain(ref, fmt, profiles, case, variant, verbose, history) -> None:
     else:
         earlier = [load_run(h, profiles) for h in history] if history else None
         report = ex.explain_run(obj, earlier)
+    if (case or variant) and not render.select(report, case, variant):
+        wanted = " and ".join(f"{k} {v!r}" for k, v in (("case", case), ("variant", variant)) if v)
+        raise ProfkitError(
+            f"no finding matches {wanted}: cases are named like 'triton float16 4096x8192'"
+        )
     if fmt == "json":
         click.echo(render.to_json(report))
     elif fmt == "markdown":

@@ -711,3 +711,17 @@ def test_timing_outcome_kept_for_compare() -> None:
     assert timing_outcome(0.1, 0.2, 0.01, 0.01) == "faster"
     assert timing_outcome(0.2, 0.1, 0.01, 0.01) == "slower"
     assert timing_outcome(0.1, 0.11, 0.01, 0.01) == "noise"
+
+
+def test_cli_case_that_matches_nothing_is_a_one_line_error() -> None:
+    from click.testing import CliRunner
+
+    from profkit.cli import cli
+
+    profiles = Path(__file__).parents[1] / "profiles"
+    result = CliRunner().invoke(
+        cli, ["explain", "--profiles", str(profiles), "--case", "triton float16 9x9"]
+    )
+    assert result.exit_code != 0
+    assert result.output.strip().startswith("error: no finding matches case 'triton float16 9x9'")
+    assert "Traceback" not in result.output

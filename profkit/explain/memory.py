@@ -99,7 +99,7 @@ def extra_reads(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
     ev.put("dram_read_over_floor_x", read / model)
     write = num(m, "dram_bytes_write")
     if write is not None:
-        ev.put("dram_bytes_write", write)
+        ev.put("dram_bytes_write", write)  # quoted, not judged: L2 holds an unknown share
     keys = ["dram_bytes_read", floor_key, "dram_read_over_floor_x"]
     count = num(m, "kernel_count") or 1
     if count > 1:
@@ -195,3 +195,7 @@ def hierarchy_facts(m: Mapping, ev: Evidence) -> None:
     ld, req = num(m, "global_ld_sectors"), num(m, "global_ld_requests")
     if ld is not None and req:
         ev.put("sectors_per_request_ratio", ld / req)
+    # the instruction mix: FP32 FLOPs the SASS counted (an FMA is two), beside the model's
+    mix = [num(m, c) for c in ("ffma_thread_inst", "fadd_thread_inst", "fmul_thread_inst")]
+    if all(v is not None for v in mix):
+        ev.put("counted_fp32_flops", 2 * mix[0] + mix[1] + mix[2])

@@ -490,7 +490,6 @@ def verdict_text(f: Finding) -> str:
             " Largest win: {best_win_x} faster than {best_win_baseline} at {best_win_where}.", ev
         )
     for r in f.reasons:
-        r.detail.setdefault("variant", v)
         text += " " + reason_text(r, ev)
     if _has(ev, "not_compared"):
         text += say(" No baseline was timed at {not_compared}, so it is not judged there.", ev)

@@ -132,6 +132,13 @@ def render_terminal(
         )
 
 
+def select(
+    report: Report | Iterable[Finding], case: str | None, variant: str | None
+) -> list[Finding]:
+    """The findings --case / --variant pick (every finding when neither is given)."""
+    return _select(list(report), case, variant)
+
+
 def _select(group: list[Finding], case: str | None, variant: str | None) -> list[Finding]:
     def keep(f: Finding) -> bool:
         if variant is not None and f.variant != variant:

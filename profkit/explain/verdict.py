@@ -204,7 +204,7 @@ def _loop_split(f: Finding, comparisons: list[Comparison], ev: Evidence) -> None
                 "split_baseline_loop_us",
                 "split_cases",
             ],
-            {"split": True},
+            {"split": True, "variant": f.variant},
         )
     )
 
