@@ -60,6 +60,16 @@ TENSOR_BUSY_PCT = 80.0
 # kernel is bound on the FMA/ALU pipes. profkit choice.
 TENSOR_IDLE_PCT = 10.0
 
+# tensor_pipe_pct under this: the kernel issues (almost) no MMA instructions at all, so its math is
+# on the FMA pipe; at or above it, it runs on the Tensor Cores and is judged against their roof.
+# profkit choice: 1%, above the pipe's idle noise (0.1-0.5% on the RMSNorm kernels,
+# profiles/rmsnorm-20261130-014917-vm-4bc5).
+TENSOR_UNUSED_PCT = 1.0
+# A user matmul on the Tensor Cores under this share of their roof (at the clock ncu saw) is
+# under-fed: its tiles are too small to reuse data or hide latency. profkit choice: cuBLAS reaches
+# about 65-80% of the spec roof at ncu's clock on the H200.
+UNDERFED_ROOF_PCT = 40.0
+
 # --- Latency-bound causes -------------------------------------------------------------------------
 # Tail effect: with at least one full wave, the share of the launch's block slots the partial last
 # wave leaves idle, (ceil(w) - w) / ceil(w), at or above this. ncu's TailEffect rule flags a
@@ -148,6 +158,10 @@ RULES_DRAM_SATURATED_PCT = 85.0
 # The bottleneck of a case of several launches is that of the launches holding at least this share
 # of its time; otherwise it is mixed and each group is named. profkit choice: half.
 DOMINANT_TIME_SHARE_PCT = 50.0
+# One launch holding at least this share of a case's time is the case (a GEMM beside its split-K
+# reduction or a tiny cast): it is judged on its own counters with the case's model. profkit
+# choice: 80%.
+DOMINANT_LAUNCH_PCT = 80.0
 
 # --- History --------------------------------------------------------------------------------------
 # Between two versions of a kernel, occupancy moving by at least OCCUPANCY_GAP_PCT points while

@@ -725,3 +725,28 @@ def test_cli_case_that_matches_nothing_is_a_one_line_error() -> None:
     assert result.exit_code != 0
     assert result.output.strip().startswith("error: no finding matches case 'triton float16 9x9'")
     assert "Traceback" not in result.output
+
+
+def test_a_library_gemm_short_of_busy_gets_shape_advice_never_tile_advice() -> None:
+    kernels = pd.DataFrame([{"launch": 0, "kernel_name": "nvjet_sm90_tst_128x128_64x4_h_bz",
+                             **COMPUTE, "tensor_pipe_pct": 60.0}])  # fmt: skip
+    (f,) = list(explain_launches(kernels, None))
+    assert causes(f)[0] == Cause.TENSOR_UNDERFED and actions(f) == [Action.LIBRARY_SHAPES]
+    assert "library GEMM" in f.text
+
+
+def test_a_gemm_beside_a_small_reduction_is_judged_as_the_gemm() -> None:
+    gemm = {"flops": 2 * 4096.0**3, "bytes": 3 * 4096 * 4096 * 4.0, "device_p50_ms": 3.0}
+    row = case("cublas", baseline=True, dtype="float32", kernel_count=2.0, **COMPUTE, **gemm)
+    kernels = pd.DataFrame([
+        {"case": row["case"], "launch": 0, "kernel_name": "void cutlass::Kernel2<cutlass_80_simt_"
+         "sgemm_256x128_8x4_nn_align1>(Params)", "ncu_duration_ms": 2.9, **COMPUTE,
+         "tensor_pipe_pct": 0.0, "fma_pipe_pct": 92.0},
+        {"case": row["case"], "launch": 1, "kernel_name": "splitKreduce_kernel",
+         "ncu_duration_ms": 0.1, **LATENCY},
+    ])  # fmt: skip
+    (f,) = [f for f in explain_run(run_of([row], kernels=kernels)) if f.kind == Kind.CASE]
+    assert len(f.launches) == 2 and f.launches[0].family == "cutlass"
+    assert f.bottleneck == Bottleneck.COMPUTE and f.unit == Unit.FMA
+    assert Cause.FP32_GEMM_ON_FMA in causes(f) and actions(f)[0] == Action.USE_TF32
+    assert Action.USE_TENSOR_CORES not in actions(f)

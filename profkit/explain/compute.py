@@ -16,13 +16,6 @@ from profkit.explain.library import GEMM, LIBRARY
 from profkit.explain.model import Action, Cause, Reason, Step, Unit
 from profkit.explain.roofs import busiest_pipe, tensor_pct
 
-# A matmul on the Tensor Cores under this share of its pipe roof is under-fed. profkit choice:
-# cuBLAS reaches 65-70% of the spec roof at the ncu clock (fx_matmul), a naive tile far less.
-UNDERFED_ROOF_PCT = 40.0
-# Under this Tensor-pipe share a kernel issues (almost) no MMA instructions at all: its product is
-# on the FMA pipe. profkit choice: 1%, above the pipe's idle noise (0.1-0.2% on RMSNorm kernels).
-TENSOR_UNUSED_PCT = 1.0
-
 
 def pipe_unit(m: Mapping, ev: Evidence) -> Unit | None:
     pipe = busiest_pipe(m)
@@ -49,7 +42,11 @@ def pipe_detail(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
             if ctx.dtype == "float32":
                 return Reason(Cause.FP32_GEMM_ON_FMA, [key]), [Step(Action.USE_TF32, [key])]
             return Reason(Cause.MATMUL_OFF_TENSOR, [key]), [Step(Action.LIBRARY_SHAPES, [key])]
-        if tensor < TENSOR_UNUSED_PCT and gemm:  # a user kernel with no MMA instructions at all
+        if gemm and library:  # on the Tensor Cores, short of busy: its shape, not its code
+            return Reason(Cause.TENSOR_UNDERFED, [key], {"library": True}), [
+                Step(Action.LIBRARY_SHAPES, [key])
+            ]
+        if tensor < th.TENSOR_UNUSED_PCT and gemm:  # a user kernel with no MMA instructions at all
             if ctx.dtype == "float32":
                 return Reason(Cause.MATMUL_OFF_TENSOR, [key], {"fp32": True}), [
                     Step(Action.USE_TF32, [key]),
@@ -60,7 +57,7 @@ def pipe_detail(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
             # it issues MMAs: under-fed when far below the pipe's roof (or, without the clock to
             # compute that roof, when the pipe is idle most cycles)
             roof = ev.get("pct_of_pipe_roof_pct")
-            if (roof is not None and roof < UNDERFED_ROOF_PCT) or (
+            if (roof is not None and roof < th.UNDERFED_ROOF_PCT) or (
                 roof is None and tensor < th.TENSOR_BUSY_PCT / 2
             ):
                 keys = [key] + (["pct_of_pipe_roof_pct"] if roof is not None else [])

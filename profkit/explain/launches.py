@@ -49,10 +49,13 @@ def by_case(kernels: pd.DataFrame | None) -> dict[str, list[dict]]:
 
 def launch_family(row: Mapping, lab: bool = False) -> Family:
     """A lab variant's own kernels are the user's (Triton) code, whatever their names resemble;
-    only a library GEMM or cuDNN kernel it calls stays a library kernel."""
+    only a library GEMM or cuDNN kernel it calls stays a library kernel. A baseline's kernels are
+    library code even when the name is not recognised."""
     fam = family(text(row, "kernel_name") or "")
     if lab and fam not in (Family.CUBLAS, Family.CUTLASS, Family.CUDNN):
         return Family.TRITON
+    if not lab and fam == Family.OTHER:  # a baseline's kernel is library code, named or not
+        return Family.ATEN_OTHER
     return fam
 
 

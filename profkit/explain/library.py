@@ -49,7 +49,8 @@ _PATTERNS: tuple[tuple[Family, re.Pattern], ...] = tuple(
             r"^(nvjet_|cublas|cublasLt|sm\d+_xmma_gemm|ampere_.*gemm|.*_gemm_.*cublas)",
         ),
         (Family.CUBLAS, r"^(sm\d+_xmma|xmma_)"),
-        (Family.CUTLASS, r"cutlass"),
+        (Family.CUTLASS, r"(cutlass|^Kernel2?$)"),  # CUTLASS's device entry points
+        (Family.CUBLAS, r"(sgemm|hgemm|gemv|gemmk1|splitKreduce)"),
         (Family.CUDNN, r"^(cudnn|sm\d+_.*_(conv|fprop|dgrad|wgrad)|implicit_convolve)"),
         (Family.FLASH, r"(flash_fwd|flash_bwd|fmha|flash_attn)"),
         (Family.INDUCTOR, r"^triton_(poi|red|per|tem|for)_"),
@@ -69,10 +70,10 @@ def family(name: str) -> Family:
     """The kernel's family from its (demangled) function name; OTHER for hand-written kernels
     compiled outside Triton. A plain Triton kernel cannot be told from its name alone: callers
     pass triton=True when the run says so (the spec's variant is a Triton kernel)."""
-    base = short_name(name)
-    for fam, pattern in _PATTERNS:
-        if pattern.search(base):
-            return fam
+    for text in dict.fromkeys((short_name(name), name)):  # the base name, then the full one
+        for fam, pattern in _PATTERNS:
+            if pattern.search(text):
+                return fam
     return Family.OTHER
 
 

@@ -171,6 +171,13 @@ def reason_text(r: Reason, ev: Mapping) -> str:
             ev,
         )
     if c == Cause.TENSOR_UNDERFED:
+        if d.get("library"):
+            key = r.keys[0] if r.keys else "tensor_pipe_pct"
+            return say(
+                "A library GEMM with the Tensor Cores busy {" + key + "} of active cycles, "
+                "short of their rate: its shape leaves them idle part of the time.",
+                ev,
+            )
         if not _has(ev, "pct_of_pipe_roof_pct"):
             key = r.keys[0] if r.keys else "tensor_pipe_pct"
             return say(

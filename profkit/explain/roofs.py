@@ -116,7 +116,8 @@ def compute_roof(row: Mapping, dtype: str, device: Device, ev: Evidence) -> None
     rates = PER_SM_PER_CLOCK.get(device.compute_capability or "")
     clock = num(row, "ncu_sm_clock_mhz")
     tensor = tensor_pct(row)
-    on_tensor = tensor is not None and tensor >= th.TENSOR_IDLE_PCT
+    # any MMA activity puts the math on the Tensor Cores: judge it against their roof
+    on_tensor = tensor is not None and tensor >= th.TENSOR_UNUSED_PCT
     roofs = _DTYPE_ROOFS.get(dtype)
     if rates and clock and device.sm_count and roofs:
         pipe = roofs[0] if on_tensor else roofs[1]

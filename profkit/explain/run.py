@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 
 import pandas as pd
 
+from profkit import thresholds as th
 from profkit.explain import history, host, launches, rules
 from profkit.explain.context import Context
 from profkit.explain.diagnose import diagnose, fit_steps
@@ -174,7 +175,9 @@ def case_finding(row: Mapping, ctx: Context, tables: _Tables, no_counters: str |
 def _chain(
     f: Finding, row: Mapping, rows: list[dict], ctx: Context, ev: Evidence, lab: bool
 ) -> None:
-    """A case of several launches: judged by where its time goes."""
+    """A case of several launches: judged by where its time goes. When one launch holds most of
+    the time (a GEMM and its split-K reduction), the case is that launch, judged with the case's
+    model; otherwise by the group of launches holding the most time."""
     f.launches = launches.drill_down(rows, ctx, lab=lab)
     f.bottleneck, where_time = launches.where_time_goes(f.launches, ev)
     # the unit holding most of the dominant group's time (launches without one count as none)
@@ -185,6 +188,15 @@ def _chain(
     f.unit = max(shares, key=lambda u: shares[u]) if shares else None
     f.reasons = [where_time]
     steps: list[Step] = []
+    top, top_row = max(zip(f.launches, rows, strict=True), key=lambda p: p[0].share_pct or 0.0)
+    if (top.share_pct or 0.0) >= th.DOMINANT_LAUNCH_PCT:
+        model = {k: row.get(k) for k in ("bytes", "flops", "device_p50_ms", "copy_gbps_same_size")}
+        diagnosis = diagnose({**top_row, **model}, replace(ctx, family=Family(top.family)))
+        if diagnosis is not None:
+            ev.update(diagnosis.evidence)
+            f.bottleneck, f.unit = diagnosis.bottleneck, diagnosis.unit
+            f.reasons += diagnosis.reasons
+            steps += diagnosis.steps
     for check in (chain_traffic, launch_overhead):
         said = check(row, ctx, ev)
         if said:
