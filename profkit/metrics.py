@@ -115,6 +115,22 @@ METRICS: tuple[Metric, ...] = (
         "max",
         "grid size over the blocks the GPU holds at once; under 1 is a partial wave",
     ),
+    # --- the device, as the report records it (reports from elsewhere carry no manifest) -----
+    Metric("sm_count", "device__attribute_multiprocessor_count", "SMs", "max", "SMs on the GPU"),
+    Metric(
+        "cc_major",
+        "device__attribute_compute_capability_major",
+        "",
+        "max",
+        "compute capability, major",
+    ),
+    Metric(
+        "cc_minor",
+        "device__attribute_compute_capability_minor",
+        "",
+        "max",
+        "compute capability, minor",
+    ),
     # --- the clock ncu saw: compute roofs scale with it (Nsight Compute's SOL "SM Frequency") ---
     Metric(
         "ncu_sm_clock_mhz",

@@ -204,8 +204,11 @@ def reason_text(r: Reason, ev: Mapping) -> str:
                 ev,
             )
         else:
+            lead = "{grid_size} blocks fill" if _has(ev, "grid_size") else "it fills"
             text = say(
-                "Small grid: {waves_per_sm} waves, so the grid, not the kernel, caps occupancy.", ev
+                "Small grid: " + lead + " only {wave_fill_pct} of one wave's block slots, so the "
+                "grid, not the kernel, caps occupancy.",
+                ev,
             )
         if d.get("short"):
             text += say(" At {ncu_duration_ms} it lasts about as long as a launch costs.", ev)

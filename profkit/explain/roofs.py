@@ -81,6 +81,19 @@ class Device:
         )
 
 
+def device_of_row(row: Mapping, base: Device) -> Device:
+    """The run's device, completed from a launch's own device attributes (reports)."""
+    sm, major, minor = num(row, "sm_count"), num(row, "cc_major"), num(row, "cc_minor")
+    cc = f"{int(major)}.{int(minor)}" if major is not None and minor is not None else None
+    return Device(
+        base.sm_count or (int(sm) if sm else None),
+        base.compute_capability or cc,
+        base.copy_gbps,
+        base.matmul_tflops,
+        base.matmul_dtype,
+    )
+
+
 def busiest_pipe(row: Mapping) -> tuple[Unit, str, float] | None:
     """The pipe with the highest utilization among those captured (unit, column, value)."""
     found: dict[Unit, tuple[str, float]] = {}
@@ -92,12 +105,6 @@ def busiest_pipe(row: Mapping) -> tuple[Unit, str, float] | None:
         return None
     unit, (col, value) = max(found.items(), key=lambda kv: kv[1][1])
     return unit, col, value
-
-
-def busiest_memory(row: Mapping) -> tuple[Unit, str, float] | None:
-    found = [(unit, col, num(row, col)) for col, unit in MEMORY_LEVELS]
-    found = [f for f in found if f[2] is not None]
-    return max(found, key=lambda f: f[2]) if found else None
 
 
 def tensor_pct(row: Mapping) -> float | None:

@@ -29,7 +29,7 @@ from profkit.explain.model import (
     Report,
     Step,
 )
-from profkit.explain.roofs import Device, memory_roof
+from profkit.explain.roofs import Device, device_of_row, memory_roof
 from profkit.explain.shape import launch_overhead
 from profkit.explain.verdict import verdicts
 from profkit.spec import lab_dir
@@ -256,7 +256,9 @@ def explain_launches(
     for row in kernels.to_dict("records"):
         name = text(row, "kernel_name") or "kernel"
         fam = family(name)
-        ctx = Context(device=device, family=fam, dtype=str(row.get("dtype") or ""))
+        ctx = Context(
+            device=device_of_row(row, device), family=fam, dtype=str(row.get("dtype") or "")
+        )
         diagnosis = diagnose(row, ctx)
         ev = Evidence(diagnosis.evidence if diagnosis else {})
         ev.put("ncu_duration_ms", num(row, "ncu_duration_ms"))

@@ -53,8 +53,9 @@ def launch_overhead(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
 def small_grid(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
     if not grid_too_small(m, ctx):
         return None
-    keys = ["waves_per_sm"]
+    keys = ["waves_per_sm", "wave_fill_pct"]
     ev.put("waves_per_sm", num(m, "waves_per_sm"))
+    ev.put("wave_fill_pct", num(m, "waves_per_sm") * 100)
     grid = num(m, "grid_size")
     if grid is not None:
         ev.put("grid_size", grid)
