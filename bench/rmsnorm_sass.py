@@ -24,21 +24,40 @@ find_spec("rmsnorm")
 lab = sys.modules["profkit_lab.rmsnorm"]
 block_n, rows, warps = lab.launch_config(4096, n_cols, DTYPE_ITEMSIZE[dtype])
 ptr = {"float16": "*fp16", "bfloat16": "*bf16", "float32": "*fp32"}[dtype]
-signature = {"X": ptr, "W": ptr, "Y": ptr, "n_rows": "i32", "n_cols": "i32", "stride_x": "i32",
-             "stride_y": "i32", "eps": "fp32", "BLOCK_N": "constexpr", "ROWS": "constexpr"}
+signature = {
+    "X": ptr,
+    "W": ptr,
+    "Y": ptr,
+    "n_rows": "i32",
+    "n_cols": "i32",
+    "stride_x": "i32",
+    "stride_y": "i32",
+    "eps": "fp32",
+    "BLOCK_N": "constexpr",
+    "ROWS": "constexpr",
+}
 # what the launcher specializes at run time: 16-byte-aligned pointers, sizes divisible by 16
 aligned = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 4, 5, 6)}
-source = ASTSource(fn=lab._rmsnorm_kernel, signature=signature,
-                   constexprs={"BLOCK_N": block_n, "ROWS": rows}, attrs=aligned)
+source = ASTSource(
+    fn=lab._rmsnorm_kernel,
+    signature=signature,
+    constexprs={"BLOCK_N": block_n, "ROWS": rows},
+    attrs=aligned,
+)
 kernel = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
 tools = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
 with tempfile.NamedTemporaryFile(suffix=".cubin") as cubin:
     cubin.write(kernel.asm["cubin"])
     cubin.flush()
-    usage = subprocess.run([tools / "cuobjdump", "--dump-resource-usage", cubin.name],
-                           capture_output=True, text=True, check=True).stdout
-    sass = subprocess.run([tools / "nvdisasm", "-c", cubin.name],
-                          capture_output=True, text=True, check=True).stdout
+    usage = subprocess.run(
+        [tools / "cuobjdump", "--dump-resource-usage", cubin.name],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    sass = subprocess.run(
+        [tools / "nvdisasm", "-c", cubin.name], capture_output=True, text=True, check=True
+    ).stdout
 print(f"{dtype} N={n_cols}: BLOCK_N={block_n} ROWS={rows} num_warps={warps}")
 print(re.search(r"REG:\d+.*?LOCAL:\d+", usage).group(0))
 for line in sass.splitlines():
