@@ -410,22 +410,37 @@ def doctor(no_probe, timeout) -> int:
     show_default=True,
 )
 @click.option("--profiles", type=click.Path(file_okay=False), default=None)
-def explain(ref, fmt, profiles) -> None:
+@click.option("--case", "case", default=None, help="full detail for cases matching these words")
+@click.option("--variant", "variant", default=None, help="full detail for one variant's cases")
+@click.option("--verbose", "-v", is_flag=True, help="every finding, with NVIDIA's rule text")
+@click.option(
+    "--history",
+    "history",
+    multiple=True,
+    help="earlier runs to compare with [default: the kernel's earlier runs beside this one]",
+)
+def explain(ref, fmt, profiles, case, variant, verbose, history) -> None:
     """Findings, bottlenecks and verdicts for a run (default: the newest) or a .ncu-rep report."""
     from profkit import explain as ex
-    from profkit import explain_render as render
+    from profkit.explain import render
 
     kind, obj = load_any(ref, profiles)
     if kind == "report":
-        findings = ex.explain_launches(obj.kernels, obj.rules)
+        report = ex.explain_launches(obj.kernels, obj.rules)
     else:
-        findings = ex.explain_run(obj)
+        earlier = [load_run(h, profiles) for h in history] if history else None
+        report = ex.explain_run(obj, earlier)
+    if (case or variant) and not render.select(report, case, variant):
+        wanted = " and ".join(f"{k} {v!r}" for k, v in (("case", case), ("variant", variant)) if v)
+        raise ProfkitError(
+            f"no finding matches {wanted}: cases are named like 'triton float16 4096x8192'"
+        )
     if fmt == "json":
-        click.echo(render.to_json(findings))
+        click.echo(render.to_json(report))
     elif fmt == "markdown":
-        click.echo(render.to_markdown(findings))
+        click.echo(render.to_markdown(report, verbose=verbose))
     else:
-        render.render_terminal(findings, Console(width=120))
+        render.render_terminal(report, Console(), verbose=verbose, case=case, variant=variant)
 
 
 @cli.command()

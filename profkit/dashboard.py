@@ -19,8 +19,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from profkit.errors import ProfkitError
-from profkit.explain import Finding, explain_run
-from profkit.findings import as_bool, plain_value
+from profkit.explain import Finding, as_bool, explain_run, plain_value
 from profkit.store import Run
 
 # Warm colours for the lab's kernels and cool/grey ones for baselines: the kernel under study

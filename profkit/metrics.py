@@ -1,8 +1,12 @@
 """The curated Nsight Compute metric set: one table, the single source of names and meanings.
 
-Every counter column in profkit's tables comes from a row here. The ncu names were checked on the
-project's H200 (Nsight Compute 2025.3.1, sm_90); see ../shared/notes/gpu-facts.md in the steering
-repo. `agg` says how a case that launches several kernels folds its kernel rows into one:
+Every counter column in profkit's tables comes from a row here. The ncu names marked verified
+were seen with values on the project's H200 (Nsight Compute 2025.3.1, sm_90): in
+../shared/notes/gpu-facts.md, or in the committed reports (tests/fixtures/*.ncu-rep.xz and the runs'
+counters.ncu-rep.xz, which hold the sections' metrics too). `verified=False` rows come from NVIDIA's
+documentation (the Nsight Compute profiling guide and nvprof transition table) and await an H200
+capture; ncu prints an unknown name as n/a, and the run lists it under counters.metrics_na.
+`agg` says how a case that launches several kernels folds its kernel rows into one:
   sum   - additive quantities (time, bytes);
   wmean - percentages and rates, weighted by each kernel's duration (a 2 us kernel at 10% must not
           outvote a 50 us kernel at 90%);
@@ -22,6 +26,9 @@ class Metric:
     agg: str  # sum | wmean | max
     meaning: str
     scale: float = 1.0  # ncu value * scale = column value
+    # False: the name comes from NVIDIA's documentation but has not yet been seen with a value on
+    # the H200 (ncu prints an unknown name as n/a and the run lists it under counters.metrics_na)
+    verified: bool = True
 
 
 METRICS: tuple[Metric, ...] = (
@@ -107,6 +114,219 @@ METRICS: tuple[Metric, ...] = (
         "waves",
         "max",
         "grid size over the blocks the GPU holds at once; under 1 is a partial wave",
+    ),
+    # --- the device, as the report records it (reports from elsewhere carry no manifest) -----
+    Metric("sm_count", "device__attribute_multiprocessor_count", "SMs", "max", "SMs on the GPU"),
+    Metric(
+        "cc_major",
+        "device__attribute_compute_capability_major",
+        "",
+        "max",
+        "compute capability, major",
+    ),
+    Metric(
+        "cc_minor",
+        "device__attribute_compute_capability_minor",
+        "",
+        "max",
+        "compute capability, minor",
+    ),
+    # --- the clock ncu saw: compute roofs scale with it (Nsight Compute's SOL "SM Frequency") ---
+    Metric(
+        "ncu_sm_clock_mhz",
+        "gpc__cycles_elapsed.avg.per_second",
+        "MHz",
+        "wmean",
+        "SM (GPC) clock during the kernel",
+        1e-6,
+    ),
+    # --- pipes: which one a compute-bound kernel is bound on (ComputeWorkloadAnalysis) ---------
+    Metric(
+        "tensor_any_pct",
+        "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+        "%",
+        "wmean",
+        "Tensor pipe busy share, every instruction type (HMMA/HGMMA/IMMA/DMMA)",
+    ),
+    Metric(
+        "tensor_imma_pct",
+        "sm__pipe_tensor_op_imma_cycles_active.avg.pct_of_peak_sustained_active",
+        "%",
+        "wmean",
+        "Tensor pipe busy share on integer (IMMA) instructions",
+    ),
+    Metric(
+        "fma_pipe_pct",
+        "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+        "%",
+        "wmean",
+        "FMA pipe (FP32 multiply-add, FP16x2, IMAD) busy share of active cycles",
+    ),
+    Metric(
+        "alu_pipe_pct",
+        "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active",
+        "%",
+        "wmean",
+        "ALU pipe (integer, logic, FP32 compare/min/max) busy share of active cycles",
+    ),
+    Metric(
+        "xu_pipe_pct",
+        "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active",
+        "%",
+        "wmean",
+        "XU pipe (exp, rsqrt, sin, conversions) issue share of its peak",
+    ),
+    Metric(
+        "lsu_pipe_pct",
+        "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active",
+        "%",
+        "wmean",
+        "LSU pipe (loads, stores, shared memory) issue share of its peak",
+    ),
+    Metric(
+        "fp64_pipe_pct",
+        "sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_active",
+        "%",
+        "wmean",
+        "FP64 pipe busy share of active cycles",
+    ),
+    # --- the memory hierarchy (MemoryWorkloadAnalysis) -----------------------------------------
+    Metric(
+        "l1_throughput_pct",
+        "l1tex__throughput.avg.pct_of_peak_sustained_active",
+        "%",
+        "wmean",
+        "L1/TEX (and shared memory) throughput as a share of its peak",
+    ),
+    Metric(
+        "l2_throughput_pct",
+        "lts__throughput.avg.pct_of_peak_sustained_elapsed",
+        "%",
+        "wmean",
+        "L2 throughput as a share of its peak",
+    ),
+    Metric("l1_hit_pct", "l1tex__t_sector_hit_rate.pct", "%", "wmean", "L1/TEX sector hit rate"),
+    Metric(
+        "global_ld_sectors",
+        "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+        "sectors",
+        "sum",
+        "32-byte sectors global loads fetched through L1",
+        verified=False,
+    ),
+    Metric(
+        "global_ld_requests",
+        "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+        "requests",
+        "sum",
+        "global load requests (one per warp-level load instruction)",
+        verified=False,
+    ),
+    Metric(
+        "global_st_sectors",
+        "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+        "sectors",
+        "sum",
+        "32-byte sectors global stores wrote through L1",
+        verified=False,
+    ),
+    Metric(
+        "global_st_requests",
+        "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
+        "requests",
+        "sum",
+        "global store requests",
+        verified=False,
+    ),
+    Metric(
+        "shared_bank_conflicts",
+        "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum",
+        "conflicts",
+        "sum",
+        "shared-memory bank conflicts (extra wavefronts), loads and stores",
+        verified=False,
+    ),
+    Metric(
+        "shared_wavefronts",
+        "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",
+        "wavefronts",
+        "sum",
+        "shared-memory wavefronts (passes through the data pipe), loads and stores",
+        verified=False,
+    ),
+    # --- instruction mix -------------------------------------------------------------------------
+    Metric(
+        "inst_executed",
+        "smsp__inst_executed.sum",
+        "warp inst",
+        "sum",
+        "warp-level instructions executed",
+        verified=False,
+    ),
+    Metric(
+        "ffma_thread_inst",
+        "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
+        "thread inst",
+        "sum",
+        "FP32 fused multiply-adds executed (per thread)",
+        verified=False,
+    ),
+    Metric(
+        "fadd_thread_inst",
+        "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
+        "thread inst",
+        "sum",
+        "FP32 adds executed (per thread)",
+        verified=False,
+    ),
+    Metric(
+        "fmul_thread_inst",
+        "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
+        "thread inst",
+        "sum",
+        "FP32 multiplies executed (per thread)",
+        verified=False,
+    ),
+    Metric(
+        "global_ld_inst",
+        "smsp__inst_executed_op_global_ld.sum",
+        "warp inst",
+        "sum",
+        "global load instructions executed (warp level)",
+        verified=False,
+    ),
+    Metric(
+        "global_st_inst",
+        "smsp__inst_executed_op_global_st.sum",
+        "warp inst",
+        "sum",
+        "global store instructions executed (warp level)",
+        verified=False,
+    ),
+    *(
+        Metric(
+            f"stall_{reason}_pct",
+            f"smsp__warp_issue_stalled_{reason}_per_warp_active.pct",
+            "%",
+            "wmean",
+            f"share of active warps' cycles stalled on {reason.replace('_', ' ')} (WarpStateStats)",
+            verified=False,
+        )
+        for reason in (
+            "long_scoreboard",
+            "short_scoreboard",
+            "barrier",
+            "mio_throttle",
+            "lg_throttle",
+            "math_pipe_throttle",
+            "wait",
+            "not_selected",
+            "membar",
+            "branch_resolving",
+            "no_instruction",
+            "tex_throttle",
+            "drain",
+        )
     ),
 )
 

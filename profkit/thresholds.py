@@ -26,7 +26,7 @@ SOL_GAP_PCT = 10.0
 # one wave's slots stay empty (a 0.97-wave grid keeps every SM busy).
 SMALL_GRID_WAVES = 1.0
 
-# --- Memory-bound detail ----------------------------------------------------------------------
+# --- Memory-bound detail --------------------------------------------------------------------------
 # Without timing (a launch from a report), at or above this share of DRAM peak the kernel streams
 # about as fast as the GPU can: no launch configuration change will help, only fewer bytes. ncu's
 # peak is the DRAM's (4.8 TB/s on the H200); a device copy reaches only about 88% of it (4.22-4.25
@@ -52,7 +52,7 @@ EXCESS_DRAM_BYTES_RATIO = 1.25
 # 4096x4096-4096x8192 (profiles/rmsnorm-20261130-014917-vm-4bc5). profkit choice: 0.9.
 L2_RESIDENT_BYTES_RATIO = 0.9
 
-# --- Compute-bound detail ---------------------------------------------------------------------
+# --- Compute-bound detail -------------------------------------------------------------------------
 # tensor_pipe_pct at or above this: the kernel is bound on the Tensor Cores. ncu SOL's 80% "high
 # throughput" line; cuBLAS bf16 GEMMs run the pipe at 94.9-96.9% on the H200 (gpu-facts.md).
 TENSOR_BUSY_PCT = 80.0
@@ -60,7 +60,17 @@ TENSOR_BUSY_PCT = 80.0
 # kernel is bound on the FMA/ALU pipes. profkit choice.
 TENSOR_IDLE_PCT = 10.0
 
-# --- Latency-bound causes ---------------------------------------------------------------------
+# tensor_pipe_pct under this: the kernel issues (almost) no MMA instructions at all, so its math is
+# on the FMA pipe; at or above it, it runs on the Tensor Cores and is judged against their roof.
+# profkit choice: 1%, above the pipe's idle noise (0.1-0.5% on the RMSNorm kernels,
+# profiles/rmsnorm-20261130-014917-vm-4bc5).
+TENSOR_UNUSED_PCT = 1.0
+# A user matmul on the Tensor Cores under this share of their roof (at the clock ncu saw) is
+# under-fed: its tiles are too small to reuse data or hide latency. profkit choice: cuBLAS reaches
+# about 65-80% of the spec roof at ncu's clock on the H200.
+UNDERFED_ROOF_PCT = 40.0
+
+# --- Latency-bound causes -------------------------------------------------------------------------
 # Tail effect: with at least one full wave, the share of the launch's block slots the partial last
 # wave leaves idle, (ceil(w) - w) / ceil(w), at or above this. ncu's TailEffect rule flags a
 # partial wave when 1 / (full waves + 1) >= 0.2; profkit also weighs how empty the last wave is, so
@@ -90,10 +100,11 @@ OCCUPANCY_GAP_PCT = 10.0
 # overhead", and fusing them (or a CUDA graph) is the fix. profkit choice: 5 us.
 SHORT_KERNEL_MS = 0.005
 
-# --- Timing ----------------------------------------------------------------------------------
-# A latency difference no larger than this multiple of the larger device_iqr_ms (inter-quartile range)
-# of the two cases is noise, a tie (docs/tables.md: "a difference smaller than the larger spread is
-# noise"; at exactly the spread it is still not shown to be real).
+# --- Timing ---------------------------------------------------------------------------------------
+# A latency difference no larger than this multiple of the larger device_iqr_ms (inter-quartile
+# range) of the two cases is noise, a tie (docs/tables.md: "a difference smaller than the larger
+# spread is noise"; at exactly the spread it is still not shown to be real). `profkit compare`
+# flags with it; explain's verdicts use profkit.stats (the interval of the ratio of medians).
 NOISE_SPREAD_MULTIPLE = 1.0
 # At or above this share of the run's measured copy bandwidth (pct_peak_bw: the spec's minimum bytes
 # over p50), the kernel moves its bytes about as fast as a device copy, so only fewer bytes can
@@ -102,3 +113,58 @@ NOISE_SPREAD_MULTIPLE = 1.0
 # (profiles/rmsnorm-20261130-014917-vm-4bc5), so under 95% a measurable margin is left. profkit
 # choice: 95.
 NEAR_COPY_CEILING_PCT = 95.0
+
+# --- Roofs, pipes and the memory hierarchy (issue 9) ----------------------------------------------
+# A pipe at or above this share of its peak is the one a compute-bound kernel is bound on; the same
+# 80% "high throughput" line as ncu's SOL rule.
+PIPE_BUSY_PCT = 80.0
+# A same-size device copy is the DRAM roof a case of that many bytes can reach; at or above this
+# share of it the case streams at the roof (as NEAR_COPY_CEILING_PCT against the large copy).
+NEAR_SAME_SIZE_COPY_PCT = 95.0
+# A case's DRAM reads at or above this multiple of the model's reads (or of the fewest read by any
+# variant of the same case, which is the measured one-pass floor) re-read their input. F.rms_norm at
+# bf16 4096x8192 reads 99.5 MB against 67.1 MB (1.48x), the one-pass kernels 1.00x
+# (profiles/rmsnorm-20261130-014917-vm-4bc5). profkit choice: 1.25, between the two.
+EXTRA_READS_RATIO = 1.25
+# Global-load sectors fetched at or above this multiple of the bytes the model reads: most of every
+# 32-byte sector is thrown away (strided or scattered access). A coalesced stream fetches 1.0x.
+# profkit choice: 2.
+UNCOALESCED_SECTOR_RATIO = 2.0
+# Without a bytes model (a launch of a report): sectors per global load request above this. A warp
+# loading 16 bytes per thread needs 16 sectors (512 B); more means the lanes scatter (NVIDIA's
+# UncoalescedGlobalAccess rule compares against the ideal for the access width). profkit choice.
+UNCOALESCED_SECTORS_PER_REQUEST = 16.0
+# Shared-memory bank conflicts at or above this share of the shared wavefronts: at least one access
+# in three replays (NVIDIA's SharedMemoryConflicts rule flags any excess wavefronts; profkit asks
+# for a share that costs time). profkit choice.
+BANK_CONFLICT_SHARE = 0.33
+# The dominant warp stall names the next step when it holds at least this share of the summed
+# stall reasons (not_selected excluded: a warp not selected had an eligible peer). profkit choice.
+DOMINANT_STALL_SHARE = 0.3
+# An arithmetic intensity (model FLOPs per model byte) at or above this marks a matrix product:
+# only then is "move it onto the Tensor Cores" advice. Elementwise ops and reductions do about 1-4
+# FLOP/B (RMSNorm: 0.75 at fp16); a 4096^3 bf16 GEMM about 1365. profkit choice: 32.
+MATMUL_INTENSITY_FLOP_PER_BYTE = 32.0
+
+# --- NVIDIA's rules, judged -----------------------------------------------------------------------
+# Occupancy and launch-shape rules are set aside where the kernel already saturates a roof: the
+# Tensor pipe at or above this share (cuBLAS bf16 GEMMs: 94.9-96.9% on the H200, where ncu still
+# estimates 81-87% "speedup" from occupancy)...
+RULES_TENSOR_SATURATED_PCT = 80.0
+# ... or DRAM at or above this share of its peak (as NEAR_PEAK_DRAM_PCT).
+RULES_DRAM_SATURATED_PCT = 85.0
+
+# --- Multi-kernel cases ---------------------------------------------------------------------------
+# The bottleneck of a case of several launches is that of the launches holding at least this share
+# of its time; otherwise it is mixed and each group is named. profkit choice: half.
+DOMINANT_TIME_SHARE_PCT = 50.0
+# One launch holding at least this share of a case's time is the case (a GEMM beside its split-K
+# reduction or a tiny cast): it is judged on its own counters with the case's model. profkit
+# choice: 80%.
+DOMINANT_LAUNCH_PCT = 80.0
+
+# --- History --------------------------------------------------------------------------------------
+# Between two versions of a kernel, occupancy moving by at least OCCUPANCY_GAP_PCT points while
+# device time moved by less than this (%) is a change that had no effect: the step that made it is
+# not advised again. The same 2% practical floor as profkit.stats.PRACTICAL_FLOOR_PCT.
+NO_EFFECT_TIME_PCT = 2.0

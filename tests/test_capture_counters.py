@@ -17,7 +17,7 @@ import profkit.capture
 import profkit.hostenv
 from profkit import ncu, store
 from profkit.capture import CaptureOptions, counter_pass, run_capture
-from profkit.metrics import COUNTER_COLUMNS
+from profkit.metrics import COUNTER_COLUMNS, METRICS
 from profkit.spec import KernelSpec, Variant
 
 PERM_NAMES = ("RmProfilingAdminOnly", "NVreg_RestrictProfilingToAdminUsers", "SYS_ADMIN")
@@ -280,7 +280,10 @@ def test_success_reads_the_report(
     assert block["status"] == "ok"
     assert (block["problem"], block["reason"], block["fix"]) == (None, None, None)
     assert block["report"] == store.REPORT and block["returncode"] == 0
-    assert "metrics_na" not in block
+    # the fixture was captured before the curated set grew: only names not yet seen on the H200
+    # (verified=False) may be missing from it; every verified name has a value there
+    unverified = {m.ncu for m in METRICS if not m.verified}
+    assert set(block.get("metrics_na", [])) <= unverified
     assert files(writer) == {"ncu.log", store.REPORT, store.KERNELS, store.RULES}
     assert writer.path(store.REPORT).read_bytes() == real_report.read_bytes()
     assert kernels.launch.tolist() == list(range(9))

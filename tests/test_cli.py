@@ -226,16 +226,19 @@ def test_show_report_prints_one_row_per_launch(ncu_rep_path: Callable[[str], Pat
 
 
 def explain_json(*args: object) -> list[dict]:
-    findings = json.loads(ok(invoke("explain", *args, "--format", "json")).stdout)
-    assert isinstance(findings, list)
-    return findings
+    doc = json.loads(ok(invoke("explain", *args, "--format", "json")).stdout)
+    assert doc["schema_version"] == 2 and isinstance(doc["findings"], list)
+    return doc["findings"]
 
 
 def test_explain_newest_run_json() -> None:
     findings = explain_json("--profiles", PROFILES)
     for f in findings:
-        assert {"subject", "bottleneck", "verdict", "evidence", "text"} <= set(f)
+        assert {"subject", "bottleneck", "verdict", "evidence", "next", "text"} <= set(f)
         assert f["text"] and f["evidence"] and isinstance(f["evidence"], dict)
+        assert isinstance(f["next"], list)
+        # evidence keyed by stable identifiers, never by English
+        assert all(re.fullmatch(r"[a-z0-9_]+", key) for key in f["evidence"]), f["evidence"]
     kinds = [f["kind"] for f in findings]
     assert kinds.count("verdict") == 1 and kinds.count("case") == CASES
     verdict = next(f for f in findings if f["kind"] == "verdict")
@@ -260,9 +263,10 @@ def test_explain_markdown_and_terminal() -> None:
     assert f"**rmsnorm: {verdict}.**" in md
     assert md.count("\n- **rmsnorm ") == CASES
     term = ok(invoke("explain", "--profiles", PROFILES)).stdout
-    assert f"rmsnorm  {verdict.upper()}" in term
+    assert f"rmsnorm triton  {verdict.upper()}" in term
+    detail = ok(invoke("explain", "--profiles", PROFILES, "--case", "triton float16 1x4096")).stdout
     label = f"{first['bottleneck']}-bound" if first["bottleneck"] else "no bottleneck claim"
-    assert f"rmsnorm triton float16 1x4096  {label}" in term
+    assert f"rmsnorm triton float16 1x4096  {label}" in detail
 
 
 def test_explain_report(ncu_rep_path: Callable[[str], Path]) -> None:

@@ -1,7 +1,8 @@
-"""profkit.explain and profkit.explain_render on small constructed tables (CPU only, no files kept).
+"""profkit.explain on small constructed tables: every rule path, asserted on the structure.
 
-The tables are built in-test with every column docs/tables.md lists; the committed H200 runs are
-checked in test_explain_real.py.
+The tables are built in-test with every column docs/tables.md lists (constructed, not measured);
+the committed H200 runs and reports are checked in test_explain_real.py, the hold-out suite in
+test_explain_suite.py.
 """
 
 from __future__ import annotations
@@ -11,25 +12,34 @@ import json
 import re
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 from case_columns import CASE_COLUMNS, NAN
 from rich.console import Console
 
 from profkit import store
+from profkit import thresholds as th
 from profkit.explain import (
+    Action,
+    Bottleneck,
+    Cause,
     Finding,
+    Kind,
+    Unit,
+    Verdict,
     classify,
     explain_launches,
     explain_run,
     format_value,
     timing_outcome,
 )
-from profkit.explain_render import render_terminal, to_json, to_markdown
+from profkit.explain import library as lib
+from profkit.explain import run as explain_run_module
+from profkit.explain.render import render_terminal, to_json, to_markdown
 
 CEILINGS = {"copy_gbps": 4000.0, "matmul_tflops": 800.0, "matmul_dtype": "bfloat16"}
 SM_COUNT = 132
+GOLDEN = Path(__file__).parent / "golden"
 
 
 def case(
@@ -43,9 +53,7 @@ def case(
     device_iqr_ms: float = 0.001,
     **columns: object,
 ) -> dict:
-    """One cases.csv row: every documented column, counters empty unless given.
-
-    Like a stored run, an incorrect case keeps its timing empty unless a test passes one."""
+    """One cases.csv row: every documented column, counters empty unless given."""
     row = dict.fromkeys(CASE_COLUMNS, NAN)
     timed = correct or device_p50_ms is not None
     p50 = (0.1 if device_p50_ms is None else device_p50_ms) if timed else NAN
@@ -53,7 +61,8 @@ def case(
         kernel="rmsnorm", variant=variant, baseline=baseline, dtype=dtype, shape=shape,
         case=f"rmsnorm.{variant}.{dtype}.{shape}", correct=correct,
         rel_err=1e-4 if correct else 0.25, max_abs_err=1e-3, error="" if correct else "mismatch",
-        device_reps=100, device_p50_ms=p50, device_p95_ms=p50, device_p5_ms=p50, device_iqr_ms=device_iqr_ms if timed else NAN,
+        device_reps=100, device_p50_ms=p50, device_p95_ms=p50, device_p5_ms=p50,
+        device_iqr_ms=device_iqr_ms if timed else NAN,
         bytes=134217728.0, flops=100663296.0, pct_peak_bw=50.0,
     )  # fmt: skip
     row.update(columns)
@@ -65,34 +74,47 @@ def run_of(
     *,
     status: str = "ok",
     reason: str = "",
-    fix: str = "",
+    kernels: pd.DataFrame | None = None,
     rules: pd.DataFrame | None = None,
-    ceilings: dict | None = None,
+    manifest: dict | None = None,
+    path: Path = Path("rmsnorm-test"),
 ) -> store.Run:
-    manifest = {
-        "schema": 1, "run_id": "rmsnorm-test", "kernel": "rmsnorm", "complete": True,
-        "ceilings": CEILINGS if ceilings is None else ceilings,
-        "counters": {"status": status, "reason": reason, "fix": fix},
-        "fingerprint": {"gpu": "NVIDIA H200", "sm_count": SM_COUNT},
+    body = {
+        "schema": 2, "run_id": path.name, "kernel": "rmsnorm", "complete": True, "mode": "gpu",
+        "created": "2026-11-30T12:00:00+00:00", "ceilings": CEILINGS,
+        "counters": {"status": status, "reason": reason, "fix": ""},
+        "fingerprint": {"gpu": "NVIDIA H200", "sm_count": SM_COUNT, "compute_capability": "9.0"},
     }  # fmt: skip
-    return store.Run(Path("rmsnorm-test"), manifest, pd.DataFrame(rows), None, rules)
+    body.update(manifest or {})
+    return store.Run(path, body, pd.DataFrame(rows), kernels, rules)
+
+
+@pytest.fixture(autouse=True)
+def no_notebook(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Constructed runs read no lab notebook unless a test gives one."""
+    monkeypatch.setattr(explain_run_module, "_notebook_dir", lambda: None)
 
 
 def one_case(**columns: object) -> Finding:
-    """The finding for a single lab case (no baseline, so no verdict to compete with)."""
-    findings = explain_run(run_of([case(**columns)]))
-    return next(f for f in findings if f.kind == "case")
+    """The finding for a single lab case (no baseline)."""
+    report = explain_run(run_of([case(**columns)]))
+    return next(f for f in report if f.kind == Kind.CASE)
 
 
-def verdicts(findings: list[Finding]) -> list[Finding]:
-    return [f for f in findings if f.kind == "verdict"]
+def causes(f: Finding) -> list[Cause]:
+    return [r.cause for r in f.reasons]
 
 
-MEMORY_NEAR_PEAK = {"memory_throughput_pct": 92.0, "dram_throughput_pct": 91.2,
-                    "sm_throughput_pct": 35.0}  # fmt: skip
-# memory-bound on DRAM, short of the copy roof (the fused RMSNorm at 16384x8192 on the H200)
-STREAM = {"memory_throughput_pct": 80.8, "dram_throughput_pct": 80.8, "sm_throughput_pct": 41.3}
+def actions(f: Finding) -> list[Action]:
+    return [s.action for s in f.next]
+
+
+MEMORY = {"memory_throughput_pct": 92.0, "dram_throughput_pct": 91.2, "sm_throughput_pct": 35.0}
+STREAM = {"memory_throughput_pct": 80.8, "dram_throughput_pct": 80.8, "sm_throughput_pct": 41.3,
+          "theoretical_occupancy_pct": 100.0, "achieved_occupancy_pct": 90.0,
+          "waves_per_sm": 31.0, "grid_size": 16384.0}  # fmt: skip
 LATENCY = {"memory_throughput_pct": 25.0, "dram_throughput_pct": 20.0, "sm_throughput_pct": 20.0}
+COMPUTE = {"memory_throughput_pct": 30.0, "dram_throughput_pct": 30.0, "sm_throughput_pct": 92.0}
 
 
 # --- the speed-of-light decision ------------------------------------------------------------------
@@ -101,821 +123,630 @@ LATENCY = {"memory_throughput_pct": 25.0, "dram_throughput_pct": 20.0, "sm_throu
 @pytest.mark.parametrize(
     ("memory", "sm", "expected"),
     [
-        (80.0, 10.0, "memory"),  # exactly at the high line is high
-        (80.0, 75.0, "memory"),  # high, though only 5 points apart
-        (79.9, 75.0, "balanced"),  # just under the line the 5-point gap is balanced
+        (80.0, 10.0, "memory"),
+        (80.0, 75.0, "memory"),
+        (79.9, 75.0, "balanced"),
         (75.0, 80.0, "compute"),
-        (10.0, 80.0, "compute"),
-        (79.99, 75.0, "balanced"),  # both in the band, 4.99 apart
         (85.0, 85.0, "compute"),  # both high and equal: ncu names compute
-        (90.0, 85.0, "memory"),
-        (60.0, 60.0, "balanced"),  # at the latency line is not under it
+        (60.0, 60.0, "balanced"),
         (59.9, 59.9, "latency"),
-        (60.0, 10.0, "memory"),  # one side at 60 with a wide gap
         (70.0, 60.0, "memory"),  # a gap of exactly 10 names the higher side
         (65.3, 55.3, "memory"),  # 9.999999... in floats is still a 10-point gap
-        (69.9, 60.0, "balanced"),  # 9.9 points
-        (60.0, 75.0, "compute"),
+        (69.9, 60.0, "balanced"),
     ],
 )
 def test_classify_follows_ncu_speed_of_light(memory: float, sm: float, expected: str) -> None:
-    assert classify(memory, sm) == expected
+    assert classify(memory, sm) == Bottleneck(expected)
 
 
-def test_memory_bound_near_dram_peak_says_only_fewer_bytes_help() -> None:
-    f = one_case(**MEMORY_NEAR_PEAK)
-    assert f.bottleneck == "memory"
-    assert f.evidence["dram_throughput_pct"] == 91.2
-    assert (
-        "DRAM runs at 91.2% of peak, and at 50.0% of the measured copy bandwidth" not in f.text
-    )  # at ncu's DRAM level itself, whatever the case's share of the copy (extra bytes)
-    assert (
-        "DRAM runs at 91.2% of peak, about the rate a device copy reaches: no "
-        "launch-configuration change will help" in f.text
-    )
-    assert f.next_step.startswith("fuse it with the ops around it")
+# --- memory: the roof, judged against a same-size copy where the run has one -------------------
 
 
-@pytest.mark.parametrize(("copy_share", "at_roof"), [(95.0, True), (94.9, False)])
-def test_near_the_copy_ceiling_is_inclusive(copy_share: float, at_roof: bool) -> None:
-    f = one_case(**STREAM, pct_peak_bw=copy_share)
-    assert ("about as fast as a device copy" in f.text) is at_roof
-    assert f.evidence["pct_peak_bw"] == copy_share
-    # DRAM is the busiest unit: its level is quoted once, in the lead
-    assert "DRAM, the busiest memory unit, runs at 80.8% of peak against 41.3%" in f.text
-    assert f.text.count("80.8%") == 1
-    if not at_roof:
-        assert (
-            "At 94.9% of the measured copy bandwidth the case is short of a device copy." in f.text
-        )
+@pytest.mark.parametrize(("share", "at_roof"), [(95.0, True), (94.9, False)])
+def test_at_the_large_copy_roof_says_only_fewer_bytes(share: float, at_roof: bool) -> None:
+    # bytes / p50 against copy_gbps 4000: p50 chosen so the case reaches `share` of it
+    p50 = 134217728.0 / (share / 100 * 4000e9) * 1e3
+    f = one_case(device_p50_ms=p50, **STREAM)
+    assert f.bottleneck == Bottleneck.MEMORY and f.unit == Unit.DRAM
+    assert (Cause.AT_ROOF in causes(f)) is at_roof
+    assert (Action.FEWER_BYTES in actions(f)) is at_roof
+    assert f.evidence["same_size_roof"] == "unknown"  # no same-size copy in this run
+    assert f.evidence["pct_of_copy_pct"] == pytest.approx(share)
+    if at_roof:
+        assert "judged against the large one" in f.text
 
 
-@pytest.mark.parametrize(("dram", "at_roof"), [(85.0, True), (84.9, False)])
-def test_near_peak_dram_threshold_is_inclusive(dram: float, at_roof: bool) -> None:
-    f = one_case(memory_throughput_pct=92.0, dram_throughput_pct=dram, sm_throughput_pct=30.0)
-    assert ("no launch-configuration change" in f.text) is at_roof
-    assert ("short of a device copy" in f.text) is not at_roof
+def test_a_same_size_copy_is_the_roof_where_measured() -> None:
+    # 85% of the large copy, but 97% of what a copy of the same 134 MB reached
+    p50 = 134217728.0 / (0.85 * 4000e9) * 1e3
+    f = one_case(device_p50_ms=p50, copy_gbps_same_size=0.85 * 4000 / 0.97, **STREAM)
+    assert Cause.AT_ROOF in causes(f)
+    assert f.evidence["pct_of_same_size_copy_pct"] == pytest.approx(97.0)
+    assert f.evidence["pct_of_copy_pct"] == pytest.approx(85.0)
+    assert "same_size_roof" not in f.evidence
+    assert "97.0% of a same-size device copy (85.0% of the large copy)" in f.text
 
 
-def test_short_of_the_copy_with_full_occupancy_is_not_an_occupancy_problem() -> None:
-    # counters float noise: 99.99999999999999 is the SM's maximum
-    f = one_case(**STREAM, theoretical_occupancy_pct=99.99999999999999,
-                 achieved_occupancy_pct=89.7)  # fmt: skip
-    assert "Occupancy is not what limits it: theoretical occupancy is already 100.0%" in f.text
-    assert "more warps will not help" in f.next_step
-    assert "more warps per SM" not in f.next_step
+def test_a_launch_without_timing_is_at_the_roof_by_dram_peak() -> None:
+    kernels = pd.DataFrame([{"launch": 0, "kernel_name": "k", **MEMORY}])
+    (f,) = list(explain_launches(kernels, None))
+    assert f.kind == Kind.LAUNCH and Cause.AT_ROOF in causes(f)
+    assert actions(f)[0] == Action.FEWER_BYTES
 
 
-def test_short_of_the_copy_under_full_occupancy_points_at_registers() -> None:
-    f = one_case(**STREAM, theoretical_occupancy_pct=75.0, achieved_occupancy_pct=68.0,
-                 registers_per_thread=34.0)  # fmt: skip
-    assert "Theoretical occupancy is 75.0% at 34 registers per thread (68.0% achieved)" in f.text
-    assert f.evidence["registers_per_thread"] == 34
-    assert f.next_step.startswith("get more bytes in flight: cut registers per thread")
-
-
-def test_short_of_the_copy_on_a_grid_under_one_wave_names_the_grid() -> None:
-    f = one_case(**STREAM, grid_size=256.0, waves_per_sm=0.48, theoretical_occupancy_pct=100.0,
-                 achieved_occupancy_pct=48.7)  # fmt: skip
-    assert "Small grid: it launches 256 blocks, 48.0% of the block slots one wave holds" in f.text
-    assert "Occupancy is not what limits it" not in f.text and "Low occupancy" not in f.text
-    assert f.next_step.startswith("launch more, smaller programs")
-
-
-def test_a_launch_short_of_the_copy_without_timing() -> None:
-    (f,) = explain_launches(pd.DataFrame([{**STREAM, "kernel_name": "k"}]), None)
-    assert "DRAM, the busiest memory unit, runs at 80.8% of peak against 41.3% for the SM. " \
-        "That is short of the rate a device copy reaches." in f.text  # fmt: skip
-    assert f.next_step.startswith("get more bytes in flight: wider (128-bit) loads")
-
-
-def test_short_of_the_copy_with_occupancy_far_under_theoretical() -> None:
-    f = one_case(**STREAM, theoretical_occupancy_pct=100.0, achieved_occupancy_pct=40.0)
-    assert "Low occupancy: 40.0% achieved against 100.0% theoretical" in f.text
-    assert f.next_step.startswith("balance the work")
-
-
-def test_memory_bound_on_caches_when_dram_is_far_below_the_busiest_unit() -> None:
-    f = one_case(memory_throughput_pct=85.0, dram_throughput_pct=40.0, sm_throughput_pct=30.0)
-    assert f.bottleneck == "memory"
-    assert "only 40.0% of peak" in f.text
-    assert "L1, L2 or shared memory" in f.text
-    assert "MemoryWorkloadAnalysis" in f.next_step
-
-
-def test_extra_dram_passes_are_named_and_come_first() -> None:
-    f = one_case(**MEMORY_NEAR_PEAK, dram_bytes=2 * 134217728.0)
-    assert f.evidence["dram_over_min_bytes_x"] == 2.0
-    assert "268.4 MB through DRAM, 2.0x the 134.2 MB minimum" in f.text
-    assert f.next_step.startswith("remove the extra passes")
-
-
-@pytest.mark.parametrize(("ratio", "excess"), [(1.25, True), (1.24, False)])
-def test_extra_dram_passes_threshold_is_inclusive(ratio: float, excess: bool) -> None:
-    f = one_case(**STREAM, dram_bytes=ratio * 134217728.0)
-    assert ("extra passes" in f.text) is excess
-    assert "stayed in L2" not in f.text
-
-
-def test_extra_passes_of_an_unfused_chain_say_fuse_and_skip_the_in_flight_advice() -> None:
-    f = one_case(**STREAM, dram_bytes=9 * 134217728.0, kernel_count=8.0, ncu_duration_ms=1.6,
-                 theoretical_occupancy_pct=100.0, achieved_occupancy_pct=90.0)  # fmt: skip
-    assert "Its 8 kernels move 1.2 GB through DRAM, 9.0x the 134.2 MB minimum" in f.text
-    assert "Occupancy is not what limits it" not in f.text
-    assert f.next_step.startswith("fuse the kernels so the data crosses DRAM once")
-
-
-@pytest.mark.parametrize(("ratio", "in_l2"), [(0.9, False), (0.89, True)])
-def test_dram_bytes_under_the_minimum_are_data_left_in_l2(ratio: float, in_l2: bool) -> None:
-    f = one_case(**STREAM, dram_bytes=ratio * 134217728.0)
-    assert ("the rest stayed in L2" in f.text) is in_l2
-    if in_l2:
-        assert "ncu counted 119.5 MB through DRAM, 0.9x the 134.2 MB minimum" in f.text
+def test_short_of_the_roof_with_nothing_else_asks_for_bytes_in_flight_and_stalls() -> None:
+    f = one_case(**STREAM)
+    assert causes(f)[:2] == [Cause.SHORT_OF_ROOF, Cause.NO_CAUSE_SEEN]
+    assert actions(f) == [Action.BYTES_IN_FLIGHT, Action.PROFILE_STALLS]
 
 
 @pytest.mark.parametrize(
-    ("tensor", "phrase"),
+    ("stall", "action"),
     [
-        (93.0, "bound on the Tensor Cores, busy 93.0%"),
-        (80.0, "bound on the Tensor Cores, busy 80.0%"),  # at the line is busy
-        (2.0, "FMA/ALU pipes"),
-        (45.0, "busy 45.0% of active cycles: part"),
+        ("long_scoreboard", Action.HIDE_LATENCY),
+        ("barrier", Action.FEWER_BARRIERS),
+        ("lg_throttle", Action.WIDER_LOADS),
+        ("mio_throttle", Action.SHARED_PRESSURE),
+        ("wait", Action.ILP),
     ],
 )
-def test_compute_bound_names_tensor_cores_or_fma(tensor: float, phrase: str) -> None:
-    f = one_case(memory_throughput_pct=30.0, sm_throughput_pct=88.0, tensor_pipe_pct=tensor)
-    assert f.bottleneck == "compute"
-    assert f.evidence["tensor_pipe_pct"] == tensor
-    assert phrase in f.text
+def test_the_dominant_stall_gives_the_next_step(stall: str, action: Action) -> None:
+    stalls = {f"stall_{r}_pct": 5.0 for r in ("long_scoreboard", "barrier", "wait")}
+    stalls[f"stall_{stall}_pct"] = 40.0
+    stalls["stall_not_selected_pct"] = 500.0  # never counted: a peer was eligible
+    f = one_case(**STREAM, **stalls)
+    stall_reason = next(r for r in f.reasons if r.cause == Cause.STALL)
+    assert stall_reason.detail["stall"] == stall
+    assert actions(f)[0] == action
+    assert Action.PROFILE_STALLS not in actions(f)
 
 
-def test_tensor_bound_next_step_is_less_math() -> None:
-    f = one_case(memory_throughput_pct=30.0, sm_throughput_pct=88.0, tensor_pipe_pct=95.0)
-    assert f.next_step.startswith("do less math")
+def test_no_stall_dominates_under_the_share() -> None:
+    stalls = {f"stall_{r}_pct": 10.0 for r in ("long_scoreboard", "barrier", "wait", "drain")}
+    f = one_case(**STREAM, **stalls)
+    assert Cause.STALL not in causes(f)
+    assert actions(f) == [Action.BYTES_IN_FLIGHT]  # stalls were captured: no "capture them"
 
 
-def test_balanced_between_the_lines() -> None:
-    f = one_case(memory_throughput_pct=70.0, sm_throughput_pct=65.0)
-    assert f.bottleneck == "balanced"
-    assert "SM 65.0% and memory 70.0% of peak are close" in f.text
+def test_short_of_the_roof_on_a_grid_under_one_wave_names_the_grid() -> None:
+    f = one_case(**{**STREAM, "waves_per_sm": 0.5, "grid_size": 64.0})
+    assert Cause.SMALL_GRID in causes(f)
+    assert f.evidence["idle_sms"] == SM_COUNT - 64
+    assert Action.MORE_PROGRAMS in actions(f)
 
 
-# --- latency-bound causes -------------------------------------------------------------------------
+def test_cache_bound_names_the_busy_level() -> None:
+    f = one_case(memory_throughput_pct=90.0, dram_throughput_pct=30.0, sm_throughput_pct=20.0,
+                 l1_throughput_pct=90.0, l2_throughput_pct=40.0)  # fmt: skip
+    assert f.unit == Unit.L1
+    (r,) = [r for r in f.reasons if r.cause == Cause.CACHE_BOUND]
+    assert r.detail["level"] == "l1" and "L1" in f.text
 
 
-def test_small_grid_names_the_idle_sms() -> None:
-    f = one_case(**LATENCY, waves_per_sm=0.4, grid_size=53.0)
-    assert f.bottleneck == "latency"
-    assert (f.evidence["grid_size"], f.evidence["sm_count"], f.evidence["idle_sms"]) == (
-        53,
-        132,
-        79,
-    )
-    assert "Small grid: it launches 53 blocks for 132 SMs, so 79 SMs get no work." in f.text
-    assert f.next_step.startswith("launch more, smaller programs")
+@pytest.mark.parametrize(("ratio", "extra"), [(1.25, True), (1.24, False)])
+def test_reads_over_the_fewest_any_variant_reads_are_a_re_read(ratio: float, extra: bool) -> None:
+    rows = [
+        case("triton", **STREAM, dram_bytes_read=67.1e6 * ratio, dram_bytes_write=41e6),
+        case("compile", baseline=True, **STREAM, dram_bytes_read=67.1e6, dram_bytes_write=41e6),
+    ]
+    (f,) = [f for f in explain_run(run_of(rows)) if f.kind == Kind.CASE and f.variant == "triton"]
+    assert (Cause.EXTRA_READS in causes(f)) is extra
+    if extra:
+        assert actions(f)[0] == Action.REMOVE_EXTRA_READS
+        assert f.evidence["dram_read_over_floor_x"] == pytest.approx(ratio)
+        assert f.evidence["fewest_bytes_read"] == pytest.approx(67.1e6)
 
 
-def test_small_grid_without_the_sm_count_gives_the_wave_share() -> None:
-    (f,) = explain_launches(pd.DataFrame([{**LATENCY, "kernel_name": "k", "waves_per_sm": 0.4,
-                                           "grid_size": 528.0}]), None)  # fmt: skip
-    assert "Small grid: it launches 528 blocks, 40.0% of the block slots one wave holds" in f.text
+def test_the_models_read_bytes_win_over_the_siblings() -> None:
+    f = one_case(**STREAM, dram_bytes_read=100e6, bytes_read=67e6)
+    assert Cause.EXTRA_READS in causes(f) and f.evidence["model_bytes_read"] == 67e6
 
 
-def test_one_block_decode_launch_leads_with_the_grid_and_claims_no_occupancy() -> None:
-    """A 1-block grid caps achieved occupancy itself: no occupancy or short-kernel claim apart."""
-    f = one_case(**LATENCY, grid_size=1.0, waves_per_sm=0.000947, kernel_count=1.0,
-                 ncu_duration_ms=0.003, achieved_occupancy_pct=12.0,
-                 theoretical_occupancy_pct=100.0)  # fmt: skip
-    assert "Small grid: it launches 1 block for 132 SMs, so 131 SMs get no work." in f.text
-    assert "At 0.003 ms the kernel lasts about as long as a launch costs" in f.text
-    assert "Low occupancy" not in f.text and "Short kernel" not in f.text
-    assert "0.000947" not in f.text
-    assert f.next_step.startswith("at this size the launch is the cost")
+@pytest.mark.parametrize(("ratio", "in_l2"), [(0.89, True), (0.9, False)])
+def test_dram_bytes_under_the_model_are_data_left_in_l2(ratio: float, in_l2: bool) -> None:
+    f = one_case(**STREAM, dram_bytes=134217728.0 * ratio)
+    assert (Cause.DATA_IN_L2 in causes(f)) is in_l2
 
 
-@pytest.mark.parametrize(("waves", "small"), [(0.75, True), (0.76, False), (0.97, False)])
-def test_a_nearly_full_single_wave_is_not_a_small_grid(waves: float, small: bool) -> None:
-    # 1024 blocks cover every one of the 132 SMs: only the share of empty slots can matter
-    f = one_case(**LATENCY, waves_per_sm=waves, grid_size=1024.0, achieved_occupancy_pct=20.0,
-                 theoretical_occupancy_pct=50.0)  # fmt: skip
-    assert ("Small grid" in f.text) is small
-    assert ("Low occupancy" in f.text) is not small
+def test_uncoalesced_access_against_the_model() -> None:
+    # the model: read 67 MB, write 67 MB; a coalesced stream fetches exactly those sectors
+    half = 134217728.0 / 2 / 32
+    f = one_case(**LATENCY, global_ld_sectors=half, global_st_sectors=half, global_ld_requests=1e5)
+    assert Cause.UNCOALESCED not in causes(f)
+    # a stride-8 fp32 read fetches a 32-byte sector per 4-byte element: 8x the read sectors
+    f = one_case(**LATENCY, global_ld_sectors=8 * half, global_st_sectors=half,
+                 global_ld_requests=1e5)  # fmt: skip
+    assert Cause.UNCOALESCED in causes(f) and Action.COALESCE in actions(f)
+    assert f.evidence["sectors_over_model_x"] > th.UNCOALESCED_SECTOR_RATIO
 
 
-def test_one_wave_tail_wastes_most_of_the_last_wave() -> None:
-    f = one_case(**LATENCY, waves_per_sm=1.1)
-    assert f.evidence["last_wave_fill_pct"] == 10.0
-    assert f.evidence["tail_idle_pct"] == 45.0
-    assert "Tail effect: 1.1 waves, so the last wave is only 10.0% full" in f.text
-    assert f.next_step.startswith("size the grid")
+def test_a_matmul_is_judged_per_request_not_against_its_model() -> None:
+    # tiles re-read A and B from L2 by design: many sectors, but 16 per request is coalesced
+    gemm = {"flops": 2 * 4096.0**3, "bytes": 3 * 4096 * 4096 * 2.0}
+    f = one_case(**LATENCY, **gemm, global_ld_sectors=16e9, global_ld_requests=1e9)
+    assert Cause.UNCOALESCED not in causes(f)
+    f = one_case(**LATENCY, **gemm, global_ld_sectors=32e9, global_ld_requests=1e9)
+    assert Cause.UNCOALESCED in causes(f)
 
 
-@pytest.mark.parametrize(("waves", "tail"), [(2.0, False), (1.9, False), (4.1, False),
-                                             (1.5, True), (2.1, True)])  # fmt: skip
-def test_tail_only_when_a_quarter_of_the_slots_idle(waves: float, tail: bool) -> None:
-    f = one_case(**LATENCY, waves_per_sm=waves)
-    assert ("Tail effect" in f.text) is tail
+@pytest.mark.parametrize(("conflicts", "flagged"), [(33.0, True), (32.0, False)])
+def test_bank_conflicts(conflicts: float, flagged: bool) -> None:
+    f = one_case(**COMPUTE, shared_bank_conflicts=conflicts, shared_wavefronts=100.0)
+    assert (Cause.BANK_CONFLICTS in causes(f)) is flagged
+    assert (Action.PAD_SHARED in actions(f)) is flagged
 
 
-def test_low_achieved_occupancy_against_theoretical() -> None:
-    f = one_case(**LATENCY, achieved_occupancy_pct=20.0, theoretical_occupancy_pct=50.0)
-    assert "Low occupancy: 20.0% achieved against 50.0% theoretical" in f.text
-    assert f.next_step.startswith("balance the work")
+# --- compute: the right pipe, the right roof, the right advice -----------------------------------
 
 
-def test_occupancy_at_exactly_half_of_theoretical_is_not_low() -> None:
-    f = one_case(**LATENCY, achieved_occupancy_pct=25.0, theoretical_occupancy_pct=50.0)
-    assert "Low occupancy" not in f.text
-    assert "No launch-shape or occupancy cause" in f.text
-    assert "WarpStateStats" in f.next_step
+def test_tensor_bound_user_kernel_does_less_math() -> None:
+    f = one_case(**COMPUTE, tensor_pipe_pct=95.0)
+    assert f.unit == Unit.TENSOR and causes(f)[0] == Cause.TENSOR_BUSY
+    assert actions(f) == [Action.LESS_MATH]
 
 
-def test_low_theoretical_occupancy() -> None:
-    f = one_case(**LATENCY, achieved_occupancy_pct=18.0, theoretical_occupancy_pct=18.75)
-    assert "allows only 18.8% theoretical occupancy" in f.text
-    assert f.next_step.startswith("cut registers or shared memory")
+def test_compute_roof_per_pipe_and_dtype_at_ncus_clock() -> None:
+    gemm = {"flops": 2 * 4096.0**3, "bytes": 3 * 4096 * 4096 * 2.0, "device_p50_ms": 0.25}
+    f = one_case(dtype="bfloat16", **COMPUTE, **gemm, tensor_pipe_pct=90.0, ncu_sm_clock_mhz=1500.0)
+    roof = SM_COUNT * 1500e6 * 4096 / 1e12  # dense bf16 on sm_90
+    assert f.evidence["roof_pipe"] == "tensor_fp16"
+    assert f.evidence["pipe_roof_tflops"] == pytest.approx(roof)
+    achieved = gemm["flops"] / 0.25e-3 / 1e12
+    assert f.evidence["pct_of_pipe_roof_pct"] == pytest.approx(achieved / roof * 100)
+    assert f.evidence["pct_of_measured_matmul_pct"] == pytest.approx(achieved / 800 * 100)
+    # fp32 off the Tensor Cores is judged against the FMA pipe
+    f = one_case(dtype="float32", **COMPUTE, **gemm, tensor_pipe_pct=0.0, fma_pipe_pct=90.0,
+                 ncu_sm_clock_mhz=1500.0)  # fmt: skip
+    assert f.evidence["roof_pipe"] == "fp32_fma"
+    assert "pct_of_measured_matmul_pct" not in f.evidence  # the measured matmul is bf16
+
+
+def test_fp32_cublas_gemm_on_fma_is_told_tf32_never_tl_dot() -> None:
+    kernels = pd.DataFrame([{"launch": 0, "kernel_name": "sm90_xmma_gemm_f32f32_f32f32_f32_nn_n",
+                             "dtype": "float32", **COMPUTE, "tensor_pipe_pct": 0.0,
+                             "fma_pipe_pct": 91.0}])  # fmt: skip
+    (f,) = list(explain_launches(kernels, None))
+    assert f.unit == Unit.FMA and causes(f)[0] == Cause.FP32_GEMM_ON_FMA
+    assert actions(f)[0] == Action.USE_TF32 and Action.USE_TENSOR_CORES not in actions(f)
+    assert "set_float32_matmul_precision" in f.next_step and "tl.dot" not in f.next_step
+
+
+def test_a_user_matmul_off_the_tensor_cores_is_told_tl_dot() -> None:
+    gemm = {"flops": 2 * 4096.0**3, "bytes": 3 * 4096 * 4096 * 2.0}
+    f = one_case(**COMPUTE, **gemm, tensor_pipe_pct=0.0, fma_pipe_pct=88.0)
+    assert causes(f)[0] == Cause.MATMUL_OFF_TENSOR and actions(f)[0] == Action.USE_TENSOR_CORES
+
+
+def test_an_elementwise_kernel_is_never_told_to_use_tensor_cores() -> None:
+    f = one_case(**COMPUTE, tensor_pipe_pct=0.0, xu_pipe_pct=85.0, fma_pipe_pct=20.0)
+    assert f.unit == Unit.XU and causes(f)[0] == Cause.PIPE_BUSY
+    assert actions(f) == [Action.CUT_INSTRUCTIONS]
+    assert "tl.dot" not in f.text + f.next_step and "Tensor" not in f.next_step
+
+
+def test_a_matmul_far_under_its_tensor_roof_is_under_fed() -> None:
+    gemm = {"flops": 2 * 4096.0**3, "bytes": 3 * 4096 * 4096 * 2.0, "device_p50_ms": 1.0}
+    f = one_case(dtype="bfloat16", **LATENCY, **gemm, tensor_pipe_pct=30.0, ncu_sm_clock_mhz=1900.0)
+    assert Cause.TENSOR_UNDERFED in causes(f) and Action.FEED_TENSOR in actions(f)
+
+
+def test_library_gemm_at_the_tensor_roof_gets_library_advice() -> None:
+    kernels = pd.DataFrame([{"launch": 0, "kernel_name": "nvjet_sm90_tst_256x128_64x4_1x2_h_bz",
+                             **COMPUTE, "tensor_pipe_pct": 95.0}])  # fmt: skip
+    (f,) = list(explain_launches(kernels, None))
+    assert actions(f) == [Action.LIBRARY_SHAPES]
+
+
+# --- latency: the launch shape ------------------------------------------------------------------
+
+
+def test_small_grid_names_the_idle_sms_and_a_short_one_asks_for_a_graph() -> None:
+    f = one_case(**LATENCY, grid_size=16.0, waves_per_sm=0.12, ncu_duration_ms=0.0035)
+    assert f.bottleneck == Bottleneck.LATENCY and f.unit == Unit.LAUNCH
+    assert causes(f)[0] == Cause.SMALL_GRID and f.evidence["idle_sms"] == 116
+    assert actions(f)[0] == Action.CUDA_GRAPH
+    f = one_case(**LATENCY, grid_size=16.0, waves_per_sm=0.12, ncu_duration_ms=0.05)
+    assert actions(f)[0] == Action.MORE_PROGRAMS
+
+
+@pytest.mark.parametrize(("waves", "tail"), [(1.1, True), (3.88, False), (1.9, False)])
+def test_tail_from_the_actual_waves(waves: float, tail: bool) -> None:
+    f = one_case(**LATENCY, waves_per_sm=waves, grid_size=1000.0)
+    assert (Cause.TAIL in causes(f)) is tail
+
+
+def test_occupancy_causes() -> None:
+    f = one_case(**LATENCY, achieved_occupancy_pct=30.0, theoretical_occupancy_pct=100.0,
+                 waves_per_sm=8.0)  # fmt: skip
+    assert causes(f)[0] == Cause.LOW_OCCUPANCY and actions(f)[0] == Action.BALANCE_WORK
+    f = one_case(**LATENCY, achieved_occupancy_pct=50.0, theoretical_occupancy_pct=100.0,
+                 waves_per_sm=8.0)  # fmt: skip
+    assert Cause.LOW_OCCUPANCY not in causes(f)  # exactly half is not low
+    f = one_case(**LATENCY, achieved_occupancy_pct=18.0, theoretical_occupancy_pct=18.75,
+                 registers_per_thread=168.0, waves_per_sm=8.0)  # fmt: skip
+    assert causes(f)[0] == Cause.LOW_THEORETICAL_OCCUPANCY
+    assert actions(f)[0] == Action.RAISE_OCCUPANCY and f.evidence["registers_per_thread"] == 168
 
 
 def test_many_short_kernels_are_launch_overhead() -> None:
-    f = one_case(**LATENCY, kernel_count=9.0, ncu_duration_ms=0.018, waves_per_sm=0.5,
-                 grid_size=16.0)  # fmt: skip
-    assert f.evidence["kernel_count"] == 9
-    assert f.evidence["mean_kernel_ms"] == pytest.approx(0.002)
-    assert "launches 9 kernels averaging 0.002 ms each" in f.text
-    # launch overhead outranks the small grid it also has; a case's grid is its largest launch's
-    assert "its largest launch has 16 blocks for 132 SMs" in f.text
-    assert f.next_step.startswith("fuse the kernels into one")
+    f = one_case(**LATENCY, kernel_count=8.0, ncu_duration_ms=0.02)
+    assert causes(f)[0] == Cause.LAUNCH_OVERHEAD and actions(f)[0] == Action.CUDA_GRAPH
 
 
-def test_many_longer_kernels_are_not_launch_overhead() -> None:
-    f = one_case(**LATENCY, kernel_count=9.0, ncu_duration_ms=0.09)
-    assert "Launch overhead" not in f.text
+def test_a_ruled_out_step_is_withheld_with_its_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "ruled_out.json").write_text(json.dumps(
+        {"rmsnorm": [{"variant": "triton", "step": "raise_occupancy", "why": "tried in v2"}]}
+    ))  # fmt: skip
+    monkeypatch.setattr(explain_run_module, "_notebook_dir", lambda: tmp_path)
+    f = one_case(**LATENCY, achieved_occupancy_pct=18.0, theoretical_occupancy_pct=18.75,
+                 waves_per_sm=8.0)  # fmt: skip
+    assert Cause.LOW_THEORETICAL_OCCUPANCY in causes(f)
+    assert Action.RAISE_OCCUPANCY not in actions(f)
+    assert f.ruled_out == [{"action": "raise_occupancy", "why": "tried in v2"}]
 
 
-def test_a_single_short_kernel() -> None:
-    f = one_case(**LATENCY, kernel_count=1.0, ncu_duration_ms=0.003)
-    assert "Short kernel: at 0.003 ms" in f.text
+# --- per-launch drill-down ----------------------------------------------------------------------
 
 
-# --- position against the measured ceilings -------------------------------------------------------
-
-
-def test_roofline_memory_side() -> None:
-    f = one_case(**MEMORY_NEAR_PEAK, bytes=4e8, flops=1e8, device_p50_ms=0.125, pct_peak_bw=NAN)
-    assert f.evidence["arithmetic_intensity_flop_per_byte"] == 0.25
-    assert f.evidence["ridge_flop_per_byte"] == 200.0
-    assert f.evidence["roofline_pct"] == pytest.approx(80.0)
-    assert "0.25 FLOP/B is under the ridge point at 200 FLOP/B" in f.text
-    assert "roof is the copy bandwidth; it reaches 80.0% of that roof" in f.text
-
-
-def test_roofline_memory_side_does_not_repeat_the_copy_share() -> None:
-    f = one_case(**MEMORY_NEAR_PEAK, bytes=4e8, flops=1e8, device_p50_ms=0.125, pct_peak_bw=80.0)
-    assert f.text.endswith("so its roof is the copy bandwidth.")
-    assert "roofline_pct" not in f.evidence
-
-
-def test_roofline_compute_side() -> None:
-    f = one_case(
-        memory_throughput_pct=30.0, sm_throughput_pct=88.0, bytes=1e9, flops=8e11, device_p50_ms=2.0
-    )
-    assert f.evidence["arithmetic_intensity_flop_per_byte"] == 800.0
-    assert f.evidence["roofline_pct"] == pytest.approx(50.0)
-    assert "over the ridge point" in f.text and "the matmul rate" in f.text
-
-
-def test_no_roofline_without_ceilings() -> None:
-    f = next(
-        x for x in explain_run(run_of([case(**MEMORY_NEAR_PEAK)], ceilings={})) if x.kind == "case"
-    )
-    assert "ridge" not in f.text
-    assert "roofline_pct" not in f.evidence
-
-
-# --- missing counters: timing only --------------------------------------------------------------
-
-
-def test_timing_only_run_claims_no_bottleneck() -> None:
+def chain_kernels(case_name: str) -> pd.DataFrame:
+    """An eager chain: two launches at 88-90% DRAM hold 74% of the time, two latency-bound the
+    rest; their duration-weighted mean sits under every line."""
     rows = [
-        case(
-            "triton", device_p50_ms=0.05, pct_peak_bw=96.0, **MEMORY_NEAR_PEAK
-        ),  # ignored: run says so
-        case("eager", baseline=True, device_p50_ms=0.2, pct_peak_bw=23.0),
+        (0, "vectorized_elementwise_kernel", 0.37, 88.0, 88.0, 8.0),
+        (1, "reduce_kernel", 0.10, 40.0, 40.0, 45.0),
+        (2, "vectorized_elementwise_kernel", 0.37, 90.0, 90.0, 9.0),
+        (3, "elementwise_kernel", 0.16, 30.0, 30.0, 40.0),
     ]
-    reason = "ncu lacks permission to read GPU counters on this host"
-    findings = explain_run(run_of(rows, status="timing_only", reason=reason, fix="see doctor"))
-    lab, eager = (f for f in findings if f.kind == "case")
-    assert lab.bottleneck is None and eager.bottleneck is None
-    assert f"Timing only ({reason})" in lab.text
-    assert "-bound" not in lab.text
-    assert "At 96.0% of the measured copy bandwidth" in lab.text
-    assert lab.next_step.startswith("move fewer bytes")
-    assert eager.next_step == "capture counters to see what limits it: see doctor"
-    (verdict,) = verdicts(findings)
-    assert verdict.verdict == "win"
-    assert f"Timing only ({reason}): no counters show why." in verdict.text
+    return pd.DataFrame(
+        [{"case": case_name, "launch": i, "kernel_name": n, "ncu_duration_ms": ms,
+          "dram_throughput_pct": d, "memory_throughput_pct": m, "sm_throughput_pct": s,
+          "waves_per_sm": 60.0, "grid_size": 131072.0}
+         for i, n, ms, d, m, s in rows]
+    )  # fmt: skip
 
 
-@pytest.mark.parametrize(("copy_share", "near"), [(95.0, True), (94.9, False)])
-def test_timing_only_copy_line_is_inclusive(copy_share: float, near: bool) -> None:
-    findings = explain_run(run_of([case(pct_peak_bw=copy_share)], status="timing_only"))
-    f = next(x for x in findings if x.kind == "case")
-    assert ("about as fast as a device copy" in f.text) is near
+def test_a_chain_is_judged_by_where_its_time_goes_never_by_averages() -> None:
+    row = case("eager", baseline=True, kernel_count=4.0, ncu_duration_ms=1.0,
+               memory_throughput_pct=74.7, dram_throughput_pct=74.7, sm_throughput_pct=18.0,
+               dram_bytes=4 * 134217728.0)  # fmt: skip
+    run = run_of([row], kernels=chain_kernels(row["case"]))
+    (f,) = [f for f in explain_run(run) if f.kind == Kind.CASE]
+    assert len(f.launches) == 4
+    assert sum(x.share_pct for x in f.launches) == pytest.approx(100.0)
+    memory, latency = Bottleneck.MEMORY, Bottleneck.LATENCY
+    assert [x.bottleneck for x in f.launches] == [memory, latency, memory, latency]
+    assert f.bottleneck == Bottleneck.MEMORY  # 74% of the time
+    (where,) = [r for r in f.reasons if r.cause == Cause.TIME_IN_LAUNCHES]
+    top = where.detail["groups"][0]
+    assert (top["bottleneck"], top["launches"]) == ("memory", 2)
+    assert top["share_pct"] == pytest.approx(74.0)
+    assert (top["dram_min_pct"], top["dram_max_pct"]) == (88.0, 90.0)
+    assert "74.0% in 2 memory-bound launches at 88-90% DRAM" in f.text
+    assert Cause.EXTRA_PASSES in causes(f) and actions(f)[0] == Action.FUSE
+    assert {x.family for x in f.launches} == {"aten_elementwise", "aten_reduce"}
+    d = f.to_dict()
+    assert [x["launch"] for x in d["launches"]] == [0, 1, 2, 3]
+    assert d["launches"][0]["name"] == "vectorized_elementwise_kernel"
 
 
-def test_nan_counters_in_a_counted_run_are_timing_only_for_that_case() -> None:
-    f = one_case(memory_throughput_pct=NAN, dram_throughput_pct=NAN, sm_throughput_pct=NAN)
-    assert f.bottleneck is None
-    assert "Timing only (no counters were captured for this case)" in f.text
+def test_launch_names_are_demangled_and_shortened() -> None:
+    name = (
+        "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>(int)"
+    )
+    assert lib.short_name(name) == "vectorized_elementwise_kernel"
+    assert len(lib.short_name("x" * 200)) <= 48
+    assert lib.family(name) == lib.Family.ATEN_ELEMENTWISE
+    assert lib.family("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT") == lib.Family.CUBLAS
+    assert lib.family("cutlass_80_tensorop_s1688gemm") == lib.Family.CUTLASS
+    assert lib.family("triton_red_fused_add_mean_mul_pow_rsqrt_0") == lib.Family.INDUCTOR
+    assert lib.family("_rmsnorm_kernel") == lib.Family.OTHER
+    assert lib.family("vectorized_layer_norm_kernel") == lib.Family.ATEN_NORM
 
 
-def test_dram_throughput_stands_in_for_missing_memory_throughput() -> None:
-    f = one_case(dram_throughput_pct=85.0, sm_throughput_pct=20.0)
-    assert f.bottleneck == "memory"
-    assert f.evidence["dram_throughput_pct"] == 85.0
+# --- NVIDIA's rules, judged ---------------------------------------------------------------------
 
 
-# --- the verdict ------------------------------------------------------------------------------
+def rule_rows(*rows: tuple) -> pd.DataFrame:
+    cols = ["launch", "case", "kernel_name", "section", "rule", "type", "message", "speedup_pct",
+            "title"]  # fmt: skip
+    return pd.DataFrame([dict(zip(cols, r, strict=True)) for r in rows])
 
 
-def sweep(lab_ms: dict[str, float], base_ms: dict[str, float], spread: float = 0.001) -> list[dict]:
+def test_rules_are_kept_but_set_aside_where_a_unit_is_saturated() -> None:
+    name = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"
+    kernels = pd.DataFrame([
+        {"launch": 0, "kernel_name": name, **COMPUTE, "tensor_pipe_pct": 95.0, "waves_per_sm": 1.0},
+        {"launch": 1, "kernel_name": "_k", **MEMORY, "waves_per_sm": 3.88},
+        {"launch": 2, "kernel_name": "_k", **LATENCY, "waves_per_sm": 1.1},
+    ])  # fmt: skip
+    rules = rule_rows(
+        (0, "", name, "Occupancy", "TheoreticalOccupancy", "OPTIMIZATION", "regs", 81.25, ""),
+        (0, "", name, "LaunchStats", "LaunchConfiguration", "OPTIMIZATION",
+         "at least two blocks per multiprocessor", None, "Small Grid"),
+        (1, "", "_k", "Occupancy", "AchievedOccupancy", "OPTIMIZATION", "occ", 12.0, ""),
+        (2, "", "_k", "LaunchStats", "LaunchConfiguration", "OPTIMIZATION", "partial wave", 45.0,
+         "Tail Effect"),
+        (2, "", "_k", "SpeedOfLight", "SOLBottleneck", "OK", "fine", None, ""),
+    )  # fmt: skip
+    found = list(explain_launches(kernels, rules))
+    gemm, stream, tail = (f.nvidia_rules for f in found)
+    assert [r.suppressed for r in gemm] == ["tensor_saturated", "tensor_saturated"]
+    assert gemm[0].message == "regs" and gemm[0].speedup_pct == 81.25  # kept, with NVIDIA's text
+    assert [r.suppressed for r in stream] == ["dram_saturated"]
+    assert [r.suppressed for r in tail] == [None]  # 1.1 waves: 45% idle, a real tail; OK dropped
+    kernels.loc[2, "waves_per_sm"] = 3.88
+    (_, _, tail) = (f.nvidia_rules for f in explain_launches(kernels, rules))
+    assert tail[0].suppressed == "tail_small" and tail[0].note["tail_idle_pct"] == pytest.approx(
+        3.0
+    )
+
+
+def test_persistent_kernel_and_library_shape_rules() -> None:
+    name = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"
+    kernels = pd.DataFrame([{"launch": 0, "kernel_name": name, **LATENCY, "waves_per_sm": 1.0}])
+    rules = rule_rows(
+        (0, "", name, "LaunchStats", "LaunchConfiguration", "OPTIMIZATION",
+         "at least two blocks per multiprocessor", None, "Small Grid"),
+        (0, "", name, "Occupancy", "TheoreticalOccupancy", "OPTIMIZATION", "regs", 81.0, ""),
+    )  # fmt: skip
+    (f,) = list(explain_launches(kernels, rules))
+    assert [r.suppressed for r in f.nvidia_rules] == ["persistent_kernel", "library_kernel"]
+
+
+# --- host cost and the eager loop (issue 7) -----------------------------------------------------
+
+
+def test_host_bound_case_is_a_finding_of_its_own() -> None:
+    row = case(shape="1x4096", device_p50_ms=0.0016, host_us=38.0, loop_us=38.5, **LATENCY)
+    (h,) = [f for f in explain_run(run_of([row])) if f.kind == Kind.HOST]
+    assert h.bottleneck == Bottleneck.HOST and causes(h) == [Cause.HOST_BOUND]
+    assert h.evidence["host_us"] == 38.0 and h.evidence["device_us"] == pytest.approx(1.6)
+    assert actions(h) == [Action.CUDA_GRAPH]
+    assert "38 us against 1.6 us" in h.text
+    assert "reduce-overhead" in h.next_step and "CUDA graph" in h.next_step
+
+
+@pytest.mark.parametrize("columns", [{"host_us": 10.0}, {}])
+def test_no_host_finding_when_the_gpu_is_slower_or_the_run_is_schema_1(columns: dict) -> None:
+    row = case(device_p50_ms=0.05, **LATENCY, **columns)
+    assert not [f for f in explain_run(run_of([row])) if f.kind == Kind.HOST]
+
+
+def test_the_verdict_keeps_gpu_and_eager_loop_comparisons_apart() -> None:
     rows = [
-        case("triton", shape=s, device_p50_ms=ms, device_iqr_ms=spread) for s, ms in lab_ms.items()
-    ]
-    rows += [case("eager", baseline=True, shape=s, device_p50_ms=ms, device_iqr_ms=spread)
-             for s, ms in base_ms.items()]  # fmt: skip
-    return rows
-
-
-def test_win_with_fusion_evidence() -> None:
-    rows = [
-        case("triton", device_p50_ms=0.034, kernel_count=1.0, dram_bytes=1.34e8, **MEMORY_NEAR_PEAK),
-        case("eager", baseline=True, device_p50_ms=0.2, kernel_count=9.0, dram_bytes=9.1e8,
-             memory_throughput_pct=70.0, dram_throughput_pct=65.0, sm_throughput_pct=30.0),
-        case("compiled", baseline=True, device_p50_ms=0.05, kernel_count=1.0, dram_bytes=1.5e8),
-        case("triton", shape="1024x1024", device_p50_ms=0.005),
-        case("eager", baseline=True, shape="1024x1024", device_p50_ms=0.02),
+        case("triton", shape="1x4096", device_p50_ms=0.0016, device_iqr_ms=0.00001,
+             host_us=38.0, loop_us=38.0),
+        case("native", baseline=True, shape="1x4096", device_p50_ms=0.0042,
+             device_iqr_ms=0.00001, host_us=16.0, loop_us=16.0),
     ]  # fmt: skip
-    (v,) = verdicts(explain_run(run_of(rows)))
-    assert v.verdict == "win" and v.subject == "rmsnorm"
-    assert v.evidence["cases_compared"] == 2
-    assert v.evidence["float16 4096x8192 vs compiled: delta_ms"] == pytest.approx(-0.016)
-    assert "faster than every baseline timed beside it (eager and compiled) at all 2" in v.text
-    assert "smallest margin is 0.016 ms (32.0%) against compiled at float16 4096x8192" in v.text
-    assert (
-        "Fusion at float16 4096x8192, the largest case: triton's 1 kernel runs at 91.2% of DRAM "
-        "peak (50.0% of the measured copy bandwidth) and moves 134.0 MB through DRAM; unfused "
-        "eager launches 9 kernels and moves 6.8x those bytes (910.0 MB)." in v.text
-    )
-    assert v.evidence["float16 4096x8192 eager: kernel_count"] == 9
-    assert v.evidence["float16 4096x8192 eager: dram_over_triton_x"] == pytest.approx(9.1 / 1.34)
-    assert "compiled launches" not in v.text  # one kernel: no fusion to show
-    assert v.next_step is None
+    (v,) = [f for f in explain_run(run_of(rows)) if f.kind == Kind.VERDICT]
+    assert v.verdict == Verdict.WIN  # decided on device time
+    (split,) = [r for r in v.reasons if r.detail.get("split")]
+    assert v.evidence["split_gpu_ratio_x"] == pytest.approx(2.625)
+    assert ("On the GPU triton is 2.6x faster than native at float16 1x4096; in an eager loop "
+            "native wins, 16 us against 38 us per call.") in v.text  # fmt: skip
 
 
-def test_counters_without_an_unfused_baseline() -> None:
-    rows = [case("triton", device_p50_ms=0.034, kernel_count=1.0, **MEMORY_NEAR_PEAK),
-            case("compiled", baseline=True, device_p50_ms=0.05, kernel_count=1.0)]  # fmt: skip
-    (v,) = verdicts(explain_run(run_of(rows)))
-    assert "Counters at float16 4096x8192, the largest case: triton's 1 kernel runs at" in v.text
-    assert "correct and faster than every baseline timed beside it (compiled) at its only" in v.text
+# --- verdicts on device-time statistics --------------------------------------------------------
 
 
-def test_incorrect_variant_is_never_a_win() -> None:
-    rows = sweep({"4096x8192": 0.03}, {"4096x8192": 0.2, "1024x1024": 0.02})
-    rows.append(case("triton", shape="1024x1024", correct=False, device_p50_ms=0.001, rel_err=0.25))
-    (v,) = verdicts(explain_run(run_of(rows)))
-    assert v.verdict == "not a win"
-    assert "an incorrect variant never counts as fast" in v.text
-    assert "at float16 1024x1024 it is incorrect (mismatch, rel_err 0.25)" in v.text
-    assert v.evidence["float16 1024x1024: rel_err"] == 0.25
-    assert v.next_step == "fix correctness at float16 1024x1024 first"
-
-
-def test_incorrect_case_finding_is_not_judged() -> None:
-    f = one_case(correct=False, error="NaN in output, max abs err 0.5", **MEMORY_NEAR_PEAK)
-    assert f.bottleneck is None
-    assert (
-        f.text
-        == "Incorrect (NaN in output, max abs err 0.5, rel_err 0.25), so its speed is not judged."
-    )
-    assert f.evidence == {"error": "NaN in output, max abs err 0.5", "rel_err": 0.25}
-
-
-def test_tie_within_noise_is_an_active_track() -> None:
-    rows = sweep({"4096x8192": 0.03, "1024x1024": 0.0100}, {"4096x8192": 0.2, "1024x1024": 0.0105})
-    (v,) = verdicts(explain_run(run_of(rows)))
-    assert v.verdict == "active track"
-    assert v.evidence["float16 1024x1024 vs eager: outcome"] == "noise"
-    assert "correct at all 2 dtype/shapes; beats eager at 1 of 2 and ties at 1." in v.text
-    assert (
-        "1 comparison ties within the timing spread: 0.0005 ms (4.8%) faster than eager at "
-        "float16 1024x1024, inside its 0.001 ms spread." in v.text
-    )
-    assert "Losses" not in v.text
-
-
-@pytest.mark.parametrize(("base_ms", "verdict"), [(0.75, "active track"), (0.875, "win")])
-def test_difference_equal_to_the_spread_is_noise(base_ms: float, verdict: str) -> None:
-    rows = sweep({"4096x8192": 0.5}, {"4096x8192": base_ms}, spread=0.25)
-    assert verdicts(explain_run(run_of(rows)))[0].verdict == verdict
-
-
-@pytest.mark.parametrize(
-    ("ms", "ref", "spread", "ref_spread", "outcome"),
-    [
-        (1.0, 1.25, 0.25, 0.0, "noise"),
-        (1.0, 1.5, 0.25, 0.1, "faster"),
-        (1.5, 1.0, 0.1, 0.25, "slower"),
-        (1.0, 1.0001, NAN, None, "faster"),  # no spread known: any difference counts
-        (1.0, 1.0, None, None, "noise"),
-    ],
-)
-def test_timing_outcome(ms: float, ref: float, spread, ref_spread, outcome: str) -> None:
-    assert timing_outcome(ms, ref, spread, ref_spread) == outcome
-
-
-def test_active_track_names_the_loss_and_the_next_step_from_its_counters() -> None:
-    rows = [
-        case("triton", device_p50_ms=0.03),
-        case("eager", baseline=True, device_p50_ms=0.2),
-        case("triton", shape="1024x1024", device_p50_ms=0.012, device_iqr_ms=0.0005, **LATENCY,
-             waves_per_sm=0.25, grid_size=33.0),
-        case("eager", baseline=True, shape="1024x1024", device_p50_ms=0.010, device_iqr_ms=0.0005),
-    ]  # fmt: skip
-    (v,) = verdicts(explain_run(run_of(rows)))
-    assert v.verdict == "active track"
-    assert (
-        "loses to eager at 1 of 2, by up to 20.0% (worst: float16 1024x1024), beats it at 1."
-        in v.text
-    )
-    assert "Losses to eager: float16 1024x1024 by 20.0%." in v.text
-    assert v.evidence["float16 1024x1024 vs eager: delta_pct"] == pytest.approx(20.0)
-    # the baseline has no counters: the lab case's own next step
-    assert v.next_step.startswith("At float16 1024x1024 against eager: launch more, smaller")
-
-
-def test_slower_everywhere_is_not_a_win() -> None:
-    rows = sweep({"4096x8192": 0.3, "1024x1024": 0.03}, {"4096x8192": 0.2, "1024x1024": 0.02})
-    (v,) = verdicts(explain_run(run_of(rows)))
-    assert v.verdict == "not a win"
-    assert "but at every one a baseline is faster beyond the timing spread" in v.text
-    assert "loses to eager at 2 of 2, by up to 50.0% (worst: float16 4096x8192)." in v.text
-    assert "Losses to eager: float16 4096x8192 by 50.0%, 1024x1024 by 50.0%." in v.text
-
-
-def test_beating_one_baseline_but_losing_to_another_everywhere_is_not_a_win() -> None:
-    rows = sweep({"4096x8192": 0.1}, {"4096x8192": 0.2})
-    rows.append(case("compiled", baseline=True, device_p50_ms=0.05))
-    (v,) = verdicts(explain_run(run_of(rows)))
-    assert v.verdict == "not a win"
-    # the baseline it beats comes first
-    assert (
-        "correct at its only dtype/shape, but there a baseline is faster beyond the timing "
-        "spread; beats eager; loses to compiled by 100.0% (at float16 4096x8192)." in v.text
-    )
-    assert "Losses to compiled: float16 4096x8192 by 100.0%." in v.text
-
-
-def test_losses_grouped_by_baseline_and_dtype_and_ties_counted() -> None:
-    rows = []
-    for dtype in ("float16", "float32"):
-        for shape, lab, native, compiled in (("64x64", 0.010, 0.020, 0.0101),
-                                             ("4096x8192", 0.110, 0.200, 0.100),
-                                             ("16384x8192", 0.440, 0.800, 0.400)):  # fmt: skip
-            rows += [
-                case("triton", dtype=dtype, shape=shape, device_p50_ms=lab),
-                case("native", baseline=True, dtype=dtype, shape=shape, device_p50_ms=native),
-                case("compiled", baseline=True, dtype=dtype, shape=shape, device_p50_ms=compiled),
-            ]
-    (v,) = verdicts(explain_run(run_of(rows)))
-    assert v.verdict == "active track"
-    assert (
-        "triton is an active track: correct at all 6 dtype/shapes; beats native at all 6; loses "
-        "to compiled at 4 of 6, by up to 10.0% (worst: float16 4096x8192), ties at 2." in v.text
-    )
-    assert (
-        "Losses to compiled: float16 4096x8192 by 10.0%, 16384x8192 by 10.0%; float32 4096x8192 "
-        "by 10.0%, 16384x8192 by 10.0%." in v.text
-    )
-    assert "2 comparisons tie within the timing spread; the widest gap among them is" in v.text
-    assert v.evidence["vs compiled: slower"] == 4 and v.evidence["ties"] == 2
-
-
-# --- the verdict's next step: the lab case's counters beside the winning baseline's ---------------
-
-# the lab kernel and compile at 16384x8192 on the H200 (profiles/rmsnorm-20261130-014917-vm-4bc5)
-SAME_LAUNCH = {"grid_size": 16384.0, "block_size": 512.0, "waves_per_sm": 31.03}
-LAB = {**STREAM, **SAME_LAUNCH, "bytes": 536887296.0, "dram_bytes": 5.11e8, "kernel_count": 1.0}
-WINNER = {**LAB, "memory_throughput_pct": 86.6, "dram_throughput_pct": 86.6,
-          "theoretical_occupancy_pct": 100.0, "achieved_occupancy_pct": 92.6,
-          "registers_per_thread": 23.0}  # fmt: skip
-
-
-def loss_step(lab: dict, winner: dict) -> Finding:
-    rows = [case("triton", shape="16384x8192", device_p50_ms=0.1398, device_iqr_ms=0.0014, **lab),
-            case("compile", baseline=True, shape="16384x8192", device_p50_ms=0.1282, device_iqr_ms=0.0013,
-                 **winner)]  # fmt: skip
-    (v,) = verdicts(explain_run(run_of(rows)))
-    assert v.verdict == "not a win"
+def verdict_of(rows: list[dict], **kw: object) -> Finding:
+    (v,) = [f for f in explain_run(run_of(rows, **kw)) if f.kind == Kind.VERDICT]
     return v
 
 
-def test_same_launch_full_occupancy_lower_dram_points_at_load_width() -> None:
-    lab = {**LAB, "theoretical_occupancy_pct": 100.0, "achieved_occupancy_pct": 93.4,
-           "registers_per_thread": 32.0}  # fmt: skip
-    v = loss_step(lab, WINNER)
-    assert v.next_step == (
-        "At float16 16384x8192 against compile: occupancy is not the limiter: with the same launch "
-        "as compile (16384 blocks of 512 threads), triton holds 93.4% achieved occupancy (100.0% "
-        "theoretical at 32 registers per thread) against compile's 92.6% (100.0% at 23), yet its "
-        "DRAM runs at 80.8% of peak against 86.6%; inspect the SASS for load width (128-bit "
-        "LDG.E.128 or narrower) and for how many loads each thread keeps in flight (memory-level "
-        "parallelism); more warps will not help."
-    )
-    assert v.evidence["float16 16384x8192 triton: dram_throughput_pct"] == 80.8
-    assert v.evidence["float16 16384x8192 compile: achieved_occupancy_pct"] == 92.6
+def test_win_active_track_not_a_win() -> None:
+    fast = [case("triton", device_p50_ms=0.05), case("eager", baseline=True, device_p50_ms=0.2)]
+    v = verdict_of(fast)
+    assert v.verdict == Verdict.WIN and v.tally == {
+        "eager": {"faster": 1, "slower": 0, "noise": 0, "unstable": 0}
+    }
+    (c,) = v.to_dict()["comparisons"]
+    assert set(c) >= {"dtype", "shape", "baseline", "ratio", "ci_low", "ci_high", "outcome",
+                      "method"} and c["outcome"] == "faster"  # fmt: skip
+    tie = [*fast, case("compile", baseline=True, device_p50_ms=0.0502)]
+    assert verdict_of(tie).verdict == Verdict.ACTIVE_TRACK
+    lose = [*fast, case("compile", baseline=True, device_p50_ms=0.03)]
+    v = verdict_of(lose)
+    assert v.verdict == Verdict.NOT_A_WIN and v.evidence["worst_loss_baseline"] == "compile"
 
 
-def test_lower_theoretical_occupancy_at_more_registers_says_cut_registers() -> None:
-    lab = {**LAB, "theoretical_occupancy_pct": 75.0, "achieved_occupancy_pct": 68.0,
-           "registers_per_thread": 34.0}  # fmt: skip
-    step = loss_step(lab, WINNER).next_step
-    assert (
-        "triton's theoretical occupancy is 75.0% at 34 registers per thread (68.0% achieved) "
-        "against compile's 100.0% at 23 registers per thread (92.6% achieved)" in step
-    )
-    assert step.endswith("cut registers per thread (fewer values live per thread: more threads "
-                         "per block, or a loop over the data in chunks).")  # fmt: skip
-    assert "not the limiter" not in step
+def test_a_wide_interval_is_unstable_never_a_tie_or_a_loss() -> None:
+    rows = [case("triton", device_p50_ms=0.05, device_iqr_ms=0.05, device_reps=5),
+            case("eager", baseline=True, device_p50_ms=0.2)]  # fmt: skip
+    v = verdict_of(rows)
+    assert v.comparisons[0].outcome == "unstable" and v.verdict == Verdict.ACTIVE_TRACK
 
 
-@pytest.mark.parametrize(("achieved", "cause"), [(82.6, "not the limiter"),
-                                                 (82.5, "cut registers")])  # fmt: skip
-def test_occupancy_gap_of_exactly_ten_points_is_not_the_cause(achieved: float, cause: str) -> None:
-    lab = {**LAB, "theoretical_occupancy_pct": 75.0, "achieved_occupancy_pct": achieved,
-           "registers_per_thread": 34.0}  # fmt: skip
-    assert cause in loss_step(lab, WINNER).next_step
+def test_loss_steps_come_from_the_losing_case() -> None:
+    rows = [case("triton", device_p50_ms=0.06, **LATENCY, grid_size=16.0, waves_per_sm=0.12,
+                 ncu_duration_ms=0.05),
+            case("compile", baseline=True, device_p50_ms=0.03, **STREAM)]  # fmt: skip
+    v = verdict_of(rows)
+    assert v.next[0].action == Action.MORE_PROGRAMS
+    assert v.next[0].detail == {"where": "float16 4096x8192", "against": "compile"}
 
 
-def test_extra_dram_bytes_against_the_winner_say_remove_passes() -> None:
-    lab = {**LAB, "dram_bytes": 1.25 * 5.11e8}
-    step = loss_step(lab, WINNER).next_step
-    assert step.startswith("At float16 16384x8192 against compile: it moves 1.2x the DRAM bytes")
-    assert "(638.8 MB against 511.0 MB): remove the extra passes over the data." in step
+def test_incorrect_variant_is_never_a_win() -> None:
+    rows = [case("triton", correct=False), case("eager", baseline=True, device_p50_ms=0.2)]
+    v = verdict_of(rows)
+    assert v.verdict == Verdict.NOT_A_WIN and causes(v) == [Cause.INCORRECT]
+    assert actions(v) == [Action.FIX_CORRECTNESS]
+    (f,) = [f for f in explain_run(run_of(rows)) if f.kind == Kind.CASE and f.variant == "triton"]
+    assert f.bottleneck is None and causes(f) == [Cause.INCORRECT]
 
 
-def test_a_launch_shape_only_the_lab_case_has_gives_its_own_step() -> None:
-    lab = {**LAB, "waves_per_sm": 1.1, "grid_size": 581.0, "theoretical_occupancy_pct": 100.0,
-           "achieved_occupancy_pct": 93.4}  # fmt: skip
-    v = loss_step(lab, WINNER)
-    assert v.next_step.startswith(
-        "At float16 16384x8192 against compile: tail effect: 1.1 waves, so the last wave is only "
-        "10.0% full and 45.0% of the launch's block slots sit idle, a cost compile's launch does "
-        "not have: size the grid"
-    )
-    assert v.evidence["float16 16384x8192 triton: tail_idle_pct"] == 45.0
+def test_no_baseline_no_verdict() -> None:
+    assert verdict_of([case("triton")]).verdict == Verdict.NO_BASELINE
 
 
-def test_losses_with_different_causes_get_one_sentence_each_worst_first() -> None:
-    full = {**LAB, "theoretical_occupancy_pct": 100.0, "achieved_occupancy_pct": 93.4}
-    capped = {**LAB, "theoretical_occupancy_pct": 50.0, "achieved_occupancy_pct": 45.0,
-              "registers_per_thread": 64.0}  # fmt: skip
-    rows = []
-    for shape, lab, lab_ms in (("16384x8192", full, 0.14), ("4096x8192", capped, 0.05),
-                               ("2048x16384", capped, 0.044)):  # fmt: skip
-        rows += [case("triton", shape=shape, device_p50_ms=lab_ms, **lab),
-                 case("compile", baseline=True, shape=shape, device_p50_ms=0.04 if lab is capped
-                      else 0.128, **WINNER)]  # fmt: skip
-    (v,) = verdicts(explain_run(run_of(rows)))
-    first, second = v.next_step.split(". At ")
-    assert first.startswith("At float16 4096x8192 against compile (also float16 2048x16384):")
-    assert "cut registers per thread" in first
-    assert second.startswith("float16 16384x8192 against compile: occupancy is not the limiter")
+def test_an_interpret_run_is_a_correctness_run() -> None:
+    rows = [case("triton", device_p50_ms=NAN, shape=s) for s in ("1x4096", "16x8192")]
+    for r in rows:
+        r["device_p50_ms"] = NAN
+    report = explain_run(run_of(rows, manifest={"mode": "interpret"}))
+    (v,) = [f for f in report if f.kind == Kind.VERDICT]
+    assert v.verdict == Verdict.CORRECTNESS_ONLY
+    assert v.text == "Correctness run: 2/2 correct, no timing."
+    assert not [f for f in report if f.kind == Kind.CASE]  # correct cases are not failures
 
 
-def test_no_counters_anywhere_falls_back_to_the_case_step() -> None:
-    rows = sweep({"4096x8192": 0.3}, {"4096x8192": 0.2})
-    (v,) = verdicts(explain_run(run_of(rows, status="timing_only", reason="no permission")))
-    step = "At float16 4096x8192 against eager: capture counters to see what limits it."
-    assert v.next_step == step
+def test_timing_only_claims_no_bottleneck() -> None:
+    report = explain_run(run_of([case(pct_peak_bw=96.0)], status="no_permission",
+                                reason="ERR_NVGPUCTRPERM"))  # fmt: skip
+    (f,) = [f for f in report if f.kind == Kind.CASE]
+    assert f.bottleneck is None and causes(f)[0] == Cause.NO_COUNTERS
+    assert f.evidence["counters_reason"] == "ERR_NVGPUCTRPERM"
 
 
-def test_each_lab_variant_is_judged() -> None:
-    rows = sweep({"4096x8192": 0.1}, {"4096x8192": 0.2})
-    rows.append(case("triton_v2", device_p50_ms=0.3))
-    vs = verdicts(explain_run(run_of(rows)))
-    assert [(v.subject, v.variant, v.verdict) for v in vs] == [
-        ("rmsnorm triton", "triton", "win"),
-        ("rmsnorm triton_v2", "triton_v2", "not a win"),
-    ]
+# --- history: earlier runs, and steps tried without effect -------------------------------------
 
 
-def test_no_baseline_no_verdict_and_uncompared_shapes_are_named() -> None:
-    (alone,) = verdicts(explain_run(run_of([case()])))
-    assert alone.verdict is None and "no baseline" in alone.text
-    rows = sweep({"4096x8192": 0.1, "64x64": 0.01}, {"4096x8192": 0.2})
-    (v,) = verdicts(explain_run(run_of(rows)))
-    assert v.verdict == "win"
-    assert "No baseline was timed at float16 64x64" in v.text
+def store_run(root: Path, name: str, created: str, rows: list[dict]) -> Path:
+    path = root / name
+    path.mkdir(parents=True)
+    pd.DataFrame(rows).to_csv(path / "cases.csv", index=False)
+    manifest = {"schema": 2, "run_id": name, "kernel": "rmsnorm", "complete": True,
+                "created": created, "mode": "gpu", "ceilings": CEILINGS,
+                "counters": {"status": "ok"},
+                "fingerprint": {"sm_count": SM_COUNT, "compute_capability": "9.0"}}  # fmt: skip
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    return path
 
 
-def test_findings_come_verdict_first_per_kernel() -> None:
-    rows = sweep({"4096x8192": 0.1}, {"4096x8192": 0.2})
-    rows.append(dict(case("torch", baseline=True), kernel="softmax"))
-    rows.append(dict(case("triton", device_p50_ms=0.05), kernel="softmax"))
-    kinds = [(f.kernel, f.kind) for f in explain_run(run_of(rows))]
-    assert kinds == [("rmsnorm", "verdict"), ("rmsnorm", "case"), ("rmsnorm", "case"),
-                     ("softmax", "verdict"), ("softmax", "case"), ("softmax", "case")]  # fmt: skip
+def test_history_says_what_changed_and_rules_out_what_had_no_effect(tmp_path: Path) -> None:
+    low = {**LATENCY, "theoretical_occupancy_pct": 18.75, "waves_per_sm": 8.0,
+           "registers_per_thread": 168.0}  # fmt: skip
+    v1 = [case("triton", device_p50_ms=0.100, achieved_occupancy_pct=45.6, **low)]
+    v2 = [case("triton", device_p50_ms=0.1005, **{**low, "achieved_occupancy_pct": 89.7,
+                                                  "theoretical_occupancy_pct": 18.75})]  # fmt: skip
+    store_run(tmp_path, "rmsnorm-a", "2026-11-30T01:00:00", v1)
+    newest = store.load(store_run(tmp_path, "rmsnorm-b", "2026-11-30T02:00:00", v2))
+    report = explain_run(newest)
+    (h,) = [f for f in report if f.kind == Kind.HISTORY]
+    assert h.evidence["previous_run"] == "rmsnorm-a"
+    assert h.evidence["occupancy_before_pct"] == 45.6 and h.evidence["occupancy_after_pct"] == 89.7
+    assert h.ruled_out[0]["action"] == "raise_occupancy"
+    (f,) = [f for f in report if f.kind == Kind.CASE]
+    assert Cause.LOW_THEORETICAL_OCCUPANCY in causes(f)
+    assert Action.RAISE_OCCUPANCY not in actions(f)  # never advised again
+    # with the earlier run passed explicitly, the same
+    again = explain_run(newest, [store.load(tmp_path / "rmsnorm-a")])
+    assert [f.evidence for f in again if f.kind == Kind.HISTORY] == [h.evidence]
+    # with no earlier run, the step is advised
+    alone = explain_run(newest, [])
+    (f,) = [f for f in alone if f.kind == Kind.CASE]
+    assert Action.RAISE_OCCUPANCY in actions(f)
 
 
-# --- every number in a text comes from its evidence --------------------------------------------
-
-_NUMBER = re.compile(r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?")
-# fixed vocabulary, not measured figures: "128-bit loads", "LDG.E.128"
-CONSTANTS = {"128"}
+# --- output --------------------------------------------------------------------------------------
 
 
-def _numbers(text: str) -> set[str]:
-    return set(_NUMBER.findall(text))
-
-
-def test_every_number_in_text_is_in_the_evidence() -> None:
+def mixed_run() -> store.Run:
     rows = [
-        case("triton", device_p50_ms=0.034, kernel_count=1.0, dram_bytes=2.7e8, **MEMORY_NEAR_PEAK),
-        case("eager", baseline=True, device_p50_ms=0.2, kernel_count=9.0, dram_bytes=9.1e8,
-             ncu_duration_ms=0.018, **LATENCY),
-        case("triton", shape="1024x1024", device_p50_ms=0.012, **LATENCY, waves_per_sm=1.1,
-             achieved_occupancy_pct=20.0, theoretical_occupancy_pct=50.0),
-        case("eager", baseline=True, shape="1024x1024", device_p50_ms=0.0121),
-        case("triton", shape="2048x2048", device_p50_ms=0.02, memory_throughput_pct=30.0,
-             sm_throughput_pct=88.0, tensor_pipe_pct=93.0),
-        case("eager", baseline=True, shape="2048x2048", device_p50_ms=0.018),
-        case("triton", shape="64x64", correct=False, error="rel_err 0.3 over tolerance 0.01"),
+        case("triton", device_p50_ms=0.05, **STREAM, dram_bytes=1.3e8, kernel_count=1.0),
+        case("triton", shape="16x8192", device_p50_ms=0.006, **LATENCY, grid_size=16.0,
+             waves_per_sm=0.12, ncu_duration_ms=0.003, host_us=36.0, loop_us=36.0),
+        case("eager", baseline=True, device_p50_ms=0.4, kernel_count=4.0, ncu_duration_ms=1.0,
+             memory_throughput_pct=74.7, dram_throughput_pct=74.7, sm_throughput_pct=18.0,
+             dram_bytes=4 * 134217728.0),
+        case("native", baseline=True, shape="16x8192", device_p50_ms=0.004, **LATENCY,
+             host_us=16.0, loop_us=16.0),
     ]  # fmt: skip
-    findings = explain_run(run_of(rows))
-    assert len(findings) == 8
-    launch = {"launch": 3, "kernel_name": "k", "ncu_duration_ms": 0.002, "dram_bytes": 1e6}
-    findings += explain_launches(pd.DataFrame([{**launch, **LATENCY}]), None, CEILINGS)
-    lab = {**LAB, "theoretical_occupancy_pct": 75.0, "achieved_occupancy_pct": 68.0,
-           "registers_per_thread": 34.0}  # fmt: skip
-    findings.append(loss_step(lab, WINNER))
-    for f in findings:
-        allowed = _numbers(f.subject) | CONSTANTS
-        for key, value in f.evidence.items():
-            allowed |= _numbers(key) | _numbers(format_value(key, value))
-        for said in (f.text, f.next_step or ""):
-            assert _numbers(said) <= allowed, (f.subject, _numbers(said) - allowed)
+    return run_of(rows, kernels=chain_kernels("rmsnorm.eager.float16.4096x8192"))
 
 
-def test_format_value_units() -> None:
-    assert format_value("device_p50_ms", 0.0342) == "0.0342 ms"
-    assert format_value("dram_throughput_pct", 90.94) == "90.9%"
-    assert format_value("pct_peak_bw", 78.06) == "78.1%"
-    assert format_value("kernel_count", 4) == "4"
-    assert format_value("dram_bytes", 33554432.0) == "33.6 MB"
-    assert format_value("copy_gbps", 4230.0) == "4230 GB/s"
-    assert format_value("ridge_flop_per_byte", 165.48) == "165 FLOP/B"
-    assert format_value("waves_per_sm", 1.10) == "1.1"
-    assert format_value("pct_peak_bw", 0.0251) == "<0.1%"  # not "0.0%"
-    assert format_value("sm_throughput_pct", 0.05) == "0.1%"
-    assert format_value("sm_throughput_pct", 0.0) == "0.0%"
+def test_json_is_versioned_and_keyed_by_identifiers() -> None:
+    doc = json.loads(to_json(explain_run(mixed_run())))
+    assert doc["schema_version"] == 2 and doc["findings"]
+    for f in doc["findings"]:
+        assert {"subject", "kind", "bottleneck", "evidence", "next", "verdict", "text"} <= set(f)
+        assert all(re.fullmatch(r"[a-z0-9_]+", k) for k in f["evidence"])
+        for step in f["next"]:
+            assert Action(step["action"]) and step["text"]
+    (chain,) = [f for f in doc["findings"] if f["subject"].startswith("rmsnorm eager")]
+    assert len(chain["launches"]) == 4
+    (v,) = [f for f in doc["findings"] if f["kind"] == "verdict"]
+    assert {c["outcome"] for c in v["comparisons"]} <= {"faster", "slower", "noise", "unstable"}
 
 
-# --- NVIDIA's own rule messages ---------------------------------------------------------------
+def test_every_number_in_a_case_text_is_in_its_evidence() -> None:
+    for f in explain_run(mixed_run()):
+        if f.kind not in (Kind.CASE, Kind.HOST) or f.launches:
+            continue
+        quoted = {format_value(k, v) for k, v in f.evidence.items()}
+        for number in re.findall(r"\d[\d.]*(?: ?(?:ms|us|MB|GB|KB|GB/s|%|x))?", f.text):
+            assert any(number in q for q in quoted), (number, f.text)
 
 
-def rules_table() -> pd.DataFrame:
-    rmsnorm = "rmsnorm.triton.float16.4096x8192"
-    message = (
-        "This kernel grid is too small to fill the available resources on this device, resulting "
-        "in only 0.4 full waves across all SMs. Look at @section:LaunchStats:Launch Statistics@ "
-        "for more details."
+def render(report, width: int = 80, **kw) -> str:
+    buf = io.StringIO()
+    render_terminal(report, Console(file=buf, width=width, color_system=None), **kw)
+    return buf.getvalue()
+
+
+def test_golden_terminal_view_fits_80_columns() -> None:
+    text = render(explain_run(mixed_run()))
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert text == (GOLDEN / "explain_mixed_80.txt").read_text()
+
+
+def test_golden_markdown() -> None:
+    assert to_markdown(explain_run(mixed_run())) == (GOLDEN / "explain_mixed.md").read_text()
+
+
+def test_detail_views_filter_and_show_rules() -> None:
+    report = explain_run(mixed_run())
+    text = render(report, case="eager float16 4096x8192")
+    assert "rmsnorm eager float16 4096x8192" in text and "triton" not in text
+    assert "vectorized_elementwise_kernel [aten_elementwise]" in text
+    text = render(report, variant="triton", width=60)
+    assert max(len(line) for line in text.splitlines()) <= 60
+    assert "rmsnorm triton float16 16x8192" in text and "eager float16" not in text
+
+
+def test_timing_outcome_kept_for_compare() -> None:
+    assert timing_outcome(0.1, 0.2, 0.01, 0.01) == "faster"
+    assert timing_outcome(0.2, 0.1, 0.01, 0.01) == "slower"
+    assert timing_outcome(0.1, 0.11, 0.01, 0.01) == "noise"
+
+
+def test_cli_case_that_matches_nothing_is_a_one_line_error() -> None:
+    from click.testing import CliRunner
+
+    from profkit.cli import cli
+
+    profiles = Path(__file__).parents[1] / "profiles"
+    result = CliRunner().invoke(
+        cli, ["explain", "--profiles", str(profiles), "--case", "triton float16 9x9"]
     )
-    columns = ["launch", "case", "kernel_name", "section", "rule", "type", "message", "speedup_pct"]
-    return pd.DataFrame(
-        [
-            [0, rmsnorm, "rms_k", "SpeedOfLight", "SOLBottleneck", "OPTIMIZATION", message, 60.0],
-            [1, rmsnorm, "rms_k", "SpeedOfLight", "SOLBottleneck", "OPTIMIZATION", message, 60.0],
-            [0, rmsnorm, "rms_k", "Occupancy", "AchievedOccupancy", "OK", "fine", NAN],
-            [0, rmsnorm, "rms_k", "LaunchStats", "LaunchConfig", "WARNING", "few blocks", NAN],
-            [2, "other.case", "x_k", "SpeedOfLight", "SOLBottleneck", "WARNING", "other", NAN],
-        ],
-        columns=columns,
-    )
+    assert result.exit_code != 0
+    assert result.output.strip().startswith("error: no finding matches case 'triton float16 9x9'")
+    assert "Traceback" not in result.output
 
 
-def test_nvidia_rules_quoted_beside_the_finding() -> None:
-    findings = explain_run(run_of([case(**LATENCY, waves_per_sm=0.4)], rules=rules_table()))
-    f = next(x for x in findings if x.kind == "case")
-    assert f.nvidia_rules == [
-        "SOLBottleneck: This kernel grid is too small to fill the available resources on this "
-        "device, resulting in only 0.4 full waves across all SMs. Look at Launch Statistics for "
-        "more details. (NVIDIA's estimated speedup: 60%) (raised for 2 launches; the one with the "
-        "largest estimated speedup is quoted)",
-        "LaunchConfig: few blocks",
-    ]
+def test_a_library_gemm_short_of_busy_gets_shape_advice_never_tile_advice() -> None:
+    kernels = pd.DataFrame([{"launch": 0, "kernel_name": "nvjet_sm90_tst_128x128_64x4_h_bz",
+                             **COMPUTE, "tensor_pipe_pct": 60.0}])  # fmt: skip
+    (f,) = list(explain_launches(kernels, None))
+    assert causes(f)[0] == Cause.TENSOR_UNDERFED and actions(f) == [Action.LIBRARY_SHAPES]
+    assert "library GEMM" in f.text
 
 
-def test_a_rule_raised_per_launch_is_quoted_once_from_the_launch_nvidia_expects_most_of() -> None:
-    case_name = "rmsnorm.eager.float16.4096x8192"
-    columns = ["launch", "case", "rule", "type", "message", "speedup_pct"]
-    rules = pd.DataFrame(
-        [[launch, case_name, "AchievedOccupancy", "OPTIMIZATION", f"gap {launch}", speedup]
-         for launch, speedup in ((1, 40.0), (2, 93.2), (3, 77.8))], columns=columns
-    )  # fmt: skip
-    findings = explain_run(run_of([case("eager", baseline=True, **LATENCY)], rules=rules))
-    (f,) = [x for x in findings if x.kind == "case"]
-    assert f.nvidia_rules == [
-        "AchievedOccupancy: gap 2 (NVIDIA's estimated speedup: 93.2%) (raised for 3 launches; the "
-        "one with the largest estimated speedup is quoted)"
-    ]
-
-
-# --- launches of a report brought from elsewhere --------------------------------------------------
-
-
-def test_explain_launches() -> None:
-    kernels = pd.DataFrame(
-        [
-            {"case": NAN, "kernel": NAN, "launch": 0, "kernel_name": "copy_kernel",
-             "ncu_duration_ms": 0.1, "dram_bytes": 4e8, "kernel_count": 1, **MEMORY_NEAR_PEAK},
-            {"case": NAN, "kernel": NAN, "launch": 1, "kernel_name": "tiny_kernel",
-             "ncu_duration_ms": 0.002, "kernel_count": 1, **LATENCY},
-            {"case": NAN, "kernel": NAN, "launch": 2, "kernel_name": "mystery"},
-        ]
-    )  # fmt: skip
-    rules = rules_table().assign(case=NAN)
-    copy, tiny, mystery = explain_launches(kernels, rules, CEILINGS)
-    assert [f.kind for f in (copy, tiny, mystery)] == ["launch"] * 3
-    assert (copy.subject, copy.kernel, copy.bottleneck) == ("copy_kernel", "copy_kernel", "memory")
-    assert copy.evidence["dram_gbps"] == pytest.approx(4000.0)
-    assert copy.evidence["copy_ceiling_pct"] == pytest.approx(100.0)
-    assert "ncu measured 0.1 ms." in copy.text
-    assert "It moves 4000 GB/s through DRAM, 100.0% of the measured copy ceiling" in copy.text
-    assert len(copy.nvidia_rules) == 2  # launch 0: SOLBottleneck and LaunchConfig
-    assert tiny.bottleneck == "latency" and "Short kernel: at 0.002 ms" in tiny.text
-    assert tiny.text.count("0.002 ms") == 1
-    assert tiny.nvidia_rules == [copy.nvidia_rules[0]]
-    assert mystery.bottleneck is None
-    assert mystery.text == "No throughput counters were captured for this launch."
-    assert explain_launches(kernels.iloc[:1], None)[0].evidence.get("dram_gbps") is None
-
-
-# --- output -------------------------------------------------------------------------------------
-
-
-def win_findings() -> list[Finding]:
-    rows = [
-        case(
-            "triton", device_p50_ms=np.float64(0.034), kernel_count=np.int64(1), **MEMORY_NEAR_PEAK
-        ),
-        case("eager", baseline=True, device_p50_ms=0.2, kernel_count=9.0),
-    ]
-    return explain_run(run_of(rows, rules=rules_table()))
-
-
-def test_json_output_keys_and_types() -> None:
-    out = json.loads(to_json(win_findings()))
-    assert isinstance(out, list) and len(out) == 3
-    for item in out:
-        assert {"subject", "kind", "bottleneck", "verdict", "evidence", "text", "next_step",
-                "nvidia_rules"} <= set(item)  # fmt: skip
-    assert out[0]["verdict"] == "win"
-    assert out[1]["bottleneck"] == "memory"
-    assert out[1]["evidence"]["device_p50_ms"] == 0.034
-    assert out[1]["case"] == "rmsnorm.triton.float16.4096x8192"
-
-
-def test_markdown_output() -> None:
-    md = to_markdown(win_findings())
-    assert md.startswith("### rmsnorm\n")
-    assert "**rmsnorm: win.** triton is a win" in md
-    assert "- **rmsnorm triton float16 4096x8192** (memory-bound): p50 0.034 ms" in md
-    assert "  - *Next:* fuse it with the ops around it" in md
-    assert "  - NVIDIA LaunchConfig: few blocks" in md
-    assert md.index("win.**") < md.index("- **rmsnorm triton")
-
-
-def test_terminal_output() -> None:
-    console = Console(file=io.StringIO(), width=200, record=True)
-    render_terminal(win_findings(), console)
-    out = console.export_text()
-    assert "rmsnorm" in out and "WIN" in out and "memory-bound" in out
-    assert out.index("WIN") < out.index("rmsnorm triton float16 4096x8192")
-    assert "next: fuse it with the ops around it" in out
-
-
-# --- the same analysis on a run read back from disk ----------------------------------------------
-
-
-def test_run_read_back_from_csv(tmp_path: Path) -> None:
-    """CSV turns an empty `error` into NaN and a bool column with blanks into text."""
-    rows = sweep({"4096x8192": 0.1}, {"4096x8192": 0.2})
-    rows.append(case("triton", shape="1024x1024", correct=False))
-    mem = run_of(rows)
-    (tmp_path / "manifest.json").write_text(json.dumps(mem.manifest))
-    mem.cases.to_csv(tmp_path / "cases.csv", index=False)
-    disk = store.load(tmp_path)
-    assert [f.to_dict() for f in explain_run(disk)] == [f.to_dict() for f in explain_run(mem)]
-    assert verdicts(explain_run(disk))[0].verdict == "not a win"
+def test_a_gemm_beside_a_small_reduction_is_judged_as_the_gemm() -> None:
+    gemm = {"flops": 2 * 4096.0**3, "bytes": 3 * 4096 * 4096 * 4.0, "device_p50_ms": 3.0}
+    row = case("cublas", baseline=True, dtype="float32", kernel_count=2.0, **COMPUTE, **gemm)
+    kernels = pd.DataFrame([
+        {"case": row["case"], "launch": 0, "kernel_name": "void cutlass::Kernel2<cutlass_80_simt_"
+         "sgemm_256x128_8x4_nn_align1>(Params)", "ncu_duration_ms": 2.9, **COMPUTE,
+         "tensor_pipe_pct": 0.0, "fma_pipe_pct": 92.0},
+        {"case": row["case"], "launch": 1, "kernel_name": "splitKreduce_kernel",
+         "ncu_duration_ms": 0.1, **LATENCY},
+    ])  # fmt: skip
+    (f,) = [f for f in explain_run(run_of([row], kernels=kernels)) if f.kind == Kind.CASE]
+    assert len(f.launches) == 2 and f.launches[0].family == "cutlass"
+    assert f.bottleneck == Bottleneck.COMPUTE and f.unit == Unit.FMA
+    assert Cause.FP32_GEMM_ON_FMA in causes(f) and actions(f)[0] == Action.USE_TF32
+    assert Action.USE_TENSOR_CORES not in actions(f)

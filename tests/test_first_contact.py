@@ -67,9 +67,16 @@ def test_readme_test_command_installs_what_the_tests_need() -> None:
 
 def _without_torch(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     """The CLI in a fresh interpreter where torch and triton cannot be imported."""
+    # a finder that refuses them, as a venv without them would; not sys.modules[...] = None,
+    # which libraries that probe sys.modules for torch (scipy's array API layer) trip over
     code = (
-        "import sys; sys.modules['torch'] = None; sys.modules['triton'] = None; "
-        f"sys.argv = ['profkit', *{list(args)!r}]; from profkit.cli import main; main()"
+        "import sys\n"
+        "class NoTorch:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('torch', 'triton'):\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, NoTorch())\n"
+        f"sys.argv = ['profkit', *{list(args)!r}]\nfrom profkit.cli import main\nmain()\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "100"}
     return subprocess.run(

@@ -1,0 +1,72 @@
+"""Compute-side causes: which pipe is busy, and whether the math is on the right one.
+
+An elementwise op or a reduction is never told to move onto the Tensor Cores: only a case whose
+model is a matrix product (FLOPs per byte far above an elementwise op's) or a GEMM library kernel
+is. A library GEMM in fp32 on the FMA pipe gets TF32 or bf16, never `tl.dot`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from profkit import thresholds as th
+from profkit.explain.context import Context, Said
+from profkit.explain.evidence import Evidence, num
+from profkit.explain.library import GEMM, LIBRARY
+from profkit.explain.model import Action, Cause, Reason, Step, Unit
+from profkit.explain.roofs import busiest_pipe, tensor_pct
+
+
+def pipe_unit(m: Mapping, ev: Evidence) -> Unit | None:
+    pipe = busiest_pipe(m)
+    if pipe is None:
+        return None
+    unit, col, value = pipe
+    ev.put(col, value)
+    if unit == Unit.TENSOR or value >= th.TENSOR_IDLE_PCT:
+        return unit
+    return None
+
+
+def pipe_detail(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
+    tensor = tensor_pct(m)
+    gemm = ctx.family in GEMM or ctx.matmul_like(m)
+    if tensor is not None:
+        key = "tensor_any_pct" if num(m, "tensor_any_pct") is not None else "tensor_pipe_pct"
+        ev.put(key, tensor)
+        if tensor >= th.TENSOR_BUSY_PCT:
+            step = Action.LIBRARY_SHAPES if ctx.family in LIBRARY else Action.LESS_MATH
+            return Reason(Cause.TENSOR_BUSY, [key]), [Step(step, [key])]
+        library = ctx.family in GEMM or ctx.family in LIBRARY
+        if tensor < th.TENSOR_IDLE_PCT and gemm and library:
+            if ctx.dtype == "float32":
+                return Reason(Cause.FP32_GEMM_ON_FMA, [key]), [Step(Action.USE_TF32, [key])]
+            return Reason(Cause.MATMUL_OFF_TENSOR, [key]), [Step(Action.LIBRARY_SHAPES, [key])]
+        if gemm and library:  # on the Tensor Cores, short of busy: its shape, not its code
+            return Reason(Cause.TENSOR_UNDERFED, [key], {"library": True}), [
+                Step(Action.LIBRARY_SHAPES, [key])
+            ]
+        if tensor < th.TENSOR_UNUSED_PCT and gemm:  # a user kernel with no MMA instructions at all
+            if ctx.dtype == "float32":
+                return Reason(Cause.MATMUL_OFF_TENSOR, [key], {"fp32": True}), [
+                    Step(Action.USE_TF32, [key]),
+                    Step(Action.USE_TENSOR_CORES, [key]),
+                ]
+            return Reason(Cause.MATMUL_OFF_TENSOR, [key]), [Step(Action.USE_TENSOR_CORES, [key])]
+        if gemm and not library:
+            # it issues MMAs: under-fed when far below the pipe's roof (or, without the clock to
+            # compute that roof, when the pipe is idle most cycles)
+            roof = ev.get("pct_of_pipe_roof_pct")
+            if (roof is not None and roof < th.UNDERFED_ROOF_PCT) or (
+                roof is None and tensor < th.TENSOR_BUSY_PCT / 2
+            ):
+                keys = [key] + (["pct_of_pipe_roof_pct"] if roof is not None else [])
+                return Reason(Cause.TENSOR_UNDERFED, keys), [Step(Action.FEED_TENSOR, keys)]
+    pipe = busiest_pipe(m)
+    if pipe is not None and pipe[0] != Unit.TENSOR and pipe[2] >= th.PIPE_BUSY_PCT:
+        unit, col, value = pipe
+        ev.put(col, value)
+        return Reason(Cause.PIPE_BUSY, [col], {"pipe": str(unit)}), [
+            Step(Action.CUT_INSTRUCTIONS, [col], {"pipe": str(unit)})
+        ]
+    return None

@@ -1,0 +1,31 @@
+"""What a diagnosis knows besides the row's counters: the device, who wrote the kernel, the
+case's model (bytes, FLOPs, dtype), and the steps already ruled out for it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from profkit import thresholds as th
+from profkit.explain.evidence import num
+from profkit.explain.library import Family
+from profkit.explain.model import Action, Reason, Step
+from profkit.explain.roofs import Device
+
+Said = tuple[Reason, list[Step]]
+
+
+@dataclass(frozen=True)
+class Context:
+    device: Device = field(default_factory=Device)
+    family: Family = Family.OTHER
+    dtype: str = ""
+    read_floor: float | None = None  # fewest DRAM bytes read by any variant of the same case
+    ruled_out: Mapping[Action, str] = field(default_factory=dict)  # action -> why
+
+    def matmul_like(self, row: Mapping) -> bool:
+        """A matrix product by its model: FLOPs per byte far above an elementwise op's."""
+        flops, min_bytes = num(row, "flops"), num(row, "bytes")
+        if not flops or not min_bytes:
+            return False
+        return flops / min_bytes >= th.MATMUL_INTENSITY_FLOP_PER_BYTE

@@ -1,0 +1,151 @@
+"""The kernel's earlier runs: what changed between versions, and which steps were tried without
+effect (so they are not advised again).
+
+Earlier runs are those under the same profiles folder holding the same kernel, created before this
+one (or the runs passed with --history). A change of occupancy by OCCUPANCY_GAP_PCT points or more
+with device time within NO_EFFECT_TIME_PCT (or a noise outcome) rules out "raise occupancy" for
+that variant. The lab notebook's machine-readable list (kernels/ruled_out.json) adds steps ruled
+out by other means (the SASS showed the loads already 128-bit wide).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from profkit import stats
+from profkit import thresholds as th
+from profkit.explain.evidence import Evidence, as_bool, num, timed, where
+from profkit.explain.model import Action, Finding, Kind
+from profkit.store import Run, is_run, load
+
+RULED_OUT_FILE = "ruled_out.json"
+
+
+def earlier_runs(run: Run) -> list[Run]:
+    """Runs of the same kernel stored beside this one and created before it, newest first."""
+    root = run.path.parent
+    if not root.is_dir():
+        return []
+    mine = run.manifest.get("created", "")
+    kernel = run.manifest.get("kernel")
+    found = []
+    for path in root.iterdir():
+        if path == run.path or path.name.startswith(".") or not is_run(path):
+            continue
+        try:
+            manifest = json.loads((path / "manifest.json").read_text())
+        except (OSError, ValueError):
+            continue
+        if manifest.get("kernel") == kernel and manifest.get("created", "") < mine:
+            found.append((manifest.get("created", ""), path))
+    return [load(p) for _, p in sorted(found, reverse=True)]
+
+
+def notebook_ruled_out(kernel: str, folder: Path | None) -> dict[str, dict[Action, str]]:
+    """variant ("*" for all) -> action -> why, from kernels/ruled_out.json."""
+    if folder is None:
+        return {}
+    path = folder / RULED_OUT_FILE
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    out: dict[str, dict[Action, str]] = {}
+    for entry in data.get(kernel, []):
+        try:
+            action = Action(entry["step"])
+        except (KeyError, ValueError):
+            continue
+        out.setdefault(entry.get("variant", "*"), {})[action] = entry.get("why", RULED_OUT_FILE)
+    return out
+
+
+def _pairs(now: pd.DataFrame, before: pd.DataFrame, variant: str) -> list[tuple[dict, dict]]:
+    a = {where(r): r for r in before[before["variant"].astype(str) == variant].to_dict("records")}
+    return [
+        (a[where(r)], r)
+        for r in now[now["variant"].astype(str) == variant].to_dict("records")
+        if where(r) in a and timed(r) and timed(a[where(r)])
+    ]
+
+
+def history_finding(
+    run: Run, previous: Run, variant: str
+) -> tuple[Finding | None, dict[Action, str]]:
+    """What changed for one lab variant against the previous run, and the steps it rules out."""
+    pairs = _pairs(
+        run.cases.astype({"variant": str}), previous.cases.astype({"variant": str}), variant
+    )
+    if not pairs:
+        return None, {}
+    ev = Evidence()
+    ev.put("previous_run", previous.run_id)
+    ev.put("cases_compared", len(pairs))
+    ratios, changes = [], []
+    no_effect = None
+    for before, now in pairs:
+        cmp = stats.compare_cases(now, before, run.samples, previous.samples)
+        ratios.append(cmp.ratio)
+        changes.append(cmp.outcome)
+        occ = (num(before, "achieved_occupancy_pct"), num(now, "achieved_occupancy_pct"))
+        if None in occ:
+            continue
+        moved = abs(occ[1] - occ[0]) >= th.OCCUPANCY_GAP_PCT
+        still = cmp.outcome == "noise" or abs(cmp.delta_pct) < th.NO_EFFECT_TIME_PCT
+        if moved and still and occ[1] > occ[0]:
+            gain = occ[1] - occ[0]
+            if no_effect is None or gain > no_effect[0]:
+                no_effect = (gain, before, now, cmp)
+    ev.put("median_time_ratio_x", float(pd.Series(ratios).median()))
+    for outcome in stats.OUTCOMES:
+        ev.put(f"cases_{outcome}", sum(o == outcome for o in changes))
+    for col in ("registers_per_thread", "achieved_occupancy_pct", "dram_throughput_pct"):
+        deltas = [
+            num(n, col) - num(b, col)
+            for b, n in pairs
+            if num(n, col) is not None and num(b, col) is not None
+        ]
+        if deltas:
+            ev.put(f"median_change_{col}", float(pd.Series(deltas).median()))
+    ruled: dict[Action, str] = {}
+    if no_effect is not None:
+        _, before, now, cmp = no_effect
+        ev.put("tried_where", where(now))
+        ev.put("occupancy_before_pct", num(before, "achieved_occupancy_pct"))
+        ev.put("occupancy_after_pct", num(now, "achieved_occupancy_pct"))
+        ev.put("time_change_pct", cmp.delta_pct)
+        ev.put("time_outcome", cmp.outcome)
+        ruled[Action.RAISE_OCCUPANCY] = (
+            f"{previous.run_id} -> {run.run_id}: occupancy "
+            f"{ev['occupancy_before_pct']:.1f}% -> {ev['occupancy_after_pct']:.1f}% at "
+            f"{ev['tried_where']}, time {cmp.outcome} ({cmp.delta_pct:+.1f}%)"
+        )
+    finding = Finding(
+        subject=f"{run.manifest.get('kernel', '')} {variant} since {previous.run_id}",
+        kind=Kind.HISTORY,
+        kernel=str(run.manifest.get("kernel", "")),
+        variant=variant,
+        evidence=dict(ev),
+        ruled_out=[{"action": str(a), "why": w} for a, w in ruled.items()],
+    )
+    return finding, ruled
+
+
+def lab_variants(cases: pd.DataFrame) -> list[str]:
+    lab = cases[~cases["baseline"].map(as_bool)] if "baseline" in cases else cases
+    return list(dict.fromkeys(lab["variant"].astype(str)))
+
+
+def merge(*maps: Mapping[Action, str]) -> dict[Action, str]:
+    out: dict[Action, str] = {}
+    for m in maps:
+        out.update(m)
+    return out
+
+
+def history_runs(run: Run, given: Sequence[Run] | None) -> list[Run]:
+    return list(given) if given is not None else earlier_runs(run)

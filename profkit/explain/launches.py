@@ -1,0 +1,123 @@
+"""Per-launch drill-down: a case of several kernels is judged by where its time goes.
+
+Each launch gets its share of the case's time (ncu durations) and its own bottleneck; launches are
+grouped by bottleneck, and the case's conclusion is the group holding most of the time, never a
+duration-weighted mean of counters (which put an eager chain of launches at 87-90% DRAM under the
+memory line).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+import pandas as pd
+
+from profkit import thresholds as th
+from profkit.explain.context import Context
+from profkit.explain.diagnose import diagnose
+from profkit.explain.evidence import Evidence, num, text
+from profkit.explain.library import Family, family, short_name
+from profkit.explain.model import Bottleneck, Cause, Launch, Reason
+
+# counters quoted per launch
+_LAUNCH_FACTS = (
+    "ncu_duration_ms",
+    "dram_throughput_pct",
+    "memory_throughput_pct",
+    "sm_throughput_pct",
+    "achieved_occupancy_pct",
+    "grid_size",
+    "block_size",
+    "registers_per_thread",
+    "waves_per_sm",
+    "dram_bytes_read",
+    "dram_bytes_write",
+)
+
+
+def by_case(kernels: pd.DataFrame | None) -> dict[str, list[dict]]:
+    """A run's launches grouped by case, in launch order (read once per run)."""
+    if kernels is None or kernels.empty or "case" not in kernels.columns:
+        return {}
+    out: dict[str, list[dict]] = {}
+    ordered = kernels.sort_values("launch") if "launch" in kernels.columns else kernels
+    for r in ordered.to_dict("records"):
+        out.setdefault(str(r["case"]), []).append(r)
+    return out
+
+
+def launch_family(row: Mapping, lab: bool = False) -> Family:
+    """A lab variant's own kernels are the user's (Triton) code, whatever their names resemble;
+    only a library GEMM or cuDNN kernel it calls stays a library kernel. A baseline's kernels are
+    library code even when the name is not recognised."""
+    fam = family(text(row, "kernel_name") or "")
+    if lab and fam not in (Family.CUBLAS, Family.CUTLASS, Family.CUDNN):
+        return Family.TRITON
+    if not lab and fam == Family.OTHER:  # a baseline's kernel is library code, named or not
+        return Family.ATEN_OTHER
+    return fam
+
+
+def drill_down(rows: list[dict], ctx: Context, lab: bool = False) -> list[Launch]:
+    total = sum(num(r, "ncu_duration_ms") or 0.0 for r in rows)
+    out = []
+    for row in rows:
+        fam = launch_family(row, lab)
+        lctx = replace(ctx, family=fam, read_floor=None)
+        # a launch has no model of its own: judge its counters alone
+        bare = {k: v for k, v in row.items() if k not in ("bytes", "flops", "device_p50_ms")}
+        diagnosis = diagnose(bare, lctx)
+        ev = Evidence(diagnosis.evidence if diagnosis else {})
+        for col in _LAUNCH_FACTS:
+            ev.put(col, num(row, col))
+        duration = num(row, "ncu_duration_ms")
+        share = duration / total * 100 if duration is not None and total > 0 else None
+        if share is not None:
+            ev.put("share_pct", share)
+        out.append(
+            Launch(
+                launch=int(num(row, "launch")) if num(row, "launch") is not None else None,
+                name=short_name(text(row, "kernel_name") or "kernel"),
+                family=str(fam),
+                case=text(row, "case"),
+                share_pct=share,
+                bottleneck=diagnosis.bottleneck if diagnosis else None,
+                unit=diagnosis.unit if diagnosis else None,
+                evidence=dict(ev),
+                reasons=diagnosis.reasons if diagnosis else [],
+            )
+        )
+    return out
+
+
+def where_time_goes(launches: list[Launch], ev: Evidence) -> tuple[Bottleneck | None, Reason]:
+    """Group launches by bottleneck: the case's bottleneck is the group with most of the time."""
+    groups: dict[str, dict] = {}
+    for launch in launches:
+        key = str(launch.bottleneck) if launch.bottleneck else "unknown"
+        group = groups.setdefault(
+            key, {"bottleneck": key, "launches": 0, "share_pct": 0.0, "dram_pcts": []}
+        )
+        group["launches"] += 1
+        group["share_pct"] += launch.share_pct or 0.0
+        dram = launch.evidence.get("dram_throughput_pct")
+        if dram is not None:
+            group["dram_pcts"].append(dram)
+    ordered = sorted(groups.values(), key=lambda g: -g["share_pct"])
+    for g in ordered:
+        pcts = g.pop("dram_pcts")
+        g["dram_min_pct"] = min(pcts) if pcts else None
+        g["dram_max_pct"] = max(pcts) if pcts else None
+    ev.put("launches", len(launches))
+    top = ordered[0] if ordered else None
+    if top is not None:
+        ev.put("top_share_pct", top["share_pct"])
+    bottleneck = None
+    if top is not None and top["bottleneck"] != "unknown":
+        bottleneck = Bottleneck(top["bottleneck"])
+    detail = {
+        "groups": ordered,
+        "dominant": bool(top and top["share_pct"] >= th.DOMINANT_TIME_SHARE_PCT),
+    }
+    return bottleneck, Reason(Cause.TIME_IN_LAUNCHES, ["launches", "top_share_pct"], detail)

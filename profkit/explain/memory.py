@@ -1,0 +1,199 @@
+"""The memory hierarchy: DRAM reads and writes against the model, how close the stream is to the
+copy roof, which level is busy, coalescing (sectors per request) and shared-memory bank conflicts.
+
+Reads and writes are judged apart: writes still in the 60 MB L2 when a kernel ends are never
+counted by DRAM, so summing them dilutes a re-read (F.rms_norm reads its input twice).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from profkit import thresholds as th
+from profkit.explain.context import Context, Said
+from profkit.explain.evidence import Evidence, num
+from profkit.explain.model import Action, Cause, Reason, Step, Unit
+from profkit.explain.roofs import MEMORY_LEVELS, memory_roof, near_copy_line
+
+SECTOR_BYTES = 32
+
+
+def busy_level(m: Mapping, ev: Evidence) -> Unit | None:
+    """The memory level a memory-bound kernel is bound on. ncu's memory throughput (SOL) is the
+    judge: DRAM when it is DRAM's level; a cache when it is well above DRAM's, then L1 or L2 by
+    their own throughput. (L2's lts__throughput runs above DRAM's on a plain stream, 87% against
+    70% on the fused RMSNorm, so it cannot name the level by itself.)"""
+    dram, mem = num(m, "dram_throughput_pct"), num(m, "memory_throughput_pct")
+    if dram is None:
+        return None
+    if mem is None or mem - dram < th.CACHE_BOUND_GAP_PCT:
+        return Unit.DRAM
+    return _cache_level(m, ev)[0]
+
+
+def _cache_level(m: Mapping, ev: Evidence) -> tuple[Unit | None, str | None]:
+    levels = [(u, c, num(m, c)) for c, u in MEMORY_LEVELS if u != Unit.DRAM]
+    levels = [x for x in levels if x[2] is not None]
+    if not levels:
+        return None, None
+    unit, col, value = max(levels, key=lambda x: x[2])
+    ev.put(col, value)
+    return unit, col
+
+
+def dram_level(m: Mapping, ctx: Context, ev: Evidence, *, chain: bool = False) -> Said | None:
+    """At the roof (only fewer bytes help) or short of it. A case with timing is judged against
+    the same-size copy (else the large one, saying so); a launch against ncu's DRAM peak."""
+    dram = num(m, "dram_throughput_pct")
+    share = memory_roof(m, ctx.device, ev)
+    if dram is not None:
+        ev.put("dram_throughput_pct", dram)
+    keys = [
+        k
+        for k in ("pct_of_same_size_copy_pct", "pct_of_copy_pct", "dram_throughput_pct")
+        if k in ev
+    ]
+    if share is not None:
+        at_roof = round(share, 6) >= near_copy_line(m)  # float noise: 94.9999999 is 95
+    elif dram is not None:
+        at_roof = round(dram, 6) >= th.NEAR_PEAK_DRAM_PCT
+    else:
+        return None
+    if at_roof:
+        step = Step(Action.FUSE if chain else Action.FEWER_BYTES, keys)
+        return Reason(Cause.AT_ROOF, keys), [step]
+    return Reason(Cause.SHORT_OF_ROOF, keys), []
+
+
+def cache_bound(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
+    """The pressure is on L1/L2 or shared memory, not DRAM: ncu's memory throughput well above
+    DRAM's."""
+    dram, mem = num(m, "dram_throughput_pct"), num(m, "memory_throughput_pct")
+    if dram is None or mem is None or mem - dram < th.CACHE_BOUND_GAP_PCT:
+        return None
+    ev.put("memory_throughput_pct", mem)
+    ev.put("dram_throughput_pct", dram)
+    unit, col = _cache_level(m, ev)
+    keys = [col or "memory_throughput_pct", "dram_throughput_pct"]
+    return Reason(Cause.CACHE_BOUND, keys, {"level": str(unit) if unit else "cache"}), [
+        Step(Action.OPEN_NCU, keys, {"section": "MemoryWorkloadAnalysis"})
+    ]
+
+
+def extra_reads(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
+    """DRAM reads well over what the case must read: the model's read bytes where the row has
+    them, else the fewest any variant of the same case read (the measured one-pass floor)."""
+    read = num(m, "dram_bytes_read")
+    model = num(m, "bytes_read")
+    floor_key = "model_bytes_read"
+    if model is None:
+        model, floor_key = ctx.read_floor, "fewest_bytes_read"
+    if read is None or not model:
+        return None
+    if read / model < th.EXTRA_READS_RATIO:
+        return None
+    ev.put("dram_bytes_read", read)
+    ev.put(floor_key, model)
+    ev.put("dram_read_over_floor_x", read / model)
+    write = num(m, "dram_bytes_write")
+    if write is not None:
+        ev.put("dram_bytes_write", write)  # quoted, not judged: L2 holds an unknown share
+    keys = ["dram_bytes_read", floor_key, "dram_read_over_floor_x"]
+    count = num(m, "kernel_count") or 1
+    if count > 1:
+        ev.put("kernel_count", count)
+        return Reason(Cause.EXTRA_PASSES, [*keys, "kernel_count"]), [Step(Action.FUSE, keys)]
+    return Reason(Cause.EXTRA_READS, keys), [Step(Action.REMOVE_EXTRA_READS, keys)]
+
+
+def chain_traffic(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
+    """A chain of kernels moving several times the model's bytes: each pass crosses DRAM."""
+    count, dram_bytes, min_bytes = (num(m, k) for k in ("kernel_count", "dram_bytes", "bytes"))
+    if not count or count <= 1 or not dram_bytes or not min_bytes:
+        return None
+    if dram_bytes / min_bytes < th.EXCESS_DRAM_BYTES_RATIO:
+        return None
+    ev.put("kernel_count", count)
+    ev.put("dram_bytes", dram_bytes)
+    ev.put("bytes", min_bytes)
+    ev.put("dram_over_model_x", dram_bytes / min_bytes)
+    keys = ["kernel_count", "dram_bytes", "bytes", "dram_over_model_x"]
+    return Reason(Cause.EXTRA_PASSES, keys), [Step(Action.FUSE, keys)]
+
+
+def data_in_l2(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
+    dram_bytes, min_bytes = num(m, "dram_bytes"), num(m, "bytes")
+    if dram_bytes is None or not min_bytes or dram_bytes / min_bytes >= th.L2_RESIDENT_BYTES_RATIO:
+        return None
+    ev.put("dram_bytes", dram_bytes)
+    ev.put("bytes", min_bytes)
+    ev.put("dram_over_model_x", dram_bytes / min_bytes)
+    return Reason(Cause.DATA_IN_L2, ["dram_bytes", "bytes", "dram_over_model_x"]), []
+
+
+def uncoalesced(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
+    """Global sectors fetched far beyond the bytes used. Against the model's bytes for a stream
+    (a matmul re-reads its tiles from L2 by design, so it is judged per request instead)."""
+    ld, st = num(m, "global_ld_sectors"), num(m, "global_st_sectors")
+    requests = num(m, "global_ld_requests")
+    min_bytes = num(m, "bytes")
+    if ld is None:
+        return None
+    if min_bytes and not ctx.matmul_like(m):
+        sector_bytes = (ld + (st or 0.0)) * SECTOR_BYTES
+        ratio = sector_bytes / min_bytes
+        if ratio < th.UNCOALESCED_SECTOR_RATIO:
+            return None
+        ev.put("global_sector_bytes", sector_bytes)
+        ev.put("bytes", min_bytes)
+        ev.put("sectors_over_model_x", ratio)
+        keys = ["global_sector_bytes", "bytes", "sectors_over_model_x"]
+    else:
+        if not requests:
+            return None
+        per_request = ld / requests
+        if per_request <= th.UNCOALESCED_SECTORS_PER_REQUEST:
+            return None
+        ev.put("sectors_per_request_ratio", per_request)
+        keys = ["sectors_per_request_ratio"]
+    if requests:
+        ev.put("sectors_per_request_ratio", ld / requests)
+        keys = list(dict.fromkeys([*keys, "sectors_per_request_ratio"]))
+    return Reason(Cause.UNCOALESCED, keys), [Step(Action.COALESCE, keys)]
+
+
+def bank_conflicts(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
+    conflicts, wavefronts = num(m, "shared_bank_conflicts"), num(m, "shared_wavefronts")
+    if not conflicts or not wavefronts:
+        return None
+    share = conflicts / wavefronts
+    if share < th.BANK_CONFLICT_SHARE:
+        return None
+    ev.put("shared_bank_conflicts", conflicts)
+    ev.put("shared_wavefronts", wavefronts)
+    ev.put("bank_conflict_share_pct", share * 100)
+    keys = ["shared_bank_conflicts", "shared_wavefronts", "bank_conflict_share_pct"]
+    return Reason(Cause.BANK_CONFLICTS, keys), [Step(Action.PAD_SHARED, keys)]
+
+
+def hierarchy_facts(m: Mapping, ev: Evidence) -> None:
+    """Hit rates and throughput per level, recorded for the detail view (no decision)."""
+    for col in (
+        "l1_hit_pct",
+        "l2_hit_pct",
+        "l1_throughput_pct",
+        "l2_throughput_pct",
+        "dram_throughput_pct",
+        "dram_bytes_read",
+        "dram_bytes_write",
+    ):
+        value = num(m, col)
+        if value is not None:
+            ev.put(col, value)
+    ld, req = num(m, "global_ld_sectors"), num(m, "global_ld_requests")
+    if ld is not None and req:
+        ev.put("sectors_per_request_ratio", ld / req)
+    # the instruction mix: FP32 FLOPs the SASS counted (an FMA is two), beside the model's
+    mix = [num(m, c) for c in ("ffma_thread_inst", "fadd_thread_inst", "fmul_thread_inst")]
+    if all(v is not None for v in mix):
+        ev.put("counted_fp32_flops", 2 * mix[0] + mix[1] + mix[2])

@@ -1,0 +1,354 @@
+"""What explain decides, as data: enums for the bottleneck, the limiting unit, the cause, the
+verdict and the next step, and the dataclasses that carry them with their evidence.
+
+Nothing here writes English: `profkit.explain.phrases` turns each cause and step into words, and
+`profkit.explain.render` lays findings out for a terminal, markdown or JSON. `to_dict` gives the
+JSON schema documented in docs/explain-schema.md (SCHEMA_VERSION).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+SCHEMA_VERSION = 2
+
+
+class Kind(StrEnum):
+    VERDICT = "verdict"  # one per lab variant of a kernel, across the sweep
+    CASE = "case"  # one per case (kernel, variant, dtype, shape)
+    HOST = "host"  # a case whose host cost per call exceeds its device time
+    LAUNCH = "launch"  # one per kernel launch of a bare .ncu-rep report
+    HISTORY = "history"  # what changed against the kernel's earlier run
+
+
+class Bottleneck(StrEnum):
+    MEMORY = "memory"
+    COMPUTE = "compute"
+    LATENCY = "latency"
+    BALANCED = "balanced"
+    HOST = "host"
+
+
+class Unit(StrEnum):
+    """The unit that limits: a memory level, an SM pipe, or neither (launch shape, the host)."""
+
+    DRAM = "dram"
+    L2 = "l2"
+    L1 = "l1"  # L1/TEX and shared memory
+    TENSOR = "tensor"
+    FMA = "fma"
+    ALU = "alu"
+    XU = "xu"
+    LSU = "lsu"
+    FP64 = "fp64"
+    LAUNCH = "launch"  # grid, waves, occupancy, short kernels
+    HOST = "host"
+
+
+class Cause(StrEnum):
+    AT_ROOF = "at_roof"  # streams at about a same-size copy's rate
+    SHORT_OF_ROOF = "short_of_roof"  # memory-bound, below the copy roof
+    CACHE_BOUND = "cache_bound"  # the busy memory level is L1/L2, not DRAM
+    EXTRA_READS = "extra_reads"  # DRAM reads well over the model's (or a sibling's)
+    EXTRA_PASSES = "extra_passes"  # several kernels each crossing DRAM
+    DATA_IN_L2 = "data_in_l2"  # DRAM bytes under the model: writes left in L2
+    UNCOALESCED = "uncoalesced"  # global sectors fetched far beyond the bytes used
+    BANK_CONFLICTS = "bank_conflicts"  # shared-memory wavefronts serialized
+    TENSOR_BUSY = "tensor_busy"  # Tensor pipe near its rate
+    PIPE_BUSY = "pipe_busy"  # a non-tensor pipe near its rate
+    FP32_GEMM_ON_FMA = "fp32_gemm_on_fma"  # a library GEMM in fp32 on the FMA pipe (no TF32)
+    MATMUL_OFF_TENSOR = "matmul_off_tensor"  # user matmul-like kernel not on the Tensor Cores
+    TENSOR_UNDERFED = "tensor_underfed"  # a matmul on the Tensor Cores far below their roof
+    SMALL_GRID = "small_grid"
+    TAIL = "tail"
+    LOW_OCCUPANCY = "low_occupancy"
+    LOW_THEORETICAL_OCCUPANCY = "low_theoretical_occupancy"
+    LAUNCH_OVERHEAD = "launch_overhead"
+    SHORT_KERNEL = "short_kernel"
+    STALL = "stall"  # the dominant warp stall reason (evidence: stall, stall_pct)
+    NO_CAUSE_SEEN = "no_cause_seen"
+    HOST_BOUND = "host_bound"
+    NO_COUNTERS = "no_counters"
+    INCORRECT = "incorrect"
+    UNTIMED = "untimed"
+    TIME_IN_LAUNCHES = "time_in_launches"  # a multi-kernel case: where its time goes
+
+
+class Verdict(StrEnum):
+    WIN = "win"
+    ACTIVE_TRACK = "active track"
+    NOT_A_WIN = "not a win"
+    NO_BASELINE = "no baseline"
+    CORRECTNESS_ONLY = "correctness run"
+
+
+class Action(StrEnum):
+    """A next step, by what it asks for; its words live in phrases.STEPS."""
+
+    FEWER_BYTES = "fewer_bytes"  # fuse, reuse on chip: at the roof
+    FUSE = "fuse"  # a chain of kernels: fuse them
+    REMOVE_EXTRA_READS = "remove_extra_reads"
+    BYTES_IN_FLIGHT = "bytes_in_flight"  # more loads outstanding per thread
+    WIDER_LOADS = "wider_loads"  # 128-bit loads
+    RAISE_OCCUPANCY = "raise_occupancy"  # cut registers / shared memory per block
+    BALANCE_WORK = "balance_work"
+    MORE_PROGRAMS = "more_programs"  # split work so every SM gets some
+    WHOLE_WAVES = "whole_waves"
+    CUDA_GRAPH = "cuda_graph"  # host-bound, launch overhead
+    COALESCE = "coalesce"
+    PAD_SHARED = "pad_shared"
+    USE_TF32 = "use_tf32"
+    USE_TENSOR_CORES = "use_tensor_cores"  # tl.dot, user kernels only
+    FEED_TENSOR = "feed_tensor"  # larger tiles, more pipeline stages: user matmuls
+    LESS_MATH = "less_math"  # at the tensor roof: lower precision, less work
+    LIBRARY_SHAPES = "library_shapes"  # a library kernel: shapes/precision/fusion
+    CUT_INSTRUCTIONS = "cut_instructions"
+    HIDE_LATENCY = "hide_latency"  # long scoreboard: prefetch, more independent loads
+    FEWER_BARRIERS = "fewer_barriers"
+    SHARED_PRESSURE = "shared_pressure"  # mio throttle
+    ILP = "ilp"  # short scoreboard / wait: more independent work
+    PROFILE_STALLS = "profile_stalls"  # capture WarpStateStats
+    CAPTURE_COUNTERS = "capture_counters"
+    FIX_CORRECTNESS = "fix_correctness"
+    OPEN_NCU = "open_ncu"  # a section of Nsight Compute to read
+
+
+@dataclass
+class Step:
+    """A next step and the evidence keys (of the finding that carries it) that support it."""
+
+    action: Action
+    because: list[str] = field(default_factory=list)
+    detail: dict = field(default_factory=dict)  # words' parameters: {"section": ...}
+
+    def to_dict(self) -> dict:
+        from profkit.explain.phrases import step_text
+
+        return {
+            "action": str(self.action),
+            "because": list(self.because),
+            "detail": {k: plain(v) for k, v in self.detail.items()},
+            "text": step_text(self),
+        }
+
+
+@dataclass
+class Reason:
+    """One cause the counters show, with the evidence keys it reads."""
+
+    cause: Cause
+    keys: list[str] = field(default_factory=list)
+    detail: dict = field(default_factory=dict)
+
+    def to_dict(self, evidence: dict) -> dict:
+        from profkit.explain.phrases import reason_text
+
+        return {
+            "cause": str(self.cause),
+            "evidence": list(self.keys),
+            "detail": {k: plain(v) for k, v in self.detail.items()},
+            "text": reason_text(self, evidence),
+        }
+
+
+@dataclass
+class RuleResult:
+    """One of Nsight Compute's guided-analysis results, kept, and judged."""
+
+    rule: str  # "AchievedOccupancy"
+    section: str
+    type: str  # OPTIMIZATION | WARNING
+    message: str
+    speedup_pct: float | None = None
+    launch: int | None = None
+    title: str = ""  # NVIDIA's headline ("Tail Effect")
+    suppressed: str | None = None  # why profkit sets it aside (a reason id), None when kept
+    note: dict = field(default_factory=dict)  # figures behind the suppression
+
+    def to_dict(self) -> dict:
+        return {
+            "rule": self.rule,
+            "section": self.section,
+            "type": self.type,
+            "title": self.title,
+            "message": self.message,
+            "speedup_pct": plain(self.speedup_pct),
+            "launch": self.launch,
+            "suppressed": self.suppressed,
+            "note": {k: plain(v) for k, v in self.note.items()},
+        }
+
+
+@dataclass
+class Launch:
+    """One kernel launch of a case: its share of the case's time and its own bottleneck."""
+
+    launch: int | None
+    name: str  # demangled, shortened
+    family: str  # library.Family value
+    case: str | None
+    share_pct: float | None
+    bottleneck: Bottleneck | None
+    unit: Unit | None
+    evidence: dict = field(default_factory=dict)
+    reasons: list[Reason] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {
+            "launch": self.launch,
+            "name": self.name,
+            "family": self.family,
+            "case": self.case,
+            "share_pct": plain(self.share_pct),
+            "bottleneck": _s(self.bottleneck),
+            "unit": _s(self.unit),
+            "evidence": {k: plain(v) for k, v in self.evidence.items()},
+            "reasons": [r.to_dict(self.evidence) for r in self.reasons],
+        }
+
+
+@dataclass
+class Comparison:
+    """A lab case against a baseline at one dtype and shape, on device time."""
+
+    dtype: str
+    shape: str
+    baseline: str
+    ratio: float  # lab median / baseline median: < 1 is faster
+    ci_low: float
+    ci_high: float
+    outcome: str  # faster | slower | noise | unstable (the lab case relative to the baseline)
+    method: str
+    lab_loop_us: float | None = None  # eager-loop time per call, where the run has it
+    baseline_loop_us: float | None = None
+
+    @property
+    def where(self) -> str:
+        return f"{self.dtype} {self.shape}"
+
+    @property
+    def delta_pct(self) -> float:
+        return (self.ratio - 1.0) * 100.0
+
+    def to_dict(self) -> dict:
+        out = {
+            "dtype": self.dtype,
+            "shape": self.shape,
+            "baseline": self.baseline,
+            "ratio": plain(self.ratio),
+            "ci_low": plain(self.ci_low),
+            "ci_high": plain(self.ci_high),
+            "outcome": self.outcome,
+            "method": self.method,
+        }
+        if self.lab_loop_us is not None and self.baseline_loop_us is not None:
+            out["loop_us"] = {
+                "lab": plain(self.lab_loop_us),
+                "baseline": plain(self.baseline_loop_us),
+            }
+        return out
+
+
+@dataclass
+class Finding:
+    subject: str
+    kind: Kind
+    kernel: str
+    variant: str | None = None
+    case: str | None = None  # the case (NVTX range) name: the row of cases.csv/kernels.csv
+    dtype: str | None = None
+    shape: str | None = None
+    bottleneck: Bottleneck | None = None
+    unit: Unit | None = None
+    verdict: Verdict | None = None  # kind VERDICT only
+    reasons: list[Reason] = field(default_factory=list)
+    evidence: dict = field(default_factory=dict)
+    next: list[Step] = field(default_factory=list)
+    launches: list[Launch] = field(default_factory=list)
+    comparisons: list[Comparison] = field(default_factory=list)
+    tally: dict = field(default_factory=dict)  # verdict: {baseline: {outcome: count}}
+    nvidia_rules: list[RuleResult] = field(default_factory=list)
+    ruled_out: list[dict] = field(default_factory=list)  # steps withheld: {action, why}
+
+    @property
+    def text(self) -> str:
+        from profkit.explain.phrases import finding_text
+
+        return finding_text(self)
+
+    @property
+    def next_step(self) -> str | None:
+        from profkit.explain.phrases import step_text
+
+        return step_text(self.next[0]) if self.next else None
+
+    def to_dict(self) -> dict:
+        out = {
+            "subject": self.subject,
+            "kind": str(self.kind),
+            "kernel": self.kernel,
+            "variant": self.variant,
+            "case": self.case,
+            "dtype": self.dtype,
+            "shape": self.shape,
+            "bottleneck": _s(self.bottleneck),
+            "unit": _s(self.unit),
+            "verdict": _s(self.verdict),
+            "reasons": [r.to_dict(self.evidence) for r in self.reasons],
+            "evidence": {k: plain(v) for k, v in self.evidence.items()},
+            "next": [s.to_dict() for s in self.next],
+            "text": self.text,
+            "nvidia_rules": [r.to_dict() for r in self.nvidia_rules],
+            "ruled_out": list(self.ruled_out),
+        }
+        if self.launches:
+            out["launches"] = [launch.to_dict() for launch in self.launches]
+        if self.kind == Kind.VERDICT:
+            out["comparisons"] = [c.to_dict() for c in self.comparisons]
+            out["tally"] = self.tally
+        return out
+
+
+@dataclass
+class Report:
+    """Everything explain found in one run (or report): verdicts first per kernel, then findings.
+
+    Iterating yields every finding in that order, so a caller may treat it as a list."""
+
+    verdicts: list[Finding] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)  # cases, host, history, launches
+    source: str = ""  # run id or report path
+    mode: str = "gpu"  # gpu | interpret | report
+
+    def __iter__(self) -> Iterator[Finding]:
+        kernels = list(dict.fromkeys(f.kernel for f in [*self.verdicts, *self.findings]))
+        for kernel in kernels:
+            yield from (f for f in self.verdicts if f.kernel == kernel)
+            yield from (f for f in self.findings if f.kernel == kernel)
+
+    def __len__(self) -> int:
+        return len(self.verdicts) + len(self.findings)
+
+    def to_dict(self) -> dict:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "source": self.source,
+            "mode": self.mode,
+            "findings": [f.to_dict() for f in self],
+        }
+
+
+def plain(value: object) -> object:
+    """numpy scalars to Python ones, NaN to None: evidence must survive json.dumps."""
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def _s(value: StrEnum | None) -> str | None:
+    return None if value is None else str(value)

@@ -1,0 +1,511 @@
+"""Words at the edge: each cause, step and verdict as English, from its evidence.
+
+Templates name evidence keys in braces; every number in the text is formatted from the finding's
+evidence (format_value), so each figure can be traced to a row of the stored run.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Mapping
+
+from profkit.explain.evidence import format_value
+from profkit.explain.model import Action, Cause, Finding, Kind, Reason, Step, Verdict
+
+_STALL_WORDS = {
+    "long_scoreboard": "global memory (long scoreboard)",
+    "short_scoreboard": "shared memory or special math (short scoreboard)",
+    "barrier": "block barriers",
+    "mio_throttle": "a full MIO queue (shared memory, special math)",
+    "lg_throttle": "a full global-memory queue (LG throttle)",
+    "math_pipe_throttle": "a busy math pipe",
+    "wait": "fixed-latency dependencies (wait)",
+    "not_selected": "not being selected",
+    "membar": "memory barriers",
+    "branch_resolving": "branch resolution",
+    "no_instruction": "instruction fetch",
+    "tex_throttle": "the texture unit",
+    "drain": "memory drain at exit",
+}
+
+
+class _Fmt(string.Formatter):
+    def __init__(self, ev: Mapping) -> None:
+        self.ev = ev
+
+    def get_value(self, key, args, kwargs):  # type: ignore[override]
+        if isinstance(key, str) and key in kwargs:
+            return kwargs[key]
+        return format_value(str(key), self.ev.get(key))
+
+
+def say(template: str, ev: Mapping, **extra: object) -> str:
+    return _Fmt(ev).format(template, **extra)
+
+
+def _has(ev: Mapping, *keys: str) -> bool:
+    return all(ev.get(k) is not None for k in keys)
+
+
+# --- causes ---------------------------------------------------------------------------------------
+
+
+def reason_text(r: Reason, ev: Mapping) -> str:
+    d = r.detail
+    c = r.cause
+    if c == Cause.AT_ROOF:
+        if _has(ev, "pct_of_same_size_copy_pct"):
+            return say(
+                "At {pct_of_same_size_copy_pct} of a same-size device copy "
+                "({pct_of_copy_pct} of the large copy) it streams at the DRAM roof: only "
+                "moving fewer bytes helps.",
+                ev,
+            )
+        if _has(ev, "pct_of_copy_pct"):
+            return say(
+                "At {pct_of_copy_pct} of the large device copy it streams at the DRAM "
+                "roof (this run measured no same-size copy, so it is judged against the "
+                "large one): only moving fewer bytes helps.",
+                ev,
+            )
+        return say(
+            "DRAM runs at {dram_throughput_pct} of peak, about what a device copy "
+            "reaches: only moving fewer bytes helps.",
+            ev,
+        )
+    if c == Cause.SHORT_OF_ROOF:
+        if _has(ev, "pct_of_same_size_copy_pct"):
+            return say(
+                "It reaches {pct_of_same_size_copy_pct} of a same-size device copy "
+                "({pct_of_copy_pct} of the large copy), DRAM at {dram_throughput_pct} of "
+                "peak: short of the roof.",
+                ev,
+            )
+        if _has(ev, "pct_of_copy_pct"):
+            return say(
+                "It reaches {pct_of_copy_pct} of the large device copy (same-size roof "
+                "unknown for this run), DRAM at {dram_throughput_pct} of peak: short of "
+                "the roof.",
+                ev,
+            )
+        return say("DRAM runs at {dram_throughput_pct} of peak, short of a device copy's rate.", ev)
+    if c == Cause.CACHE_BOUND:
+        level = d.get("level", "cache")
+        busy = next((k for k in r.keys if k != "dram_throughput_pct"), "memory_throughput_pct")
+        return say(
+            "The busy memory level is {level} ({" + busy + "} of peak) while DRAM runs "
+            "at {dram_throughput_pct}: the pressure is on the caches or shared memory, "
+            "not DRAM.",
+            ev,
+            level=level.upper() if level != "cache" else "a cache",
+        )
+    if c == Cause.EXTRA_READS:
+        ref = (
+            "the model's {model_bytes_read}"
+            if _has(ev, "model_bytes_read")
+            else "the {fewest_bytes_read} the fewest-reading variant of this case reads"
+        )
+        return say(
+            "It reads {dram_bytes_read} from DRAM, {dram_read_over_floor_x} "
+            + ref
+            + ": it reads its input more than once.",
+            ev,
+        )
+    if c == Cause.EXTRA_PASSES:
+        if _has(ev, "dram_over_model_x"):
+            return say(
+                "Its {kernel_count} kernels move {dram_bytes} through DRAM, "
+                "{dram_over_model_x} the model's {bytes}: each pass crosses DRAM again.",
+                ev,
+            )
+        return say(
+            "Its {kernel_count} kernels read {dram_bytes_read} from DRAM, "
+            "{dram_read_over_floor_x} the fewest any variant reads.",
+            ev,
+        )
+    if c == Cause.DATA_IN_L2:
+        return say(
+            "ncu counted {dram_bytes} through DRAM, {dram_over_model_x} the model's "
+            "{bytes}: the rest stayed in L2 (writes not yet flushed), so DRAM figures "
+            "understate its traffic.",
+            ev,
+        )
+    if c == Cause.UNCOALESCED:
+        if _has(ev, "sectors_over_model_x"):
+            text = say(
+                "Global accesses fetch {global_sector_bytes} in 32-byte sectors, "
+                "{sectors_over_model_x} the {bytes} the model moves",
+                ev,
+            )
+        else:
+            text = say("Global loads fetch {sectors_per_request_ratio} sectors per request", ev)
+        if _has(ev, "sectors_per_request_ratio") and _has(ev, "sectors_over_model_x"):
+            text += say(" ({sectors_per_request_ratio} per request)", ev)
+        return text + ": neighbouring lanes do not touch neighbouring addresses (uncoalesced)."
+    if c == Cause.BANK_CONFLICTS:
+        return say(
+            "{bank_conflict_share_pct} of shared-memory wavefronts are bank conflicts "
+            "({shared_bank_conflicts} of {shared_wavefronts}): accesses replay.",
+            ev,
+        )
+    if c in (Cause.TENSOR_BUSY, Cause.FP32_GEMM_ON_FMA, Cause.MATMUL_OFF_TENSOR):
+        key = r.keys[0] if r.keys else "tensor_pipe_pct"
+        if c == Cause.TENSOR_BUSY:
+            text = say("The Tensor Cores are busy {" + key + "} of active cycles", ev)
+            if _has(ev, "pct_of_pipe_roof_pct"):
+                text += say(
+                    ", {pct_of_pipe_roof_pct} of their {pipe_roof_tflops} roof at "
+                    "{ncu_sm_clock_mhz}",
+                    ev,
+                )
+            return text + ": the math runs near the hardware's rate."
+        if c == Cause.FP32_GEMM_ON_FMA:
+            return say(
+                "An fp32 GEMM with the Tensor Cores busy only {" + key + "}: without "
+                "TF32 its math runs on the FMA pipe.",
+                ev,
+            )
+        return say(
+            "A matrix product with the Tensor Cores busy only {" + key + "}: its math "
+            "runs on the FMA pipe.",
+            ev,
+        )
+    if c == Cause.TENSOR_UNDERFED:
+        if d.get("library"):
+            key = r.keys[0] if r.keys else "tensor_pipe_pct"
+            return say(
+                "A library GEMM with the Tensor Cores busy {" + key + "} of active cycles, "
+                "short of their rate: its shape leaves them idle part of the time.",
+                ev,
+            )
+        if not _has(ev, "pct_of_pipe_roof_pct"):
+            key = r.keys[0] if r.keys else "tensor_pipe_pct"
+            return say(
+                "A matmul whose Tensor Cores are busy only {" + key + "} of active "
+                "cycles: its tiles keep them under-fed.",
+                ev,
+            )
+        return say(
+            "A matmul on the Tensor Cores at only {pct_of_pipe_roof_pct} of their "
+            "{pipe_roof_tflops} roof at {ncu_sm_clock_mhz}: its tiles keep them under-fed.",
+            ev,
+        )
+    if c == Cause.PIPE_BUSY:
+        key = r.keys[0]
+        return say(
+            "The {pipe} pipe is busy {" + key + "}: compute-bound on it.",
+            ev,
+            pipe=str(d.get("pipe", "")).upper(),
+        )
+    if c == Cause.SMALL_GRID:
+        if _has(ev, "idle_sms"):
+            text = say(
+                "Small grid: {grid_size} blocks for {sm_count} SMs, so {idle_sms} SMs get no work.",
+                ev,
+            )
+        else:
+            lead = "{grid_size} blocks fill" if _has(ev, "grid_size") else "it fills"
+            text = say(
+                "Small grid: " + lead + " only {wave_fill_pct} of one wave's block slots, so the "
+                "grid, not the kernel, caps occupancy.",
+                ev,
+            )
+        if d.get("short"):
+            text += say(" At {ncu_duration_ms} it lasts about as long as a launch costs.", ev)
+        return text
+    if c == Cause.TAIL:
+        return say(
+            "Tail: {waves_per_sm} waves leave {tail_idle_pct} of the launch's block "
+            "slots idle in the last wave.",
+            ev,
+        )
+    if c == Cause.LOW_OCCUPANCY:
+        return say(
+            "Achieved occupancy {achieved_occupancy_pct} against "
+            "{theoretical_occupancy_pct} theoretical: most warps the launch allows are "
+            "missing (imbalance or a tail).",
+            ev,
+        )
+    if c == Cause.LOW_THEORETICAL_OCCUPANCY:
+        regs = (
+            " at {registers_per_thread} registers per thread"
+            if _has(ev, "registers_per_thread")
+            else ""
+        )
+        return say(
+            "The launch allows only {theoretical_occupancy_pct} theoretical occupancy" + regs + ".",
+            ev,
+        )
+    if c == Cause.LAUNCH_OVERHEAD:
+        return say(
+            "Launch overhead: {kernel_count} kernels averaging {mean_kernel_ms} each, "
+            "about what a launch costs.",
+            ev,
+        )
+    if c == Cause.SHORT_KERNEL:
+        return say("At {ncu_duration_ms} the kernel lasts about as long as a launch costs.", ev)
+    if c == Cause.STALL:
+        stall = str(d.get("stall", ""))
+        return say(
+            "Warps stall mostly on {what}: {" + f"stall_{stall}_pct" + "} of active "
+            "warps' cycles, {stall_share_pct} of all stalls.",
+            ev,
+            what=_STALL_WORDS.get(stall, stall),
+        )
+    if c == Cause.NO_CAUSE_SEEN:
+        if d.get("short_of_roof") and _has(ev, "theoretical_occupancy_pct"):
+            return say(
+                "Neither the launch shape nor occupancy explains the gap (theoretical "
+                "occupancy {theoretical_occupancy_pct}).",
+                ev,
+            )
+        if d.get("section"):
+            return ""
+        return "No launch-shape, occupancy or traffic cause shows in these counters."
+    if c == Cause.HOST_BOUND:
+        if d.get("split"):
+            return say(
+                "On the GPU {variant} is {split_gpu_ratio_x} {gpu} than {split_baseline} "
+                "at {split_where}; in an eager loop {loop_winner} wins, {win_us} against "
+                "{lose_us} per call.",
+                ev,
+                **_split_words(ev, d),
+            )
+        text = say(
+            "Host-bound: one call costs the CPU {host_us} against {device_us} on the GPU", ev
+        )
+        if _has(ev, "loop_us"):
+            text += say("; an eager loop sustains {loop_us} per call", ev)
+        return text + "."
+    if c == Cause.NO_COUNTERS:
+        return say(
+            "Timing only ({counters_reason}): without counters no bottleneck is claimed.", ev
+        )
+    if c in (Cause.INCORRECT, Cause.UNTIMED):
+        what = "incorrect" if c == Cause.INCORRECT else "not timed"
+        text = say("{what} at {first_failure} ({first_failure_error}", ev, what=what)
+        if _has(ev, "first_failure_rel_err"):
+            text += say(", rel_err {first_failure_rel_err}", ev)
+        text += ")"
+        if (ev.get("failed_cases") or 0) > 1:
+            text += say("; {failed_cases} cases fail", ev)
+        return text[0].upper() + text[1:] + "."
+    if c == Cause.TIME_IN_LAUNCHES:
+        return _time_in_launches(d, ev)
+    return ""
+
+
+def _split_words(ev: Mapping, d: Mapping) -> dict:
+    faster = ev.get("split_gpu_outcome") == "faster"
+    lab_us, base_us = ev.get("split_lab_loop_us"), ev.get("split_baseline_loop_us")
+    variant = d.get("variant", "it")
+    return {
+        "variant": variant,
+        "gpu": "faster" if faster else "slower",
+        "loop_winner": ev.get("split_baseline") if faster else variant,
+        "win_us": format_value("_us", base_us if faster else lab_us),
+        "lose_us": format_value("_us", lab_us if faster else base_us),
+    }
+
+
+def _time_in_launches(d: Mapping, ev: Mapping) -> str:
+    parts = []
+    for g in d.get("groups", []):
+        text = (
+            f"{format_value('_pct', g['share_pct'])} in {g['launches']} "
+            f"{g['bottleneck']}-bound launch{'es' if g['launches'] != 1 else ''}"
+        )
+        if g["bottleneck"] == "memory" and g.get("dram_min_pct") is not None:
+            lo, hi = g["dram_min_pct"], g["dram_max_pct"]
+            span = f"{lo:.0f}%" if round(lo) == round(hi) else f"{lo:.0f}-{hi:.0f}%"
+            text += f" at {span} DRAM"
+        parts.append(text)
+    if not parts:
+        return ""
+    lead = say("Its {launches} launches split the time: ", ev)
+    return lead + "; ".join(parts) + "."
+
+
+# --- steps ----------------------------------------------------------------------------------------
+
+STEPS: dict[Action, str] = {
+    Action.FEWER_BYTES: "move fewer bytes: fuse it with the ops around it or keep data on chip; "
+    "launch tuning will not help",
+    Action.FUSE: "fuse the kernels into one (torch.compile or a fused kernel) so the data "
+    "crosses DRAM once",
+    Action.REMOVE_EXTRA_READS: "read the input once: keep it on chip between the passes that "
+    "use it",
+    Action.BYTES_IN_FLIGHT: "keep more bytes in flight per thread: issue independent loads early "
+    "and unroll, so each warp has several loads outstanding",
+    Action.WIDER_LOADS: "issue fewer, wider global memory instructions (128-bit vector loads)",
+    Action.RAISE_OCCUPANCY: "cut registers or shared memory per block (smaller tiles, fewer "
+    "stages, other num_warps) to fit more warps per SM",
+    Action.BALANCE_WORK: "balance the work across programs and warps; ncu's Occupancy and "
+    "SchedulerStats sections show where warps go missing",
+    Action.MORE_PROGRAMS: "launch more, smaller programs (split rows or the reduction across "
+    "programs) so every SM gets work",
+    Action.WHOLE_WAVES: "size the grid (or the work per program) so the waves come out whole",
+    Action.CUDA_GRAPH: "cut the host cost per call: capture the calls in a CUDA graph, launch "
+    'fewer kernels, or torch.compile(mode="reduce-overhead")',
+    Action.COALESCE: "make neighbouring lanes read neighbouring addresses (change the layout, or "
+    "stage through shared memory) so each 32-byte sector is used whole",
+    Action.PAD_SHARED: "pad or swizzle the shared-memory layout so a warp's accesses fall in "
+    "different banks",
+    Action.USE_TF32: "let the Tensor Cores do it: torch.backends.cuda.matmul.allow_tf32 = True or "
+    'torch.set_float32_matmul_precision("high") (TF32), or bf16 inputs',
+    Action.USE_TENSOR_CORES: "express the product as tl.dot on tiles so it runs on the Tensor "
+    "Cores",
+    Action.FEED_TENSOR: "feed the Tensor Cores: larger tiles (BLOCK_M/BLOCK_N 128 or more, "
+    "BLOCK_K 64), more pipeline stages, enough warps per tile",
+    Action.LESS_MATH: "do less math (lower precision, skip redundant work); launch tuning will "
+    "not help",
+    Action.LIBRARY_SHAPES: "it is library code near its roof: gains come from precision "
+    "(bf16, fp8), shapes (multiples of the tile, batching small GEMMs) or fusing the epilogue",
+    Action.CUT_INSTRUCTIONS: "cut instructions on the busy pipe (fewer conversions and index "
+    "math; exp2 with a folded scale instead of exp)",
+    Action.HIDE_LATENCY: "hide memory latency: issue loads earlier and keep several independent "
+    "loads in flight per thread (software pipelining, more stages)",
+    Action.FEWER_BARRIERS: "wait less at barriers: reduce within warps first, or split the work "
+    "so fewer warps wait on one another",
+    Action.SHARED_PRESSURE: "ease the MIO queue: fewer, wider shared-memory accesses and fewer "
+    "special-function ops",
+    Action.ILP: "more independent instructions per thread (unroll, interleave independent work)",
+    Action.PROFILE_STALLS: "capture the warp stall reasons (profkit's metric set holds them from "
+    "this version on; or ncu --section WarpStateStats) to see what the warps wait on",
+    Action.CAPTURE_COUNTERS: "capture counters to see what limits it",
+    Action.FIX_CORRECTNESS: "fix correctness first",
+    Action.OPEN_NCU: "open {section} in Nsight Compute",
+}
+
+
+def step_text(step: Step) -> str:
+    d = step.detail
+    if step.action == Action.FUSE and d.get("library"):
+        text = (
+            f"it is {d['library'].replace('_', ' ')} library code: fuse it away "
+            "(torch.compile or a fused kernel) rather than tune it"
+        )
+    elif step.action == Action.LIBRARY_SHAPES and d.get("library"):
+        text = STEPS[Action.LIBRARY_SHAPES]
+    elif step.action == Action.CUT_INSTRUCTIONS and d.get("pipe"):
+        text = (
+            f"cut instructions on the {str(d['pipe']).upper()} pipe (fewer conversions and "
+            "index math; exp2 with a folded scale instead of exp)"
+        )
+    elif step.action == Action.OPEN_NCU:
+        text = f"open {d.get('section', 'the details page')} in Nsight Compute"
+    else:
+        text = STEPS[step.action]
+    if d.get("where"):
+        text = f"at {d['where']} (against {d.get('against')}): {text}"
+    return text
+
+
+# --- whole findings -------------------------------------------------------------------------------
+
+
+def finding_text(f: Finding) -> str:
+    if f.kind == Kind.VERDICT:
+        return verdict_text(f)
+    ev = f.evidence
+    parts = []
+    if f.kind == Kind.CASE and _has(ev, "device_p50_ms"):
+        lead = say("p50 {device_p50_ms}", ev)
+        if _has(ev, "achieved_tflops") and str(ev.get("roof_pipe", "")).startswith("tensor"):
+            lead += say(", {achieved_tflops}", ev)
+        parts.append(lead + ".")
+    if f.kind == Kind.LAUNCH and _has(ev, "ncu_duration_ms"):
+        parts.append(say("ncu measured {ncu_duration_ms}.", ev))
+    if f.kind == Kind.HISTORY:
+        return history_text(f)
+    parts += [reason_text(r, ev) for r in f.reasons]
+    return " ".join(p for p in parts if p)
+
+
+def history_text(f: Finding) -> str:
+    ev = f.evidence
+    text = say(
+        "Against {previous_run} ({cases_compared} cases): median time ratio "
+        "{median_time_ratio_x}; faster at {cases_faster}, slower at {cases_slower}, no "
+        "change at {cases_noise}",
+        ev,
+    )
+    changes = [
+        (k, label)
+        for k, label in (
+            ("median_change_registers_per_thread", "registers"),
+            ("median_change_achieved_occupancy_pct", "achieved occupancy"),
+            ("median_change_dram_throughput_pct", "DRAM throughput"),
+        )
+        if _has(ev, k)
+    ]
+    if changes:
+        text += "; median change: " + ", ".join(
+            f"{label} {_signed(k, ev[k])}" for k, label in changes
+        )
+    text += "."
+    if _has(ev, "tried_where"):
+        text += say(
+            " Occupancy went {occupancy_before_pct} -> {occupancy_after_pct} at "
+            "{tried_where} with no time change ({time_outcome}): raising occupancy is "
+            "not advised again.",
+            ev,
+        )
+    return text
+
+
+def _signed(key: str, value: float) -> str:
+    sign = "+" if value >= 0 else "-"
+    unit_key = "points_pct" if key.endswith("_pct") else key
+    text = format_value(unit_key, abs(value))
+    return sign + (text.replace("%", " pt") if key.endswith("_pct") else text)
+
+
+def verdict_text(f: Finding) -> str:
+    ev = f.evidence
+    v = f.variant or f.kernel
+    if f.verdict == Verdict.CORRECTNESS_ONLY:
+        text = say("Correctness run: {correct_cases}/{lab_cases} correct, no timing.", ev)
+        extra = " ".join(reason_text(r, ev) for r in f.reasons)
+        return f"{text} {extra}".strip()
+    if f.reasons and f.reasons[0].cause in (Cause.INCORRECT, Cause.UNTIMED):
+        return f"{v} is not a win: an incorrect variant never counts as fast. " + reason_text(
+            f.reasons[0], ev
+        )
+    if f.verdict == Verdict.NO_BASELINE:
+        return f"{v} has no baseline timed at the same dtype and shape, so there is no verdict."
+    head = {
+        Verdict.WIN: "is a win",
+        Verdict.ACTIVE_TRACK: "is an active track",
+        Verdict.NOT_A_WIN: "is not a win",
+    }[f.verdict]
+    text = say(f"{v} {head} on device time: correct at all {{lab_cases}} cases", ev)
+    clauses = []
+    for baseline, t in f.tally.items():
+        n = sum(t.values())
+        bits = [f"faster at {t['faster']}"] if t["faster"] else []
+        bits += [f"ties at {t['noise']}"] if t["noise"] else []
+        bits += [f"slower at {t['slower']}"] if t["slower"] else []
+        bits += [f"unstable at {t['unstable']}"] if t["unstable"] else []
+        clauses.append(f"against {baseline} {', '.join(bits)} of {n}")
+    text += "; " + "; ".join(clauses) + "."
+    if _has(ev, "worst_loss_pct"):
+        text += say(
+            " Worst loss: {worst_loss_pct} slower than {worst_loss_baseline} at "
+            "{worst_loss_where}.",
+            ev,
+        )
+    if _has(ev, "best_win_x"):
+        text += say(
+            " Largest win: {best_win_x} faster than {best_win_baseline} at {best_win_where}.", ev
+        )
+    for r in f.reasons:
+        text += " " + reason_text(r, ev)
+    if _has(ev, "not_compared"):
+        text += say(" No baseline was timed at {not_compared}, so it is not judged there.", ev)
+    if ev.get("timing_method") == "schema-1 events":
+        text += (
+            " (A schema-1 run: timed by events around each call, a window that holds the host's "
+            "cost at decode shapes; recapture for device time.)"
+        )
+    return text

@@ -1,0 +1,327 @@
+"""Findings out: a terminal view that fits the terminal's width, markdown, and JSON.
+
+The default terminal view is a screenful per kernel: each lab variant's verdict, what changed since
+the previous run, the few findings that matter (where it loses most, and what the baselines do at
+the largest case), the next steps and the steps withheld. --verbose, --case and --variant show every
+finding in full, with its launches and NVIDIA's rules (kept, and set aside with the reason).
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from collections.abc import Iterable
+
+from rich.console import Console
+from rich.text import Text
+
+from profkit.explain.model import Finding, Kind, Report, Unit, Verdict
+from profkit.explain.phrases import reason_text, step_text
+
+_VERDICT_STYLE = {
+    Verdict.WIN: "bold green",
+    Verdict.ACTIVE_TRACK: "bold yellow",
+    Verdict.NOT_A_WIN: "bold red",
+}
+_BOTTLENECK_STYLE = {
+    "memory": "cyan",
+    "compute": "magenta",
+    "latency": "yellow",
+    "balanced": "blue",
+    "host": "red",
+}
+# the default view's budget per kernel
+MAX_LOSS_LINES = 3
+MAX_STEPS = 3
+_RULE_WHY = {
+    "tensor_saturated": "the Tensor pipe is saturated ({tensor_pct:.1f}%): more warps cannot help",
+    "dram_saturated": "DRAM is saturated ({dram_throughput_pct:.1f}%): more warps cannot help",
+    "tail_small": "{waves_per_sm:.2f} waves leave only {tail_idle_pct:.1f}% of slots idle",
+    "persistent_kernel": "a persistent kernel runs one block per SM by design",
+    "library_kernel": "{family} library code: its launch shape is not the user's to change",
+}
+
+
+def by_kernel(findings: Iterable[Finding]) -> dict[str, list[Finding]]:
+    groups: dict[str, list[Finding]] = {}
+    for f in findings:
+        groups.setdefault(f.kernel, []).append(f)
+    return groups
+
+
+def label(f: Finding) -> str:
+    if f.kind == Kind.VERDICT:
+        return str(f.verdict or "no verdict")
+    if f.bottleneck is None:
+        return "no bottleneck claim"
+    unit = f" ({UNIT_WORDS[str(f.unit)]})" if f.unit and f.unit != Unit.HOST else ""
+    return f"{f.bottleneck}-bound{unit}"
+
+
+UNIT_WORDS = {
+    "dram": "DRAM",
+    "l2": "L2",
+    "l1": "L1/shared",
+    "tensor": "Tensor pipe",
+    "fma": "FMA pipe",
+    "alu": "ALU pipe",
+    "xu": "XU pipe",
+    "lsu": "LSU pipe",
+    "fp64": "FP64 pipe",
+    "launch": "launch shape",
+    "host": "host",
+}
+
+
+# --- terminal ------------------------------------------------------------------------------------
+
+
+class _Out:
+    """Lines wrapped to the console's width, with a hanging indent."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.width = max(40, console.width)
+
+    def para(self, text: str, indent: int = 2, first: str = "", style: str = "") -> None:
+        lead = " " * indent
+        lines = textwrap.wrap(
+            text,
+            self.width,
+            initial_indent=lead + first,
+            subsequent_indent=lead + ("  " if first else ""),
+            break_on_hyphens=False,
+        ) or [lead + first]
+        for line in lines:
+            self.console.print(Text(line, style=style), soft_wrap=True)
+
+    def head(self, left: str, right: str, style: str) -> None:
+        t = Text(left, style="bold")
+        t.append("  ")
+        t.append(right, style=style)
+        self.console.print(t, soft_wrap=True)
+
+
+def render_terminal(
+    report: Report | Iterable[Finding],
+    console: Console,
+    *,
+    verbose: bool = False,
+    case: str | None = None,
+    variant: str | None = None,
+) -> None:
+    findings = list(report)
+    if not findings:
+        console.print("No findings: the run holds no cases.")
+        return
+    out = _Out(console)
+    detail = verbose or case is not None or variant is not None
+    for kernel, group in by_kernel(findings).items():
+        console.rule(Text(kernel, style="bold"), characters="-")
+        if detail:
+            for f in _select(group, case, variant):
+                _full(out, f, verbose or case is not None)
+        else:
+            _summary(out, group)
+    if not detail and any(f.kind != Kind.LAUNCH for f in findings):
+        out.para(
+            "more: --case NAME or --variant NAME for a case's detail, --verbose for every "
+            "case with NVIDIA's rules, --format json for the data.",
+            0,
+            style="dim",
+        )
+
+
+def select(
+    report: Report | Iterable[Finding], case: str | None, variant: str | None
+) -> list[Finding]:
+    """The findings --case / --variant pick (every finding when neither is given)."""
+    return _select(list(report), case, variant)
+
+
+def _select(group: list[Finding], case: str | None, variant: str | None) -> list[Finding]:
+    def keep(f: Finding) -> bool:
+        if variant is not None and f.variant != variant:
+            return False
+        if case is not None:
+            words = set(" ".join(x for x in (f.case, f.subject) if x).replace(".", " ").split())
+            return f.kind != Kind.VERDICT and set(case.replace(".", " ").split()) <= words
+        return True
+
+    return [f for f in group if keep(f)]
+
+
+def _summary(out: _Out, group: list[Finding]) -> None:
+    verdicts = [f for f in group if f.kind == Kind.VERDICT]
+    cases = [f for f in group if f.kind == Kind.CASE]
+    if not verdicts:  # a bare report: one line per launch
+        for f in group:
+            _launch_line(out, f)
+        return
+    for v in verdicts:
+        out.head(
+            f"{v.kernel} {v.variant}",
+            str(v.verdict or "no verdict").upper(),
+            _VERDICT_STYLE.get(v.verdict, "bold"),
+        )
+        out.para(v.text)
+        history = next(
+            (f for f in group if f.kind == Kind.HISTORY and f.variant == v.variant), None
+        )
+        if history is not None:
+            out.para(history.text, first="history: ")
+        mine = {(f.dtype, f.shape): f for f in cases if f.variant == v.variant}
+        _losses(out, v, mine)
+        _baselines(out, group, v)
+        hosted = [f for f in group if f.kind == Kind.HOST and f.variant == v.variant]
+        if hosted:
+            worst = max(hosted, key=lambda f: f.evidence.get("host_over_device_x") or 0)
+            out.para(
+                f"{_cases(len(hosted))} host-bound; e.g. {worst.dtype} "
+                f"{worst.shape}: {reason_text(worst.reasons[0], worst.evidence)}",
+                first="host: ",
+            )
+        steps = v.next[:MAX_STEPS]
+        if hosted and all(s.action != "cuda_graph" for s in steps):
+            steps = [*steps, hosted[0].next[0]][: MAX_STEPS + 1]
+        for i, step in enumerate(steps, 1):
+            out.para(step_text(step), first=f"next {i}: ", style="bold" if i == 1 else "")
+        withheld = _withheld(group, v.variant)
+        for item in withheld:
+            out.para(
+                f"{item['action'].replace('_', ' ')} ({item['why']})",
+                first="withheld: ",
+                style="dim",
+            )
+
+
+def _losses(out: _Out, v: Finding, mine: dict) -> None:
+    """The places it loses, worst first, each once with the baselines that beat it there."""
+    places: dict[tuple[str, str], list] = {}
+    for c in sorted((c for c in v.comparisons if c.outcome == "slower"), key=lambda c: -c.ratio):
+        places.setdefault((c.dtype, c.shape), []).append(c)
+    for (dtype, shape), lost in list(places.items())[:MAX_LOSS_LINES]:
+        f = mine.get((dtype, shape))
+        if f is not None:
+            against = ", ".join(f"{c.baseline} by {c.delta_pct:.1f}%" for c in lost)
+            out.para(_one_line(f), first=f"{dtype} {shape} (loses to {against}): ")
+    if len(places) > MAX_LOSS_LINES:
+        more = len(places) - MAX_LOSS_LINES
+        out.para(f"... and {more} more places it loses (--variant {v.variant}).", style="dim")
+
+
+def _baselines(out: _Out, group: list[Finding], v: Finding) -> None:
+    """What the baselines do at the largest case: the fused/unfused picture in a few lines."""
+    cases = [f for f in group if f.kind == Kind.CASE]
+    lab = [f for f in cases if f.variant == v.variant and f.evidence.get("device_p50_ms")]
+    if not lab:
+        return
+    big = max(lab, key=lambda f: f.evidence.get("device_p50_ms") or 0)
+    lab_names = {x.variant for x in group if x.kind == Kind.VERDICT}
+    for f in cases:
+        if (f.dtype, f.shape) != (big.dtype, big.shape):
+            continue
+        if f.variant != v.variant and f.variant in lab_names:
+            continue
+        first = next(
+            (reason_text(r, f.evidence) for r in f.reasons if reason_text(r, f.evidence)), ""
+        )
+        out.para(f"{label(f)}. {first}", first=f"{f.variant} at {f.dtype} {f.shape}: ")
+
+
+def _cases(n: int) -> str:
+    return "1 of its cases is" if n == 1 else f"{n} of its cases are"
+
+
+def _withheld(group: list[Finding], variant: str | None) -> list[dict]:
+    seen: dict[str, dict] = {}
+    for f in group:
+        if f.variant == variant and f.kind in (Kind.HISTORY, Kind.CASE):
+            for item in f.ruled_out:
+                seen.setdefault(item["action"], item)
+    return list(seen.values())
+
+
+def _one_line(f: Finding) -> str:
+    text = next((reason_text(r, f.evidence) for r in f.reasons if reason_text(r, f.evidence)), "")
+    return f"{label(f)}. {text}".strip()
+
+
+def _launch_line(out: _Out, f: Finding) -> None:
+    out.head(f.subject, label(f), _BOTTLENECK_STYLE.get(str(f.bottleneck), "dim"))
+    out.para(f.text)
+    if f.next:
+        out.para(step_text(f.next[0]), first="next: ", style="bold")
+
+
+def _full(out: _Out, f: Finding, rules: bool) -> None:
+    style = _VERDICT_STYLE.get(f.verdict) or _BOTTLENECK_STYLE.get(str(f.bottleneck), "dim")
+    out.head(f.subject, label(f).upper() if f.kind == Kind.VERDICT else label(f), style)
+    out.para(f.text)
+    for launch in f.launches:
+        share = f"{launch.share_pct:.0f}%" if launch.share_pct is not None else "?"
+        dram = launch.evidence.get("dram_throughput_pct")
+        sm = launch.evidence.get("sm_throughput_pct")
+        bits = f"{launch.bottleneck or '?'}"
+        if dram is not None and sm is not None:
+            bits += f", DRAM {dram:.0f}%, SM {sm:.0f}%"
+        out.para(f"{share:>4} {launch.name} [{launch.family}]: {bits}", indent=4)
+    for i, step in enumerate(f.next, 1):
+        out.para(step_text(step), first=f"next {i}: ", style="bold" if i == 1 else "")
+    for item in f.ruled_out:
+        out.para(
+            f"{item['action'].replace('_', ' ')} ({item['why']})", first="withheld: ", style="dim"
+        )
+    if rules:
+        for r in f.nvidia_rules:
+            if r.suppressed:
+                why = _rule_why(r.suppressed, r.note)
+                out.para(f"[{r.rule}, set aside: {why}] {r.message}", indent=4, style="dim")
+            else:
+                speedup = f" (est. {r.speedup_pct:.0f}%)" if r.speedup_pct is not None else ""
+                out.para(f"[{r.rule}{speedup}] {r.message}", indent=4, style="dim italic")
+
+
+def _rule_why(key: str, note: dict) -> str:
+    try:
+        return _RULE_WHY[key].format(**note)
+    except (KeyError, ValueError, IndexError):
+        return key.replace("_", " ")
+
+
+# --- markdown and JSON ----------------------------------------------------------------------------
+
+
+def to_markdown(report: Report | Iterable[Finding], verbose: bool = False) -> str:
+    lines: list[str] = []
+    for kernel, group in by_kernel(report).items():
+        lines += [f"### {kernel}", ""]
+        for f in group:
+            if f.kind == Kind.VERDICT:
+                lines += [f"**{f.subject}: {label(f)}.** {f.text}", ""]
+                lines += [f"- *Next:* {step_text(s)}" for s in f.next]
+                lines.append("")
+            elif f.kind == Kind.HISTORY:
+                lines += [f"*History:* {f.text}", ""]
+            elif verbose or f.kind in (Kind.HOST, Kind.LAUNCH) or f.reasons:
+                lines.append(f"- **{f.subject}** ({label(f)}): {f.text}")
+                if f.next:
+                    lines.append(f"  - *Next:* {step_text(f.next[0])}")
+                if verbose:
+                    lines += [
+                        f"  - NVIDIA {r.rule}: {r.message}"
+                        + (
+                            f" *(set aside: {_rule_why(r.suppressed, r.note)})*"
+                            if r.suppressed
+                            else ""
+                        )
+                        for r in f.nvidia_rules
+                    ]
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def to_json(report: Report | Iterable[Finding]) -> str:
+    if not isinstance(report, Report):
+        report = Report(findings=list(report))
+    return json.dumps(report.to_dict(), indent=2)

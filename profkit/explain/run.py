@@ -1,0 +1,288 @@
+"""Explain a stored run or a bare report: the orchestration of the other modules.
+
+explain_run: per kernel, history first (which steps are ruled out), then one finding per case
+(with its launches and NVIDIA's rules judged), host-bound findings, and one verdict per lab
+variant. explain_launches: one finding per launch of a .ncu-rep report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+import pandas as pd
+
+from profkit import thresholds as th
+from profkit.explain import history, host, launches, rules
+from profkit.explain.context import Context
+from profkit.explain.diagnose import diagnose, fit_steps
+from profkit.explain.evidence import Evidence, as_bool, has_counters, num, text, timed, where
+from profkit.explain.library import Family, family
+from profkit.explain.memory import chain_traffic, dram_level
+from profkit.explain.model import (
+    Action,
+    Bottleneck,
+    Cause,
+    Finding,
+    Kind,
+    Reason,
+    Report,
+    Step,
+)
+from profkit.explain.roofs import Device, device_of_row, memory_roof
+from profkit.explain.shape import launch_overhead
+from profkit.explain.verdict import verdicts
+from profkit.spec import lab_dir
+from profkit.store import Run
+
+_TIMING = ("device_p50_ms", "device_iqr_ms", "device_p95_ms", "pct_peak_bw")
+
+
+def explain_run(run: Run, history_runs: Sequence[Run] | None = None) -> Report:
+    mode = str(run.manifest.get("mode") or ("interpret" if _interpreted(run) else "gpu"))
+    report = Report(source=run.run_id, mode=mode)
+    device = Device.of(run.manifest)
+    no_counters = _no_counters(run)
+    cases = run.cases.astype({"dtype": str, "shape": str, "variant": str, "kernel": str})
+    earlier = history.history_runs(run, history_runs)
+    notebook_dir = _notebook_dir()
+    tables = _Tables(launches.by_case(run.kernels), rules.by_launch(run.rules))
+    for kernel, group in cases.groupby("kernel", sort=False):
+        rows = group.to_dict("records")
+        notebook = history.notebook_ruled_out(str(kernel), notebook_dir)
+        ruled: dict[str, dict[Action, str]] = {}
+        for variant in history.lab_variants(group):
+            found = _history(run, earlier, variant)
+            if found[0] is not None:
+                report.findings.append(found[0])
+            ruled[variant] = history.merge(
+                notebook.get("*", {}), notebook.get(variant, {}), found[1]
+            )
+        floors = _read_floors(rows)
+        steps: dict[tuple[str, str], list[Step]] = {}
+        for row in rows:
+            variant = str(row["variant"])
+            ctx = Context(
+                device=device,
+                dtype=str(row["dtype"]),
+                read_floor=floors.get(where(row)),
+                ruled_out=ruled.get(variant, {}),
+            )
+            if mode == "interpret" and as_bool(row.get("correct")):
+                continue  # a correctness run: nothing to say per correct case
+            finding = case_finding(row, ctx, tables, no_counters)
+            steps[(variant, where(row))] = finding.next
+            report.findings.append(finding)
+            hosted = host.host_finding(row, finding.subject)
+            if hosted is not None:
+                report.findings.append(hosted)
+        report.verdicts += verdicts(str(kernel), rows, steps, run.samples, mode)
+    return report
+
+
+def _interpreted(run: Run) -> bool:
+    return bool((run.manifest.get("options") or {}).get("interpret"))
+
+
+def _no_counters(run: Run) -> str | None:
+    counters = run.manifest.get("counters") or {}
+    if not run.timing_only:
+        return None
+    return counters.get("reason") or f"counters status: {counters.get('status', 'unknown')}"
+
+
+def _notebook_dir():
+    try:
+        return lab_dir()
+    except ImportError:
+        return None
+
+
+def _history(run: Run, earlier: list[Run], variant: str):
+    """The finding against the newest earlier run; steps ruled out by every consecutive pair."""
+    chain = [run, *earlier]
+    ruled: dict = {}
+    first = None
+    for newer, older in zip(chain, chain[1:], strict=False):
+        finding, out = history.history_finding(newer, older, variant)
+        if first is None and newer is run:
+            first = finding
+        for action, why in out.items():
+            ruled.setdefault(action, why)
+    if first is not None:
+        first.ruled_out = [{"action": str(a), "why": w} for a, w in ruled.items()]
+    return first, ruled
+
+
+def _read_floors(rows: list[dict]) -> dict[str, float]:
+    """Per dtype and shape, the fewest DRAM bytes any variant read: the measured one-pass floor."""
+    out: dict[str, float] = {}
+    for r in rows:
+        read = num(r, "dram_bytes_read")
+        if read:
+            out[where(r)] = min(read, out.get(where(r), read))
+    return out
+
+
+def _subject(row: Mapping) -> str:
+    return f"{row['kernel']} {row['variant']} {row['dtype']} {row['shape']}"
+
+
+@dataclass(frozen=True)
+class _Tables:
+    launches: dict[str, list[dict]]  # case -> its launches (kernels.csv rows)
+    rules: dict[int, list[dict]]  # launch -> its quoted rule results (rules.csv rows)
+
+
+def case_finding(row: Mapping, ctx: Context, tables: _Tables, no_counters: str | None) -> Finding:
+    f = Finding(
+        subject=_subject(row),
+        kind=Kind.CASE,
+        kernel=str(row["kernel"]),
+        variant=str(row["variant"]),
+        case=text(row, "case"),
+        dtype=str(row["dtype"]),
+        shape=str(row["shape"]),
+    )
+    ev = Evidence()
+    for col in _TIMING:
+        ev.put(col, num(row, col))
+    if not timed(row):
+        _not_judged(f, row, ev)
+        return f
+    rows = tables.launches.get(f.case or "", [])
+    lab = not as_bool(row.get("baseline"))
+    if rows:
+        ctx = replace(ctx, family=launches.launch_family(rows[0], lab=lab))
+    elif lab:
+        ctx = replace(ctx, family=Family.TRITON)
+    if no_counters or not has_counters(row):
+        _timing_only(f, row, ctx, ev, no_counters or "no counters were captured for this case")
+        return f
+    if len(rows) > 1:
+        _chain(f, row, rows, ctx, ev, lab)
+    else:
+        diagnosis = diagnose(row, ctx)
+        ev.update(diagnosis.evidence)
+        f.bottleneck, f.unit = diagnosis.bottleneck, diagnosis.unit
+        f.reasons, f.next, f.ruled_out = diagnosis.reasons, diagnosis.steps, diagnosis.ruled_out
+    ev.put("family", str(ctx.family))
+    f.nvidia_rules = rules.case_rules(tables.rules, rows)
+    f.evidence = dict(ev)
+    return f
+
+
+def _chain(
+    f: Finding, row: Mapping, rows: list[dict], ctx: Context, ev: Evidence, lab: bool
+) -> None:
+    """A case of several launches: judged by where its time goes. When one launch holds most of
+    the time (a GEMM and its split-K reduction), the case is that launch, judged with the case's
+    model; otherwise by the group of launches holding the most time."""
+    f.launches = launches.drill_down(rows, ctx, lab=lab)
+    f.bottleneck, where_time = launches.where_time_goes(f.launches, ev)
+    # the unit holding most of the dominant group's time (launches without one count as none)
+    shares: dict = {}
+    for x in f.launches:
+        if x.bottleneck == f.bottleneck:
+            shares[x.unit] = shares.get(x.unit, 0.0) + (x.share_pct or 0.0)
+    f.unit = max(shares, key=lambda u: shares[u]) if shares else None
+    f.reasons = [where_time]
+    steps: list[Step] = []
+    top, top_row = max(zip(f.launches, rows, strict=True), key=lambda p: p[0].share_pct or 0.0)
+    if (top.share_pct or 0.0) >= th.DOMINANT_LAUNCH_PCT:
+        model = {k: row.get(k) for k in ("bytes", "flops", "device_p50_ms", "copy_gbps_same_size")}
+        diagnosis = diagnose({**top_row, **model}, replace(ctx, family=Family(top.family)))
+        if diagnosis is not None:
+            ev.update(diagnosis.evidence)
+            f.bottleneck, f.unit = diagnosis.bottleneck, diagnosis.unit
+            f.reasons += diagnosis.reasons
+            steps += diagnosis.steps
+    for check in (chain_traffic, launch_overhead):
+        said = check(row, ctx, ev)
+        if said:
+            f.reasons.append(said[0])
+            steps += said[1]
+    if not steps:
+        steps.append(Step(Action.FUSE, ["launches"]))
+    fam = {x.family for x in f.launches}
+    lib = Family.ATEN_ELEMENTWISE if fam & {str(Family.ATEN_ELEMENTWISE)} else ctx.family
+    f.next, f.ruled_out = fit_steps(steps, replace(ctx, family=lib if not lab else ctx.family))
+
+
+def _not_judged(f: Finding, row: Mapping, ev: Evidence) -> None:
+    correct = as_bool(row.get("correct"))
+    ev.put("first_failure", where(row))
+    ev.put(
+        "first_failure_error",
+        text(row, "error")
+        or ("no latency was recorded" if correct else "output does not match the reference"),
+    )
+    if num(row, "rel_err") is not None:
+        ev.put("first_failure_rel_err", num(row, "rel_err"))
+    cause = Cause.UNTIMED if correct else Cause.INCORRECT
+    f.reasons = [Reason(cause, ["first_failure", "first_failure_error"])]
+    f.next = [Step(Action.FIX_CORRECTNESS, ["first_failure"])] if not correct else []
+    f.evidence = dict(ev)
+
+
+def _timing_only(f: Finding, row: Mapping, ctx: Context, ev: Evidence, reason: str) -> None:
+    """Without counters, claim only what timing supports: the share of the copy roof."""
+    ev.put("counters_reason", reason)
+    f.reasons = [Reason(Cause.NO_COUNTERS, ["counters_reason"])]
+    memory_roof(row, ctx.device, ev)
+    bare = {k: v for k, v in row.items() if k != "dram_throughput_pct"}
+    said = dram_level(bare, ctx, ev)
+    if said and said[0].cause == Cause.AT_ROOF:
+        f.reasons.append(said[0])
+        f.next = said[1]
+    else:
+        f.next = [Step(Action.CAPTURE_COUNTERS, ["counters_reason"])]
+    f.evidence = dict(ev)
+
+
+# --- a bare report --------------------------------------------------------------------------------
+
+
+def explain_launches(
+    kernels: pd.DataFrame,
+    rule_table: pd.DataFrame | None,
+    ceilings: dict | None = None,
+    manifest: Mapping | None = None,
+) -> Report:
+    """One finding per kernel launch of a report (kernels.csv-like: counters, no timing)."""
+    device = Device.of(manifest or {"ceilings": ceilings or {}})
+    report = Report(source="report", mode="report")
+    rule_index = rules.by_launch(rule_table)
+    for row in kernels.to_dict("records"):
+        name = text(row, "kernel_name") or "kernel"
+        fam = family(name)
+        ctx = Context(
+            device=device_of_row(row, device), family=fam, dtype=str(row.get("dtype") or "")
+        )
+        diagnosis = diagnose(row, ctx)
+        ev = Evidence(diagnosis.evidence if diagnosis else {})
+        ev.put("ncu_duration_ms", num(row, "ncu_duration_ms"))
+        ev.put("family", str(fam))
+        launch = num(row, "launch")
+        f = Finding(
+            subject=name,
+            kind=Kind.LAUNCH,
+            kernel=text(row, "kernel") or name,
+            variant=text(row, "variant"),
+            case=text(row, "case"),
+            dtype=text(row, "dtype"),
+            shape=text(row, "shape"),
+            bottleneck=diagnosis.bottleneck if diagnosis else None,
+            unit=diagnosis.unit if diagnosis else None,
+            reasons=diagnosis.reasons if diagnosis else [],
+            next=diagnosis.steps if diagnosis else [],
+            nvidia_rules=rules.launch_rules(rule_index, row),
+        )
+        if launch is not None:
+            ev.put("launch", int(launch))
+        f.evidence = dict(ev)
+        report.findings.append(f)
+    return report
+
+
+__all__ = ["Bottleneck", "explain_launches", "explain_run"]

@@ -1,0 +1,65 @@
+"""Why warps wait: the dominant warp-state stall reason, and the next step it points to.
+
+Reasons are Nsight Compute's (smsp__warp_issue_stalled_<reason>_per_warp_active.pct, the
+WarpStateStats section); "not selected" is left out of the sum, since a warp not selected had an
+eligible peer and costs nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from profkit import thresholds as th
+from profkit.explain.context import Context, Said
+from profkit.explain.evidence import Evidence, num
+from profkit.explain.model import Action, Cause, Reason, Step
+
+# stall reason -> the step that addresses it
+STEPS: dict[str, Action] = {
+    "long_scoreboard": Action.HIDE_LATENCY,  # waiting on global/local memory
+    "lg_throttle": Action.WIDER_LOADS,  # the global-memory queue is full of small requests
+    "barrier": Action.FEWER_BARRIERS,
+    "membar": Action.FEWER_BARRIERS,
+    "mio_throttle": Action.SHARED_PRESSURE,  # shared memory, special math, dynamic branches
+    "short_scoreboard": Action.SHARED_PRESSURE,
+    "math_pipe_throttle": Action.CUT_INSTRUCTIONS,
+    "wait": Action.ILP,  # fixed-latency dependencies
+    "branch_resolving": Action.CUT_INSTRUCTIONS,
+    "no_instruction": Action.CUT_INSTRUCTIONS,
+    "tex_throttle": Action.OPEN_NCU,
+    "drain": Action.OPEN_NCU,
+}
+
+
+def stall_columns(m: Mapping) -> dict[str, float]:
+    out = {}
+    for reason in [*STEPS, "not_selected"]:
+        value = num(m, f"stall_{reason}_pct")
+        if value is not None:
+            out[reason] = value
+    return out
+
+
+def dominant_stall(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
+    stalls = {r: v for r, v in stall_columns(m).items() if r != "not_selected"}
+    total = sum(stalls.values())
+    if not stalls or total <= 0:
+        return None
+    reason, value = max(stalls.items(), key=lambda kv: kv[1])
+    share = value / total
+    if share < th.DOMINANT_STALL_SHARE:
+        return None
+    key = f"stall_{reason}_pct"
+    ev.put(key, value)
+    ev.put("stall_share_pct", share * 100)
+    keys = [key, "stall_share_pct"]
+    detail = {"stall": reason}
+    if STEPS[reason] == Action.OPEN_NCU:
+        return Reason(Cause.STALL, keys, detail), [
+            Step(Action.OPEN_NCU, keys, {"section": "WarpStateStats"})
+        ]
+    return Reason(Cause.STALL, keys, detail), [Step(STEPS[reason], keys, detail)]
+
+
+def has_stalls(m: Mapping) -> bool:
+    return bool(stall_columns(m))

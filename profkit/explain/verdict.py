@@ -1,0 +1,227 @@
+"""Per kernel, one verdict per lab variant across the sweep: win, active track or not a win.
+
+Each lab case is compared with every baseline at the same dtype and shape on device time:
+profkit.stats.compare_cases gives the ratio of medians with its 95% interval and an outcome
+(faster, slower, noise, unstable). The eager-loop time per call (loop_us, schema 2) is compared
+apart: where the host's cost decides the loop, the two comparisons can disagree, and both are said.
+An interpret run is a correctness run: correct cases without timing are not failures.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import pandas as pd
+
+from profkit import stats
+from profkit.explain.evidence import Evidence, as_bool, num, text, timed, where
+from profkit.explain.model import Action, Cause, Comparison, Finding, Kind, Reason, Step, Verdict
+
+
+def timing_outcome(
+    ms: float, ref_ms: float, device_iqr_ms: float | None, ref_spread_ms: float | None
+) -> str:
+    """Whether ms is "faster" or "slower" than ref_ms beyond the larger spread, else "noise" (the
+    rule `profkit compare` flags with; verdicts use profkit.stats)."""
+    from profkit import thresholds as th
+
+    spreads = [s for s in (device_iqr_ms, ref_spread_ms) if s is not None and not math.isnan(s)]
+    noise = max(spreads, default=0.0) * th.NOISE_SPREAD_MULTIPLE
+    delta = ms - ref_ms
+    if abs(delta) <= noise:
+        return "noise"
+    return "faster" if delta < 0 else "slower"
+
+
+def compare(lab: Mapping, base: Mapping, samples: pd.DataFrame | None) -> Comparison:
+    c = stats.compare_cases(lab, base, samples)
+    return Comparison(
+        dtype=str(lab["dtype"]),
+        shape=str(lab["shape"]),
+        baseline=str(base["variant"]),
+        ratio=c.ratio,
+        ci_low=c.ci_low,
+        ci_high=c.ci_high,
+        outcome=c.outcome,
+        method=c.method,
+        lab_loop_us=num(lab, "loop_us"),
+        baseline_loop_us=num(base, "loop_us"),
+    )
+
+
+def loop_outcome(c: Comparison) -> str | None:
+    """The eager-loop comparison: faster/slower beyond the practical floor, else noise."""
+    if c.lab_loop_us is None or c.baseline_loop_us is None or c.baseline_loop_us <= 0:
+        return None
+    ratio = c.lab_loop_us / c.baseline_loop_us
+    if abs(ratio - 1) * 100 < stats.PRACTICAL_FLOOR_PCT:
+        return "noise"
+    return "faster" if ratio < 1 else "slower"
+
+
+def verdicts(
+    kernel: str,
+    rows: list[dict],
+    steps: Mapping[tuple[str, str], list[Step]],
+    samples: pd.DataFrame | None,
+    mode: str = "gpu",
+) -> list[Finding]:
+    """One verdict per lab variant; steps maps (variant, "dtype shape") to that case's steps."""
+    lab = [r for r in rows if not as_bool(r.get("baseline"))]
+    base = [r for r in rows if as_bool(r.get("baseline"))]
+    variants = list(dict.fromkeys(str(r["variant"]) for r in lab))
+    return [
+        _verdict(
+            kernel,
+            v,
+            [r for r in lab if str(r["variant"]) == v],
+            base,
+            steps,
+            samples,
+            mode,
+            several=len(variants) > 1,
+        )
+        for v in variants
+    ]
+
+
+def _verdict(
+    kernel: str,
+    variant: str,
+    lab: list[dict],
+    base: list[dict],
+    steps: Mapping[tuple[str, str], list[Step]],
+    samples: pd.DataFrame | None,
+    mode: str,
+    several: bool,
+) -> Finding:
+    ev = Evidence()
+    f = Finding(
+        subject=f"{kernel} {variant}" if several else kernel,
+        kind=Kind.VERDICT,
+        kernel=kernel,
+        variant=variant,
+    )
+    ev.put("lab_cases", len(lab))
+    correct = [r for r in lab if as_bool(r.get("correct"))]
+    ev.put("correct_cases", len(correct))
+    if mode == "interpret":
+        f.verdict = Verdict.CORRECTNESS_ONLY
+        failed = [r for r in lab if not as_bool(r.get("correct"))]
+        if failed:
+            _failed(f, failed, ev)
+        f.evidence = dict(ev)
+        return f
+    failed = [r for r in lab if not timed(r)]
+    if failed:
+        f.verdict = Verdict.NOT_A_WIN
+        _failed(f, failed, ev)
+        f.evidence = dict(ev)
+        return f
+    comparisons = [
+        compare(r, b, samples) for r in lab for b in base if where(b) == where(r) and timed(b)
+    ]
+    f.comparisons = comparisons
+    uncompared = [where(r) for r in lab if where(r) not in {c.where for c in comparisons}]
+    if uncompared:
+        ev.put("not_compared", ", ".join(uncompared))
+    if not comparisons:
+        f.verdict = Verdict.NO_BASELINE
+        f.evidence = dict(ev)
+        return f
+    f.tally = {
+        b: {o: sum(c.outcome == o for c in comparisons if c.baseline == b) for o in stats.OUTCOMES}
+        for b in dict.fromkeys(c.baseline for c in comparisons)
+    }
+    ev.put("cases_compared", len({c.where for c in comparisons}))
+    if any(str(text(r, "device_method") or "").startswith("events (schema 1") for r in lab):
+        ev.put("timing_method", "schema-1 events")
+    places = list(dict.fromkeys(c.where for c in comparisons))
+    if all(c.outcome == "faster" for c in comparisons):
+        f.verdict = Verdict.WIN
+    elif all(any(c.outcome == "slower" for c in comparisons if c.where == p) for p in places):
+        f.verdict = Verdict.NOT_A_WIN
+    else:
+        f.verdict = Verdict.ACTIVE_TRACK
+    losses = sorted((c for c in comparisons if c.outcome == "slower"), key=lambda c: -c.ratio)
+    if losses:
+        worst = losses[0]
+        ev.put("worst_loss_pct", worst.delta_pct)
+        ev.put("worst_loss_where", worst.where)
+        ev.put("worst_loss_baseline", worst.baseline)
+    wins = sorted((c for c in comparisons if c.outcome == "faster"), key=lambda c: c.ratio)
+    if wins:
+        ev.put("best_win_x", 1 / wins[0].ratio)
+        ev.put("best_win_where", wins[0].where)
+        ev.put("best_win_baseline", wins[0].baseline)
+    _loop_split(f, comparisons, ev)
+    f.next = _steps(variant, losses, comparisons, steps)
+    f.evidence = dict(ev)
+    return f
+
+
+def _failed(f: Finding, failed: list[dict], ev: Evidence) -> None:
+    ev.put("failed_cases", len(failed))
+    first = failed[0]
+    ev.put("first_failure", where(first))
+    ev.put("first_failure_error", text(first, "error") or "output does not match the reference")
+    if num(first, "rel_err") is not None:
+        ev.put("first_failure_rel_err", num(first, "rel_err"))
+    cause = Cause.INCORRECT if not as_bool(first.get("correct")) else Cause.UNTIMED
+    f.reasons = [Reason(cause, ["failed_cases", "first_failure", "first_failure_error"])]
+    f.next = [Step(Action.FIX_CORRECTNESS, ["first_failure"])]
+
+
+def _loop_split(f: Finding, comparisons: list[Comparison], ev: Evidence) -> None:
+    """Where the GPU comparison and the eager-loop comparison disagree, keep the widest such
+    case: both are said, apart."""
+    split = [
+        c
+        for c in comparisons
+        if loop_outcome(c) in ("faster", "slower")
+        and c.outcome in ("faster", "slower")
+        and loop_outcome(c) != c.outcome
+    ]
+    if not split:
+        return
+    c = max(split, key=lambda c: abs(math.log(c.ratio)))
+    ev.put("split_where", c.where)
+    ev.put("split_baseline", c.baseline)
+    ev.put("split_gpu_ratio_x", 1 / c.ratio if c.ratio < 1 else c.ratio)
+    ev.put("split_gpu_outcome", c.outcome)
+    ev.put("split_lab_loop_us", c.lab_loop_us)
+    ev.put("split_baseline_loop_us", c.baseline_loop_us)
+    ev.put("split_cases", len(split))
+    f.reasons.append(
+        Reason(
+            Cause.HOST_BOUND,
+            [
+                "split_where",
+                "split_baseline",
+                "split_gpu_ratio_x",
+                "split_lab_loop_us",
+                "split_baseline_loop_us",
+                "split_cases",
+            ],
+            {"split": True, "variant": f.variant},
+        )
+    )
+
+
+def _steps(
+    variant: str,
+    losses: list[Comparison],
+    comparisons: list[Comparison],
+    steps: Mapping[tuple[str, str], list[Step]],
+) -> list[Step]:
+    """The steps of the cases where it loses, worst loss first; with no loss, those of the case
+    closest to losing. Each step says where it comes from."""
+    order = losses or sorted(comparisons, key=lambda c: -c.ratio)[:1]
+    out: list[Step] = []
+    for c in order:
+        for step in steps.get((variant, c.where), []):
+            if all(s.action != step.action for s in out):
+                detail = {**step.detail, "where": c.where, "against": c.baseline}
+                out.append(Step(step.action, step.because, detail))
+    return out[:4]
