@@ -104,6 +104,8 @@ def test_launch_config_switches_to_the_loop_past_16384(shape, itemsize, path):
 
 
 def test_a_one_dimensional_shape_is_an_input_error():
-    opts = CaptureOptions(dtypes=("float32",), shapes=((4096,),), variants=("torch",), root=".")
+    opts = CaptureOptions(
+        dtypes=("float32",), shapes=((4096,),), variants=("torch",), root=".", interpret=True
+    )
     with pytest.raises(ProfkitError, match="softmax takes 2-D shapes"):
         _check_shapes(SPEC, opts)

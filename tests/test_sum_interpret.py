@@ -94,6 +94,8 @@ def test_launch_config(rows, cols, itemsize, splits):
 
 
 def test_a_three_dimensional_shape_is_an_input_error():
-    opts = CaptureOptions(dtypes=("float32",), shapes=((2, 3, 4),), variants=("torch",), root=".")
+    opts = CaptureOptions(
+        dtypes=("float32",), shapes=((2, 3, 4),), variants=("torch",), root=".", interpret=True
+    )
     with pytest.raises(ProfkitError, match="sum takes 1-D .N. or 2-D .ROWSxCOLS. shapes"):
         _check_shapes(SPEC, opts)

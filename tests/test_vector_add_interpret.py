@@ -49,7 +49,9 @@ def test_bytes_and_flops_model():
 
 
 def test_a_two_dimensional_shape_is_an_input_error():
-    opts = CaptureOptions(dtypes=("float32",), shapes=((64, 64),), variants=("triton",), root=".")
+    opts = CaptureOptions(
+        dtypes=("float32",), shapes=((64, 64),), variants=("triton",), root=".", interpret=True
+    )
     with pytest.raises(ProfkitError, match="does not take shape '64x64'.*takes 1-D shapes N"):
         _check_shapes(SPEC, opts)
 
