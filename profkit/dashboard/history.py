@@ -122,7 +122,8 @@ def _step(before: Run, after: Run) -> Step:
                     "lab": not as_bool(b.loc[key].get("baseline", False)),
                 }
             )
-    moved.sort(key=lambda m: (-abs(math.log(m["ratio"])), m["case"]))
+    # the lab's own cases first (the change under study), then baselines (the environment)
+    moved.sort(key=lambda m: (not m["lab"], -abs(math.log(m["ratio"])), m["case"]))
     return Step(before, after, _changes(before, after), counts, moved)
 
 

@@ -226,7 +226,8 @@ def _history_section(h: history.History, prefix: str) -> str:
         _note(
             f"{len(h.runs)} runs of {h.kernel}, oldest first. Each step compares every case "
             "timed in both runs (later / earlier device p50, 95% interval); only cases beyond "
-            f"noise are listed, the largest {history.MOVED_SHOWN} first."
+            f"noise are listed, at most {history.MOVED_SHOWN}: the lab's own cases first, then "
+            "baselines (a baseline that moved points at the environment), largest first."
         )
     ]
     fig = history.history_figure(h)

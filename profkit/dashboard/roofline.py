@@ -33,13 +33,15 @@ TENSOR_KIND = {"float16": "FP16", "bfloat16": "BF16", "float32": "TF32"}
 MEMORY_COLORS = {"DRAM": "#1f77b4", "L2": "#17becf"}
 COMPUTE_COLORS = {"fp32": "#2ca02c", "tensor": "#9467bd"}
 
-POINT_HOVER: tuple[Field, ...] = (
+TIMING_HOVER: tuple[Field, ...] = (
     ("intensity", "_ai", ".3g", " FLOP/B"),
     ("achieved", "_tflops", ".4g", " TFLOP/s"),
     ("device p50", "device_p50_ms", ".4g", " ms"),
     ("bandwidth", "gbps", ".0f", " GB/s"),
     ("model FLOPs", "flops", ".4s", ""),
     ("model minimum bytes", "bytes", ".4s", "B"),
+)
+COUNTER_HOVER: tuple[Field, ...] = (
     ("DRAM bytes (ncu)", "dram_bytes", ".4s", "B"),
     ("DRAM throughput", "dram_throughput_pct", ".1f", "%"),
     ("SM throughput", "sm_throughput_pct", ".1f", "%"),
@@ -123,7 +125,8 @@ def points(run: Run) -> pd.DataFrame:
     them (what the kernel really moved), else over the spec's minimum bytes."""
     cases = timed(run.cases)
     cases = cases[column(cases, "flops").gt(0)].copy()
-    measured = column(cases, "dram_bytes")
+    # counters.status is authoritative: a failed counter pass leaves no trustworthy columns
+    measured = column(cases, "dram_bytes") * (float("nan") if run.timing_only else 1.0)
     moved = measured.where(measured.gt(0), column(cases, "bytes"))
     cases["_ai"] = column(cases, "flops") / moved
     cases["_tflops"] = column(cases, "flops") / (column(cases, "device_p50_ms") * 1e-3) / 1e12
@@ -157,7 +160,8 @@ def roofline_figure(run: Run) -> tuple[go.Figure | None, list[str]]:
             rows = sub[sub["variant"].astype(str) == v.name]
             if rows.empty:
                 continue
-            data, template = hover(rows, POINT_HOVER)
+            fields = TIMING_HOVER + (() if run.timing_only else COUNTER_HOVER)
+            data, template = hover(rows, fields)
             for point, src in zip(data, rows["_bytes_from"].tolist(), strict=True):
                 point.append(src)
             fig.add_trace(
@@ -175,7 +179,7 @@ def roofline_figure(run: Run) -> tuple[go.Figure | None, list[str]]:
                     },
                     customdata=data,
                     hovertemplate=template.replace(
-                        " FLOP/B<br>", f" FLOP/B (over %{{customdata[{len(POINT_HOVER) + 1}]}})<br>"
+                        " FLOP/B<br>", f" FLOP/B (over %{{customdata[{len(fields) + 1}]}})<br>"
                     ),
                 ),
                 row=r,
