@@ -59,6 +59,16 @@ def page_of(runs, history_runs=(), plotlyjs: str = "inline") -> str:
     return dashboard.build_dashboard(runs, findings, history_runs, plotlyjs)
 
 
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Each stored run's page, written once as `profkit dashboard RUN_ID` writes it."""
+    folder = tmp_path_factory.mktemp("pages")
+    return {
+        r.run_id: dashboard.write_dashboard(r, folder / f"{r.run_id}.html", stored())
+        for r in stored()
+    }
+
+
 @cache
 def figs() -> tuple:
     return tuple(dashboard.figures(built()[0]))
@@ -136,38 +146,29 @@ def test_one_copy_of_plotlyjs_and_every_view_drawn_once() -> None:
 
 
 def test_shared_plotlyjs_is_referenced_relatively_and_written_beside_the_page(
-    tmp_path: Path,
+    written: dict[str, Path],
 ) -> None:
-    run, _, _ = built()
-    target = dashboard.write_dashboard(run, tmp_path / "page.html", stored())
+    target = written[newest().name]
     text = target.read_text()
     assert PLOTLYJS_MARK not in text
     assert re.findall(r"<script src=\"([^\"]*)\"", text) == [dashboard.PLOTLY_ASSET]
-    assert (tmp_path / dashboard.PLOTLY_ASSET).read_text() == plotly.offline.get_plotlyjs()
+    assert (target.parent / dashboard.PLOTLY_ASSET).read_text() == plotly.offline.get_plotlyjs()
     assert not re.search(r"(src|href)=['\"](https?:)?//", text)  # nothing from the network
     assert len(text) < 600_000  # the page without the library stays small
 
 
-def test_same_runs_give_the_same_bytes(tmp_path: Path) -> None:
-    run, _, _ = built()
-    a = dashboard.write_dashboard(run, tmp_path / "a" / "p.html", stored()).read_bytes()
-    b = dashboard.write_dashboard(run, tmp_path / "b" / "p.html", stored()).read_bytes()
-    assert a == b
-
-
-def test_committed_pages_are_what_the_stored_runs_give(tmp_path: Path) -> None:
-    """Regenerating dashboards/ from profiles/ leaves git clean: every committed page is
-    byte-for-byte what `profkit dashboard RUN_ID` writes today, and so is plotly.min.js."""
+def test_committed_pages_are_what_the_stored_runs_give(written: dict[str, Path]) -> None:
+    """Same runs, same bytes: every committed page (written by an earlier process) is
+    byte-for-byte what `profkit dashboard RUN_ID` writes now, so regenerating dashboards/ leaves
+    git clean; plotly.min.js too."""
     pages = sorted(DASHBOARDS.glob("*.html"))
     assert pages, "dashboards/ holds no page"
-    runs = {r.run_id: r for r in stored()}
     for committed in pages:
-        assert committed.stem in runs, f"{committed.name} is not the page of a stored run"
-        fresh = dashboard.write_dashboard(runs[committed.stem], tmp_path / committed.name, stored())
+        assert committed.stem in written, f"{committed.name} is not the page of a stored run"
+        fresh = written[committed.stem]
         assert fresh.read_bytes() == committed.read_bytes(), f"{committed.name} is stale"
-    assert (DASHBOARDS / dashboard.PLOTLY_ASSET).read_bytes() == (
-        tmp_path / dashboard.PLOTLY_ASSET
-    ).read_bytes()
+    asset = next(iter(written.values())).parent / dashboard.PLOTLY_ASSET
+    assert (DASHBOARDS / dashboard.PLOTLY_ASSET).read_bytes() == asset.read_bytes()
 
 
 # --- the sweep views ---------------------------------------------------------------------------
@@ -405,11 +406,11 @@ def test_history_compares_consecutive_runs_case_by_case() -> None:
     assert all(abs(math.log(m["ratio"])) <= abs(math.log(top["ratio"])) for m in labs)
 
 
-def test_a_page_shows_history_up_to_its_own_run() -> None:
+def test_a_page_shows_history_up_to_its_own_run(written: dict[str, Path]) -> None:
     older, newer = stored()
-    _, _, text = built()
+    text = written[newer.run_id].read_text()
     assert f"{html.escape(older.run_id)} &rarr; {html.escape(newer.run_id)}" in text
-    old_page = page_of([older], stored())
+    old_page = written[older.run_id].read_text()
     assert "One stored run of rmsnorm" in old_page and newer.run_id not in old_page
 
 
@@ -431,15 +432,6 @@ def test_findings_table_lists_every_finding_with_its_filters() -> None:
     assert selects == ["kernel", "dtype", "variant"]  # one run: no run filter
     for dtype in cases()["dtype"].unique():
         assert f"<option value='{dtype}'>" in text
-
-
-def test_several_runs_on_one_page_get_a_run_filter_and_their_own_sections() -> None:
-    older, newer = stored()
-    text = page_of([older, newer], stored())
-    assert re.findall(r"data-key='(\w+)'", text) == ["run", "kernel", "dtype", "variant"]
-    ids = NEWPLOT.findall(text)
-    assert "run0-plot-speedup" in ids and "run1-plot-speedup" in ids
-    assert len(ids) == len(set(ids))
 
 
 def test_names_are_data_never_markup(tmp_path: Path) -> None:
@@ -498,6 +490,8 @@ def test_a_failed_write_keeps_the_old_page(tmp_path: Path, monkeypatch: pytest.M
 
 
 def test_cli_writes_one_page_for_several_runs_and_kernels(tmp_path: Path) -> None:
+    """`profkit dashboard OLDER --kernel rmsnorm`: both runs, each with its own plots, and a run
+    filter on the findings."""
     older, newer = stored()
     out = tmp_path / "pr.html"
     args = ["dashboard", older.run_id, "--kernel", "rmsnorm", "--profiles", str(PROFILES)]
@@ -505,6 +499,10 @@ def test_cli_writes_one_page_for_several_runs_and_kernels(tmp_path: Path) -> Non
     assert result.exit_code == 0, result.output
     text = out.read_text()
     assert f"<h2>{older.run_id}</h2>" in text and f"<h2>{newer.run_id}</h2>" in text
+    assert re.findall(r"data-key='(\w+)'", text) == ["run", "kernel", "dtype", "variant"]
+    ids = NEWPLOT.findall(text)
+    assert "run0-plot-speedup" in ids and "run1-plot-speedup" in ids
+    assert len(ids) == len(set(ids))
     assert (tmp_path / dashboard.PLOTLY_ASSET).is_file()
     bad = CliRunner().invoke(cli, ["dashboard", "--kernel", "ghost", "--profiles", str(PROFILES)])
     assert bad.exit_code != 0
@@ -582,4 +580,5 @@ def test_an_incorrect_case_is_marked_not_plotted_as_fast(tmp_path: Path, timing_
     # no speedup, roofline point or history comparison is drawn from an incorrect case
     assert bad not in {p.baseline_case for p in speedup.speedups(run)}
     assert bad not in set(roofline.points(run)["case"])
-    assert "<tr class='incorrect'" in page_of([run])
+    table = findings_view.findings_table(findings_view.finding_rows(run, explain_run(run)))
+    assert "<tr class='incorrect'" in table
