@@ -163,6 +163,8 @@ def test_dashboard_in_chromium(tmp_path: Path) -> None:
                 EVIL_VARIANT in page.locator("#findings tbody tr:not([hidden])").first.inner_text()
             )
             assert page.locator("img").count() == 0
+            legend = page.locator("#run1-plot-latency .legendtext").all_text_contents()
+            assert f"{EVIL_VARIANT} (baseline)" in legend, legend
             page.select_option("select[data-key='kernel']", EVIL_KERNEL)
             assert len(visible()) == len(evil)
             page.select_option("select[data-key='kernel']", "rmsnorm")

@@ -50,9 +50,6 @@ class Layout:
     variants: list[Variant]
     width: float  # bar width per variant
 
-    def variant(self, name: str) -> Variant:
-        return next(v for v in self.variants if v.name == name)
-
 
 # --- reading the tables -------------------------------------------------------------------------
 

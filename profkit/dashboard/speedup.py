@@ -4,6 +4,7 @@ normal approximation from stored percentiles for runs that kept none)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import plotly.graph_objects as go
@@ -72,11 +73,16 @@ def speedups(run: Run) -> list[Speedup]:
                     out.append(
                         Speedup(
                             lab, base, dtype, shape, str(a["case"]), str(b["case"]),
-                            1.0 / c.ratio, 1.0 / c.ci_high, 1.0 / c.ci_low, c.outcome, c.method,
+                            _inv(c.ratio), _inv(c.ci_high), _inv(c.ci_low), c.outcome, c.method,
                             float(a["device_p50_ms"]), float(b["device_p50_ms"]),
                         )
                     )  # fmt: skip
     return out
+
+
+def _inv(x: float) -> float:
+    """lab/baseline -> baseline/lab; an interval reaching 0 (never from positive times) -> inf."""
+    return 1.0 / x if x > 0 else math.inf
 
 
 def methods_note(points: list[Speedup]) -> str:
