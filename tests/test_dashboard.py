@@ -406,6 +406,23 @@ def test_history_compares_consecutive_runs_case_by_case() -> None:
     assert all(abs(math.log(m["ratio"])) <= abs(math.log(top["ratio"])) for m in labs)
 
 
+def test_history_names_what_changed_between_two_runs(tmp_path: Path) -> None:
+    """Constructed: a copy of the newest run, later, with another torch and a recorded commit."""
+    newer = stored()[-1]
+    path = copy_run(tmp_path, name="rmsnorm-later")
+    fp = {**newer.manifest["fingerprint"], "torch": "9.9.9"}
+    edit_manifest(path, created="2099-01-01T00:00:00+00:00", fingerprint=fp, git_commit="abc123")
+    later = store.load(path)
+    h = history.history("rmsnorm", [*stored(), later])
+    assert [r.run_id for r in h.runs][-1] == "rmsnorm-later"
+    changes = h.steps[-1].changes
+    assert ("fingerprint.torch", newer.manifest["fingerprint"]["torch"], "9.9.9") in changes
+    assert ("git_commit", "None", "abc123") in changes
+    assert not any(what in ("created", "run_id") for what, _, _ in changes)
+    same = len(later.cases)  # identical timings: every case is noise
+    assert h.steps[-1].counts == {"faster": 0, "slower": 0, "noise": same, "unstable": 0}
+
+
 def test_a_page_shows_history_up_to_its_own_run(written: dict[str, Path]) -> None:
     older, newer = stored()
     text = written[newer.run_id].read_text()

@@ -30,8 +30,8 @@ from profkit.findings import as_bool
 from profkit.store import Run
 
 KEY = ["variant", "dtype", "shape"]
-# what a reader checks first when a run moved: the software and hardware under it
-FINGERPRINT_KEYS = ("gpu", "driver", "cuda", "torch", "triton", "python", "hostname")
+# manifest fields that differ between any two runs by construction
+SKIPPED = frozenset({"run_id", "created", "complete"})
 MOVED_SHOWN = 12  # largest moves listed per step; the counts cover all cases
 
 
@@ -128,20 +128,27 @@ def _step(before: Run, after: Run) -> Step:
 
 
 def _changes(before: Run, after: Run) -> list[tuple[str, str, str]]:
-    out = []
+    """What the two manifests record differently: top-level fields (source, command, schema, and
+    any a capture adds, e.g. a commit), the fingerprint's versions and host, the sweep's options.
+    Per-run values (ids, times, measured ceilings, clocks at capture) are not changes."""
     ma, mb = before.manifest, after.manifest
-    fa, fb = ma.get("fingerprint") or {}, mb.get("fingerprint") or {}
-    for k in FINGERPRINT_KEYS:
-        if str(fa.get(k)) != str(fb.get(k)):
-            out.append((k, str(fa.get(k)), str(fb.get(k))))
-    for k in ("schema", "mode", "source", "command"):
-        if str(ma.get(k, "")) != str(mb.get(k, "")):
-            out.append((k, str(ma.get(k, "")), str(mb.get(k, ""))))
+    out = _scalar_diff(ma, mb, "", SKIPPED)
+    out += _scalar_diff(ma.get("fingerprint") or {}, mb.get("fingerprint") or {}, "fingerprint.")
     oa, ob = ma.get("options") or {}, mb.get("options") or {}
     for k in sorted(set(oa) | set(ob)):
         if oa.get(k) != ob.get(k):
             out.append((f"options.{k}", str(oa.get(k)), str(ob.get(k))))
     return out
+
+
+def _scalar_diff(a: dict, b: dict, prefix: str, skip: frozenset = frozenset()) -> list:
+    scalar = (str, int, float, bool, type(None))
+    keys = sorted(k for k in set(a) | set(b) if k not in skip)
+    return [
+        (prefix + k, str(a.get(k)), str(b.get(k)))
+        for k in keys
+        if isinstance(a.get(k), scalar) and isinstance(b.get(k), scalar) and a.get(k) != b.get(k)
+    ]
 
 
 def history_figure(h: History) -> go.Figure | None:
