@@ -142,6 +142,9 @@ def test_one_copy_of_plotlyjs_and_every_view_drawn_once() -> None:
     for div_id in ids:  # one div per plot, and no other element shares its id
         assert text.count(f'id="{div_id}"') == 1 and text.count(f"id='{div_id}'") == 0
     assert text.count('class="plotly-graph-div"') == len(ids)
+    # the theme is sent once for the page, not once per plot
+    assert text.count("var PROFKIT_TEMPLATE = ") == 1 and '"template":' not in text
+    assert text.count("Object.assign({template:PROFKIT_TEMPLATE}") == len(ids)
     assert "<script src=" not in text  # inline: no script fetched from anywhere
 
 

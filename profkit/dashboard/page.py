@@ -13,6 +13,7 @@ import json
 import os
 import secrets
 from collections.abc import Mapping, Sequence
+from functools import cache
 from pathlib import Path
 
 import plotly.graph_objects as go
@@ -28,6 +29,8 @@ from profkit.store import Run
 
 PLOTLY_ASSET = "plotly.min.js"
 PLOT_CONFIG = {"displaylogo": False, "responsive": True}
+TEMPLATE = "plotly_white"  # every view's theme (common.py and the views set it)
+TEMPLATE_VAR = "PROFKIT_TEMPLATE"
 # JSON inside <script>: these characters could end the script or open markup, so they are written
 # as JSON escapes (same value once parsed)
 _SCRIPT_SAFE = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028"}
@@ -44,14 +47,27 @@ def _json(value: object) -> str:
     return out
 
 
+@cache
+def _template() -> dict:
+    """Every figure's theme (plotly_white) as plotly writes it: sent once per page, not per plot."""
+    return json.loads(pio.to_json(go.Figure(layout={"template": TEMPLATE})))["layout"]["template"]
+
+
 def plot_div(fig: go.Figure, div_id: str) -> str:
-    """A figure as a div with a fixed id and the script that draws it (plotly.js loaded first)."""
+    """A figure as a div with a fixed id and the script that draws it (plotly.js and the page's
+    TEMPLATE_JS loaded first)."""
     spec = json.loads(pio.to_json(fig, validate=False))  # plotly's encoder: NaN -> null
+    layout = spec.get("layout", {})
+    if layout.get("template") == _template():
+        layout = {k: v for k, v in layout.items() if k != "template"}
+        layout_js = f"Object.assign({{template:{TEMPLATE_VAR}}},{_json(layout)})"
+    else:
+        layout_js = _json(layout)
     height = int(fig.layout.height or 450)
     return (
         f'<div id="{div_id}" class="plotly-graph-div" style="height:{height}px;width:100%"></div>'
         f"<script>Plotly.newPlot({_json(div_id)},{_json(spec.get('data', []))},"
-        f"{_json(spec.get('layout', {}))},{_json(PLOT_CONFIG)});</script>"
+        f"{layout_js},{_json(PLOT_CONFIG)});</script>"
     )
 
 
@@ -346,6 +362,7 @@ def build_dashboard(
 <html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>
 <style>{STYLE}</style>
 {lib}
+<script>var {TEMPLATE_VAR} = {_json(_template())};</script>
 </head>
 <body>
 <h1>{h1}</h1>
