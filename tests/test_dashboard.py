@@ -431,7 +431,7 @@ def test_a_page_shows_history_up_to_its_own_run(written: dict[str, Path]) -> Non
     text = written[newer.run_id].read_text()
     assert f"{html.escape(older.run_id)} &rarr; {html.escape(newer.run_id)}" in text
     old_page = written[older.run_id].read_text()
-    assert "One stored run of rmsnorm" in old_page and newer.run_id not in old_page
+    assert "One timed run of rmsnorm stored" in old_page and newer.run_id not in old_page
 
 
 # --- findings table ------------------------------------------------------------------------------
@@ -602,3 +602,31 @@ def test_an_incorrect_case_is_marked_not_plotted_as_fast(tmp_path: Path, timing_
     assert bad not in set(roofline.points(run)["case"])
     table = findings_view.findings_table(findings_view.finding_rows(run, explain_run(run)))
     assert "<tr class='incorrect'" in table
+
+
+def test_an_interpret_run_says_so_and_stays_out_of_the_history(tmp_path: Path) -> None:
+    """Constructed: a copy of the newest run as `capture --interpret` stores one (every timing
+    and counter column empty, counters skipped, no ceilings)."""
+    path = copy_run(tmp_path, name="rmsnorm-interpret")
+    for name in (store.KERNELS, store.RULES):
+        (path / name).unlink()
+    df = store.load(path).cases
+    keep = {"kernel", "variant", "baseline", "dtype", "shape", "case", "correct", "rel_err",
+            "max_abs_err", "error", "bytes", "flops"}  # fmt: skip
+    for c in df.columns:
+        if c not in keep:
+            df[c] = np.nan
+    df.to_csv(path / store.CASES, index=False)
+    edit_manifest(
+        path,
+        mode="interpret",
+        created="2099-01-01T00:00:00+00:00",
+        ceilings={},
+        counters={"status": "skipped", "reason": "--interpret: no GPU"},
+    )
+    run = store.load(path)
+    text = page_of([run], stored())
+    assert "Correctness run through Triton&#x27;s interpreter" in text
+    assert NEWPLOT.findall(text) == ["run0-plot-latency", "run0-plot-bandwidth", "history0-plot"]
+    h = history.history("rmsnorm", [*stored(), run])
+    assert run.run_id not in [r.run_id for r in h.runs] and len(h.runs) == len(stored())

@@ -82,8 +82,13 @@ def _table(run: Run) -> pd.DataFrame:
 
 
 def history(kernel: str, runs: list[Run]) -> History:
-    """kernel's runs (any order; others are ignored), oldest first, with one Step per pair."""
-    mine = [r for r in runs if str(r.manifest.get("kernel")) == kernel]
+    """kernel's timed runs (any order; others are ignored), oldest first, one Step per pair."""
+    # interpret runs check correctness and time nothing: no point in a history of device time
+    mine = [
+        r
+        for r in runs
+        if str(r.manifest.get("kernel")) == kernel and r.manifest.get("mode") != "interpret"
+    ]
     mine = sorted({r.run_id: r for r in mine}.values(), key=lambda r: (created(r), r.run_id))
     shapes = [set(_table(r).index.get_level_values("shape")) for r in mine]
     common = sorted(set.intersection(*shapes), key=_shape_key) if shapes else []

@@ -22,6 +22,7 @@ import plotly.offline
 
 from profkit import stats
 from profkit.dashboard import findings_view, history, host, launches, roofline, speedup, sweep
+from profkit.dashboard.common import timed
 from profkit.errors import ProfkitError
 from profkit.explain import explain_run
 from profkit.findings import Finding
@@ -126,7 +127,19 @@ def _speedup_summary(points: Sequence[speedup.Speedup]) -> str:
     return f"<table class='summary'><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
 
 
-def _run_sections(run: Run, findings: Sequence[Finding], prefix: str) -> list[tuple[str, str]]:
+def _timing_note(run: Run) -> str:
+    """Why a run's timing views are empty, said once above them."""
+    if run.manifest.get("mode") == "interpret":
+        return _note(
+            "Correctness run through Triton's interpreter (no GPU): each variant was checked "
+            "against the float64 reference and nothing was timed, so the timing views are empty."
+        )
+    if timed(run.cases).empty:
+        return _note("No case of this run has a device time: the timing views are empty.")
+    return ""
+
+
+def _run_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
     """(title, html) per view of one run, in page order."""
     out: list[tuple[str, str]] = []
     points = speedup.speedups(run)
@@ -234,9 +247,11 @@ def _no_counters(run: Run) -> str:
 
 
 def _history_section(h: history.History, prefix: str) -> str:
+    if not h.runs:
+        return _note(f"No timed run of {h.kernel} is stored (interpret runs time nothing).")
     if len(h.runs) < 2:
         return _note(
-            f"One stored run of {h.kernel}: nothing to compare yet. Each capture adds a point."
+            f"One timed run of {h.kernel} stored up to this page's run: nothing to compare yet."
         )
     parts = [
         _note(
@@ -327,13 +342,14 @@ def build_dashboard(
     nav, body = [], []
     for i, run in enumerate(runs):
         prefix = f"run{i}"
-        sections = _run_sections(run, findings.get(run.run_id, ()), prefix)
+        sections = _run_sections(run, prefix)
         nav.append(f"<a href='#{prefix}'>{_e(run.run_id)}</a>")
         level = 3 if several else 2
         body.append(
             f"<section class='run' id='{prefix}'>"
             f"{'<h2>' + _e(run.run_id) + '</h2>' if several else ''}"
-            f"{_header(run)}\n{findings_view.verdict_blocks(findings.get(run.run_id, ()))}"
+            f"{_header(run)}\n{_timing_note(run)}"
+            f"{findings_view.verdict_blocks(findings.get(run.run_id, ()))}"
         )
         for title, content in sections:
             body.append(f"<h{level} id='{prefix}-{_slug(title)}'>{_e(title)}</h{level}>\n{content}")
