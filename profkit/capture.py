@@ -1,18 +1,24 @@
 """`profkit capture`: check every case, time the correct ones, run the counter pass, store the run.
 
-Stages, in order: cases -> correctness (float64 reference) -> timing (events, L2 flushed) ->
-counters (ncu child over profkit.worker) -> join -> store (atomic). A counter-pass failure leaves a
-timing-only run with the reason in its manifest; any other failure leaves no run at all.
+Stages, in order: cases -> correctness (float64 reference) -> timing (device time by CUDA-graph
+replay with the L2 flushed, host cost, eager-loop time, clocks) -> counters (ncu child over
+profkit.worker) -> join -> store (atomic). A counter-pass failure leaves a timing-only run with the
+reason in its manifest; any other failure leaves no run at all.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import sys
-from dataclasses import asdict, dataclass
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from rich.console import Console
@@ -28,11 +34,28 @@ TIMING_COLUMNS = (
     "device_p95_ms",
     "device_p5_ms",
     "device_iqr_ms",
+    "device_method",
+    "device_note",
+    "device_overhead_us",
+    "host_us",
+    "loop_us",
+    "sm_clock_mhz",
+    "mem_clock_mhz",
+    "clock_note",
     "gbps",
     "tflops",
     "pct_peak_bw",
     "pct_peak_flops",
+    "copy_gbps_same_size",
+    "pct_copy_same_size",
 )
+
+
+TIMING_METHOD = {
+    "device": "GPU time of one call: CUDA-graph replay, events inside the graph around each call",
+    "host": "CPU time of one call: back-to-back calls, no synchronize, idle GPU at the start",
+    "loop": "wall time per call of a plain Python loop of calls then one synchronize, L2 warm",
+}
 
 
 @dataclass
@@ -49,6 +72,7 @@ class CaptureOptions:
     ncu_set: str | None = None
     clock_control: str = "none"
     ncu_timeout_s: float = 1800.0
+    warm_l2: bool = False  # time with the L2 left warm instead of flushed before each call
 
 
 def cases(opts: CaptureOptions) -> list[tuple[str, str, Shape]]:
@@ -68,13 +92,15 @@ def _progress(console: Console) -> Progress:
 
 def measure_cases(
     spec: KernelSpec, opts: CaptureOptions, console: Console, ceilings: dict
-) -> pd.DataFrame:
-    """Correctness for every case; timing for the correct ones (not in interpret mode)."""
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Correctness for every case; timing for the correct ones (not in interpret mode). Returns
+    the case table and the raw samples (case, kind, ms)."""
     from profkit import timing
 
     device = "cpu" if opts.interpret else "cuda"
     prepared: dict = {}
-    rows = []
+    copies: dict[int, float] = {}
+    rows, samples = [], []
     todo = cases(opts)
     with _progress(console) as bar:
         task = bar.add_task(f"{spec.name}: check + time", total=len(todo))
@@ -106,16 +132,22 @@ def measure_cases(
             flops = spec.flops(shape)
             row.update(bytes=nbytes, flops=flops)
             if chk.correct and not opts.interpret:
-                t = timing.time_case(spec, fn, shape, dtype, seed=opts.seed + 7, range_name=name)
-                row.update(asdict(t))
-                row.update(rates(nbytes, flops, t.device_p50_ms, ceilings))
+                t = timing.time_case(spec, fn, shape, dtype, opts.seed + 7, opts.warm_l2)
+                row.update(t.columns)
+                row.update(rates(nbytes, flops, t.columns["device_p50_ms"], ceilings))
+                same = timing.copy_gbps(nbytes, copies)
+                row.update(copy_gbps_same_size=same, pct_copy_same_size=100 * row["gbps"] / same)
+                samples += [(name, kind, ms) for kind, ms in t.samples]
+                if t.columns.get("clock_note"):
+                    console.print(f"[yellow]clocks:[/] {name}: {t.columns['clock_note']}")
             rows.append(row)
             bar.advance(task)
     # the same columns whether or not anything was timed (interpret mode, all incorrect)
     table = pd.DataFrame(rows)
-    return table.reindex(
+    table = table.reindex(
         columns=[*table.columns.drop(TIMING_COLUMNS, errors="ignore"), *TIMING_COLUMNS]
     )
+    return table, pd.DataFrame(samples, columns=["case", "kind", "ms"])
 
 
 def rates(nbytes: int, flops: int, device_p50_ms: float, ceilings: dict) -> dict:
@@ -198,19 +230,61 @@ def counter_pass(
     return block, tables.kernels
 
 
+# ---- input checks, before any work ---------------------------------------------------------------
+
+# kernel and variant names become directory names, NVTX range names (where ncu reads '/' as
+# nesting) and text in HTML and markdown: letters, digits and _ . - only
+_NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+
+
+def check_names(spec: KernelSpec) -> None:
+    """A kernel or variant name that cannot name a run or an NVTX range is an input error, found
+    before the sweep rather than when the run is stored."""
+    for what, name in [("kernel", spec.name), *(("variant", v.name) for v in spec.variants)]:
+        if not _NAME_RE.fullmatch(name):
+            raise ProfkitError(
+                f"{what} name {name!r} (in {spec.source or 'its spec'}) may hold only letters, "
+                "digits, '_', '.' and '-' (it names the run directory and the NVTX ranges)"
+            )
+
+
+def unique(option: str, values: tuple, show: Callable[[Any], str], notes: list[str]) -> tuple:
+    """values without repeats, in order; a note for each value given more than once."""
+    counts = Counter(values)
+    for value, n in counts.items():
+        if n > 1:
+            notes.append(f"{option} {show(value)} given {n} times: measured once")
+    return tuple(counts)
+
+
+def _memory_limit(interpret: bool) -> tuple[int, str]:
+    """(bytes, what) of the memory the cases' tensors must fit in."""
+    if interpret:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), "this host's memory"
+    import torch
+
+    return torch.cuda.get_device_properties(0).total_memory, "the GPU's memory"
+
+
 def _check_shapes(spec: KernelSpec, opts: CaptureOptions) -> None:
-    """A shape the spec's bytes/flops model cannot take (e.g. 1-D for a 2-D kernel) is an input
-    error, reported before any work, not a traceback halfway through the sweep."""
+    """A shape the spec's bytes/flops model cannot take (e.g. 1-D for a 2-D kernel), or whose
+    tensors cannot fit in memory, is an input error, reported before any work, not a traceback or
+    a sweep of failed cases."""
+    limit, where = _memory_limit(opts.interpret)
     for shape in opts.shapes:
         try:
-            for dtype in opts.dtypes:
-                spec.bytes_moved(shape, DTYPE_ITEMSIZE[dtype])
+            need = max(spec.bytes_moved(shape, DTYPE_ITEMSIZE[d]) for d in opts.dtypes)
             spec.flops(shape)
         except Exception as exc:  # the spec's own code
             raise ProfkitError(
                 f"{spec.name} does not take shape {format_shape(shape)!r}: its "
                 f"bytes/flops model failed ({type(exc).__name__}: {exc})"
             ) from exc
+        if need > limit:
+            raise ProfkitError(
+                f"shape {format_shape(shape)} is too large: its tensors take at least {need:.3g} "
+                f"bytes ({spec.name}'s bytes model), more than {where} ({limit / 1e9:.0f} GB)"
+            )
 
 
 def run_capture(spec: KernelSpec, opts: CaptureOptions, console: Console | None = None) -> Path:
@@ -218,6 +292,7 @@ def run_capture(spec: KernelSpec, opts: CaptureOptions, console: Console | None 
     from profkit.join import aggregate_cases, join
 
     console = console or Console(stderr=True)
+    check_names(spec)
     if not opts.interpret:
         import torch
 
@@ -239,7 +314,11 @@ def run_capture(spec: KernelSpec, opts: CaptureOptions, console: Console | None 
                 f"ceilings: copy {ceilings['copy_gbps']:.0f} GB/s, bf16 matmul "
                 f"{ceilings['matmul_tflops']:.0f} TFLOP/s"
             )
-        table = measure_cases(spec, opts, console, ceilings)
+        started = time.perf_counter()
+        table, samples = measure_cases(spec, opts, console, ceilings)
+        timing_s = round(time.perf_counter() - started, 1)
+        if not samples.empty:
+            writer.write_samples(samples)
         if opts.interpret:
             counters = {"status": "skipped", "reason": "interpret mode: correctness only"}
             kernels = None
@@ -262,7 +341,10 @@ def run_capture(spec: KernelSpec, opts: CaptureOptions, console: Console | None 
                 "variants": list(opts.variants),
                 "seed": opts.seed,
                 "interpret": opts.interpret,
+                "warm_l2": opts.warm_l2,
             },
+            "timing": TIMING_METHOD
+            | {"l2": "warm" if opts.warm_l2 else "flushed before each call", "wall_s": timing_s},
             "fingerprint": fingerprint,
             "ceilings": ceilings,
             "counters": counters,

@@ -11,42 +11,68 @@ from pathlib import Path
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
+from profkit import doctor as doctor_help
+from profkit import ncu as ncu_limits
+from profkit import terminal
 from profkit.errors import ProfkitError
 
-# the columns `show --format table` prints; csv and json carry every column
-SHOW_COLUMNS = (
-    "kernel",
+# the columns `show --format table` prints, and their headers; csv and json carry every column
+SHOW_COLUMNS = {
+    "kernel": "kernel",
+    "variant": "variant",
+    "dtype": "dtype",
+    "shape": "shape",
+    "correct": "correct",
+    "device_p50_ms": "p50 ms",
+    "device_p95_ms": "p95 ms",
+    "device_iqr_ms": "IQR ms",
+    "host_us": "host us",
+    "gbps": "GB/s",
+    "pct_peak_bw": "% copy BW",
+    "tflops": "TFLOP/s",
+    "kernel_count": "kernels",
+    "dram_throughput_pct": "DRAM %",
+    "achieved_occupancy_pct": "occupancy %",
+    "tensor_pipe_pct": "tensor %",
+    "dram_bytes": "DRAM bytes",
+}
+# on a narrow terminal, the columns kept longest (the kernel is in the title line already)
+SHOW_KEEP = (
     "variant",
     "dtype",
     "shape",
     "correct",
     "device_p50_ms",
-    "device_p95_ms",
-    "device_iqr_ms",
+    "host_us",
     "gbps",
     "pct_peak_bw",
-    "tflops",
+    "device_iqr_ms",
+    "dram_throughput_pct",
+    "achieved_occupancy_pct",
     "kernel_count",
-    "dram_throughput_pct",
-    "achieved_occupancy_pct",
+    "device_p95_ms",
+    "tflops",
     "tensor_pipe_pct",
     "dram_bytes",
 )
-LAUNCH_COLUMNS = (
-    "launch",
-    "nvtx_range",
-    "kernel_name",
-    "ncu_duration_ms",
-    "dram_throughput_pct",
-    "sm_throughput_pct",
-    "achieved_occupancy_pct",
-    "tensor_pipe_pct",
-    "dram_bytes",
-    "grid_size",
-    "block_size",
-    "waves_per_sm",
-)
+LAUNCH_COLUMNS = {
+    "launch": "launch",
+    "nvtx_range": "nvtx_range",
+    "kernel_name": "kernel_name",
+    "ncu_duration_ms": "ncu ms",
+    "dram_throughput_pct": "DRAM %",
+    "sm_throughput_pct": "SM %",
+    "achieved_occupancy_pct": "occupancy %",
+    "tensor_pipe_pct": "tensor %",
+    "dram_bytes": "DRAM bytes",
+    "grid_size": "grid",
+    "block_size": "block",
+    "waves_per_sm": "waves/SM",
+}
+LAUNCH_KEEP = ("launch", "kernel_name", "ncu_duration_ms", "dram_throughput_pct",
+               "sm_throughput_pct", "achieved_occupancy_pct", "nvtx_range")  # fmt: skip
 
 
 class ProfkitGroup(click.Group):
@@ -85,6 +111,13 @@ def main() -> None:
 # ---- capture / list ----
 
 
+def _positive_seconds(ctx, param, value):
+    """A time limit: a finite number of seconds above zero (not -5, nan or inf)."""
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise click.BadParameter(f"must be a finite number of seconds above 0, not {value:g}")
+    return value
+
+
 @cli.command()
 @click.argument("kernel")
 @click.option(
@@ -120,7 +153,19 @@ def main() -> None:
     show_default=True,
     help="ncu clock control: none leaves the GPU clocks as found",
 )
-@click.option("--ncu-timeout", type=float, default=1800, show_default=True, help="seconds")
+@click.option(
+    "--ncu-timeout",
+    type=float,
+    default=1800,
+    show_default=True,
+    callback=_positive_seconds,
+    help="seconds the counter pass may run",
+)
+@click.option(
+    "--warm-l2",
+    is_flag=True,
+    help="time with the L2 left warm (default: flushed before every call, as ncu does)",
+)
 @click.option("--seed", type=int, default=0, show_default=True)
 def capture(
     kernel,
@@ -135,24 +180,32 @@ def capture(
     ncu_set,
     clock_control,
     ncu_timeout,
+    warm_l2,
     seed,
 ) -> None:
     """Check, time and profile KERNEL's variants; store the run under profiles/."""
-    from profkit.spec import find_spec, normalize_dtype, parse_shape
+    from profkit.capture import CaptureOptions, run_capture, unique
+    from profkit.spec import find_spec, format_shape, normalize_dtype, parse_shape
+    from profkit.store import default_root
 
     if interpret:
         # must be set before triton is imported by the kernel's module
         os.environ["TRITON_INTERPRET"] = "1"
     parsed_shapes = tuple(parse_shape(s) for s in shapes)
     spec = find_spec(kernel, from_file)
-    dtypes = tuple(normalize_dtype(spec, d) for d in dtypes) or spec.dtypes
-    variants = tuple(spec.variant(v).name for v in variants) or tuple(v.name for v in spec.variants)
+    # a repeated option is measured once (and said so), never as duplicate cases
+    notes = []
+    dtypes = unique("--dtype", tuple(normalize_dtype(spec, d) for d in dtypes), str, notes)
+    variants = unique("--variant", tuple(spec.variant(v).name for v in variants), str, notes)
+    parsed_shapes = unique("--shape", parsed_shapes, format_shape, notes)
+    for note in notes:
+        click.echo(f"note: {note}", err=True)
+    dtypes = dtypes or spec.dtypes
+    variants = variants or tuple(v.name for v in spec.variants)
     if interpret:
         shape_set = parsed_shapes or spec.interpret_shapes
     else:
         shape_set = parsed_shapes or spec.shapes
-    from profkit.capture import CaptureOptions, run_capture
-    from profkit.store import default_root
 
     opts = CaptureOptions(
         dtypes=dtypes,
@@ -167,35 +220,43 @@ def capture(
         ncu_set=ncu_set,
         clock_control=clock_control,
         ncu_timeout_s=ncu_timeout,
+        warm_l2=warm_l2,
     )
     path = run_capture(spec, opts)
     from profkit import store
 
     run = store.load(path)
-    _print_table(run.cases, "table", SHOW_COLUMNS)
+    _print_table(run.cases, "table", SHOW_COLUMNS, SHOW_KEEP)
     wrong = run.cases[~run.cases.correct.astype(bool)]
-    click.echo(f"stored {path}" + (f" ({len(wrong)} incorrect case(s))" if len(wrong) else ""))
+    said = [f"{len(wrong)} incorrect case(s)"] if len(wrong) else []
+    if run.interpret:
+        said.append("interpret run: correctness only, untimed; read it by name")
+    click.echo(f"stored {path}" + (f" ({'; '.join(said)})" if said else ""))
 
 
 @cli.command(name="list")
 @click.option("--from", "from_file", type=click.Path(dir_okay=False))
 def list_kernels(from_file) -> None:
     """List kernels, their variants, dtypes and default shapes."""
-    from profkit.spec import format_shape, lab_specs, load_module_specs
+    from profkit.spec import format_shape, list_specs
 
-    specs = load_module_specs(Path(from_file)) if from_file else lab_specs()
+    specs = list_specs(from_file)
     if from_file and not specs:
         raise ProfkitError(f"{from_file} defines no KernelSpec")
-    table = Table("kernel", "variants (* = baseline)", "dtypes", "default shapes")
+    # one block per kernel (a table of long lists does not fit 80 columns); lists wrap under
+    # their label
+    console = terminal.console()
     for name in sorted(specs):
         spec = specs[name]
-        table.add_row(
-            name,
-            ", ".join(v.name + ("*" if v.baseline else "") for v in spec.variants),
-            ", ".join(spec.dtypes),
-            ", ".join(format_shape(s) for s in spec.shapes),
-        )
-    Console(width=160).print(table)
+        console.print(Text(name, style="bold"))
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(no_wrap=True)
+        grid.add_column()
+        variants = ", ".join(v + ("*" if baseline else "") for v, baseline in spec.variants)
+        grid.add_row("  variants", Text(f"{variants}  (* = baseline)"))
+        grid.add_row("  dtypes", Text(", ".join(spec.dtypes)))
+        grid.add_row("  shapes", Text(", ".join(format_shape(s) for s in spec.shapes)))
+        console.print(grid)
 
 
 # ---- show ----
@@ -205,7 +266,10 @@ def load_run(ref: str | None, profiles: str | None):
     """A stored run by path or id, or the newest, under --profiles (default: profiles/)."""
     from profkit import store
 
-    return store.load(store.resolve(ref, Path(profiles) if profiles else None))
+    run = store.load(store.resolve(ref, Path(profiles) if profiles else None))
+    for warning in run.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    return run
 
 
 def load_any(ref: str | None, profiles: str | None):
@@ -238,28 +302,31 @@ def show(ref, fmt, profiles) -> None:
     """Print a run's case table (default: the newest run), or a .ncu-rep's kernel launches."""
     kind, obj = load_any(ref, profiles)
     if kind == "report":
-        _print_table(obj.kernels, fmt, LAUNCH_COLUMNS)
+        _print_table(obj.kernels, fmt, LAUNCH_COLUMNS, LAUNCH_KEEP)
         return
     if fmt == "table":
         m = obj.manifest
         fp, ceil, ctr = m.get("fingerprint", {}), m.get("ceilings", {}), m.get("counters", {})
-        click.echo(
-            f"run {obj.run_id}: {m.get('kernel')} on {fp.get('gpu', 'no GPU')} "
-            f"({m.get('created', '?')})"
+        where = (
+            "interpret run (correctness only, nothing timed)"
+            if obj.interpret
+            else f"on {fp.get('gpu', 'no GPU')}"
         )
+        lines = [f"run {obj.run_id}: {m.get('kernel')} {where} ({m.get('created', '?')})"]
         if ceil:
-            click.echo(
+            lines.append(
                 f"ceilings: copy {ceil['copy_gbps']:.0f} GB/s, bf16 matmul "
                 f"{ceil['matmul_tflops']:.0f} TFLOP/s"
             )
-        click.echo(
-            f"counters: {ctr.get('status', '?')}"
-            + (f" ({ctr['reason']})" if ctr.get("reason") else "")
-        )
-    _print_table(obj.cases, fmt, SHOW_COLUMNS)
+        reason = f" ({ctr['reason']})" if ctr.get("reason") else ""
+        lines.append(f"counters: {ctr.get('status', '?')}{reason}")
+        console = terminal.console()
+        for line in lines:  # wrapped to the terminal's width
+            console.print(Text(line))
+    _print_table(obj.cases, fmt, SHOW_COLUMNS, SHOW_KEEP)
 
 
-def _print_table(df, fmt: str, columns) -> None:
+def _print_table(df, fmt: str, columns: dict[str, str], keep: tuple[str, ...] = ()) -> None:
     if fmt == "csv":
         click.echo(df.to_csv(index=False), nl=False)
         return
@@ -268,10 +335,22 @@ def _print_table(df, fmt: str, columns) -> None:
         click.echo(json.dumps(records, indent=1))
         return
     cols = [c for c in columns if c in df.columns and df[c].notna().any()]
-    table = Table(*cols)
-    for row in df[cols].itertuples(index=False):
-        table.add_row(*(_cell(v) for v in row))
-    Console(width=max(160, 14 * len(cols))).print(table)
+    console = terminal.console()
+    rows = [[_cell(v) for v in row] for row in df[cols].itertuples(index=False)]
+
+    def build(kept: list[str], kept_rows: list[list[object]]) -> Table:
+        table = Table(*(columns[c] for c in kept))
+        for row in kept_rows:
+            table.add_row(*(Text(str(v)) for v in row))  # Text: a name may hold "[...]"
+        return table
+
+    table, dropped = terminal.fit_columns(cols, rows, console.width, keep, build)
+    console.print(table)
+    if dropped:
+        note = terminal.dropped_note(
+            [columns[c] for c in dropped], console.width, "--format csv has them all"
+        )
+        console.print(Text(note, style="dim"))
 
 
 def _cell(value) -> str:
@@ -287,26 +366,35 @@ def _cell(value) -> str:
 # ---- doctor ----
 
 
-@cli.command()
+@cli.command(epilog=doctor_help.EXIT_HELP)
 @click.option("--no-probe", is_flag=True, help="skip the tiny ncu probe run")
-def doctor(no_probe) -> None:
+@click.option(
+    "--timeout",
+    type=float,
+    default=ncu_limits.PROBE_TIMEOUT_S,
+    show_default=True,
+    callback=_positive_seconds,
+    help="seconds the ncu probe may run (`ncu --version`: at most 10)",
+)
+def doctor(no_probe, timeout) -> int:
     """Report the GPU, driver, versions, what is missing, and whether counters can be read."""
-    from profkit.doctor import checks
+    from profkit.doctor import diagnose
 
-    console = Console(width=120)
+    progress = terminal.console(stderr=True)
+    found = diagnose(
+        probe=not no_probe, timeout_s=timeout, say=lambda line: progress.print(Text(line))
+    )
+    console = terminal.console()
     table = Table("check", "status", "detail")
-    found = checks(probe=not no_probe)
-    for name, ok, detail in found:
+    table.columns[0].no_wrap = table.columns[1].no_wrap = True
+    table.columns[2].overflow = "fold"  # a long path breaks across lines, never cut short
+    for name, ok, detail in found.rows:
         status = {True: "[green]ok[/]", False: "[red]no[/]", None: "[yellow]?[/]"}[ok]
-        table.add_row(name, status, detail)
+        table.add_row(name, status, Text(detail))
     console.print(table)
-    counters = {name: ok for name, ok, _ in found}.get("counters")
-    verdict = {
-        True: "GPU counters CAN be read on this host.",
-        False: "GPU counters can NOT be read on this host: captures will be timing only.",
-        None: "Whether GPU counters can be read here is unknown (see the rows above).",
-    }
-    console.print(verdict[counters] if not no_probe else "counter probe skipped (--no-probe).")
+    console.print(Text(found.verdict))
+    console.print(Text(f"exit status {found.exit_status} (see `profkit doctor --help`)"))
+    return found.exit_status
 
 
 # ---- explain / compare ----
@@ -357,7 +445,7 @@ def compare(run_a, run_b, fmt, profiles) -> None:
 
     df = cmp.compare_runs(load_run(run_a, profiles), load_run(run_b, profiles))
     if fmt == "terminal":
-        cmp.render_terminal(df, Console(width=160))
+        cmp.render_terminal(df, terminal.console())
     else:
         click.echo({"markdown": cmp.to_markdown, "json": cmp.to_json, "csv": cmp.to_csv}[fmt](df))
 

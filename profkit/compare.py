@@ -1,9 +1,11 @@
-"""Two runs side by side: the same cases matched, latency and counter deltas, a noise-aware flag.
+"""Two runs side by side: the same cases matched, device-time ratios with confidence intervals,
+counter deltas.
 
-Deltas are B - A (B is the newer run as the user names them): "faster" means B is faster than A,
-and only when the change is larger than the timing spread of both (`explain.timing_outcome`).
-The summary under the table counts the flags per lab variant and says how far the baselines,
-whose code did not change, moved between the runs: the run-to-run drift the spread misses.
+Ratios and deltas are B against A (B is the newer run as the user names them): "faster" means B is
+faster than A, decided by `profkit.stats` on device time: the 95% interval of the ratio of medians
+excludes 1 and the gap clears the practical floor; a wide interval is "unstable". The summary
+under the table counts the flags per lab variant, says how far the baselines, whose code did not
+change, moved between the runs, and warns when the runs ran at different clocks or throttled.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from profkit.explain import as_bool, format_value, timing_outcome
+from profkit import stats, terminal
+from profkit.explain import as_bool, format_value
 from profkit.store import Run
+from profkit.textsafe import md_escape
 
 KEYS = ["kernel", "variant", "dtype", "shape"]
 # Counters worth a delta column: what a kernel change moves (traffic, occupancy, fusion, time).
@@ -28,14 +32,27 @@ DELTA_COUNTERS = (
     "kernel_count",
     "ncu_duration_ms",
 )
-_COMPARED = ("correct", "device_p50_ms", "device_iqr_ms", *DELTA_COUNTERS)
-_FLAG_STYLE = {"faster": "green", "slower": "red", "noise": "dim"}
+_COMPARED = (
+    "case",
+    "correct",
+    "device_p50_ms",
+    "device_iqr_ms",
+    "device_reps",
+    "sm_clock_mhz",
+    "clock_note",
+    *DELTA_COUNTERS,
+)
+_FLAG_STYLE = {"faster": "green", "slower": "red", "noise": "dim", "unstable": "yellow"}
+# Two runs whose median SM clocks differ by more than this share ran at different clocks: their
+# times are not comparable as they stand. profkit choice: 3%, above NVML's reading jitter.
+CLOCK_MISMATCH_SHARE = 0.03
 
 
 def _side(run: Run) -> pd.DataFrame:
     # every column on both sides, even where a run lacks it (timing only), so the merge below
     # always yields the _a/_b pairs and the output keeps one schema
     side = run.cases.reindex(columns=[*KEYS, "baseline", *_COMPARED]).astype({k: str for k in KEYS})
+    side["case"] = side["case"].fillna(pd.Series(range(len(side))).astype(str))
     side["baseline"] = side["baseline"].map(as_bool)
     side["_present"] = True
     side["_pos"] = range(len(side))
@@ -53,8 +70,14 @@ def compare_runs(run_a: Run, run_b: Run) -> pd.DataFrame:
         out[f"{col}_a"], out[f"{col}_b"] = merged[f"{col}_a"], merged[f"{col}_b"]
     out["delta_ms"] = out["device_p50_ms_b"] - out["device_p50_ms_a"]
     out["delta_pct"] = out["delta_ms"] / out["device_p50_ms_a"] * 100
-    out["device_iqr_ms"] = merged[["device_iqr_ms_a", "device_iqr_ms_b"]].max(axis=1)
-    out["flag"] = [_flag(row) for row in merged.to_dict("records")]
+    intervals = [_interval(row, run_a, run_b) for row in merged.to_dict("records")]
+    for key in ("ratio", "ci_low", "ci_high", "method"):
+        out[key] = [c.as_dict()[key] if c else None for c in intervals]
+    interpret = {"a": run_a.interpret, "b": run_b.interpret}
+    out["flag"] = [
+        _flag(row, c, interpret)
+        for row, c in zip(merged.to_dict("records"), intervals, strict=True)
+    ]
     for col in DELTA_COUNTERS:
         out[f"{col}_a"], out[f"{col}_b"] = merged[f"{col}_a"], merged[f"{col}_b"]
         out[f"{col}_delta"] = merged[f"{col}_b"] - merged[f"{col}_a"]
@@ -65,8 +88,33 @@ def compare_runs(run_a: Run, run_b: Run) -> pd.DataFrame:
         gpu_b=_gpu(run_b),
         torch_a=_torch(run_a),
         torch_b=_torch(run_b),
+        clock_a=_median_clock(run_a),
+        clock_b=_median_clock(run_b),
+        throttled_a=_throttled(run_a),
+        throttled_b=_throttled(run_b),
     )
     return out
+
+
+def _median_clock(run: Run) -> float | None:
+    if "sm_clock_mhz" not in run.cases:
+        return None
+    col = pd.to_numeric(run.cases["sm_clock_mhz"], errors="coerce").dropna()
+    return None if col.empty else float(col.median())
+
+
+def _throttled(run: Run) -> int:
+    notes = run.cases.get("clock_note")
+    return 0 if notes is None else int(notes.fillna("").astype(str).str.len().gt(0).sum())
+
+
+def _interval(row: dict, run_a: Run, run_b: Run) -> stats.Comparison | None:
+    """B against A on device time, where both sides were timed."""
+    if not (_timed(row, "a") and _timed(row, "b")):
+        return None
+    side = {s: {k.removesuffix(f"_{s}"): v for k, v in row.items() if k.endswith(f"_{s}")}
+            for s in ("a", "b")}  # fmt: skip
+    return stats.compare_cases(side["b"], side["a"], run_b.samples, run_a.samples)
 
 
 def _gpu(run: Run) -> str:
@@ -77,21 +125,27 @@ def _torch(run: Run) -> str:
     return str((run.manifest.get("fingerprint") or {}).get("torch", "unknown torch"))
 
 
-def _flag(row: dict) -> str:
+def _flag(row: dict, interval: stats.Comparison | None, interpret: dict[str, bool]) -> str:
     if pd.isna(row["_present_a"]):
         return "only in B"
     if pd.isna(row["_present_b"]):
         return "only in A"
-    failed = [s.upper() for s in ("a", "b") if not _timed(row, s)]
+    failed = [s.upper() for s in ("a", "b") if not as_bool(row.get(f"correct_{s}"))]
     if failed:
         # an incorrect case keeps its timing empty: there is nothing to compare
         return "failed in " + (failed[0] if len(failed) == 1 else "both")
-    return timing_outcome(
-        row["device_p50_ms_b"],
-        row["device_p50_ms_a"],
-        row["device_iqr_ms_b"],
-        row["device_iqr_ms_a"],
-    )
+    # correct but not timed (an interpret run checks correctness only): not a failure
+    missing = [s for s in ("a", "b") if not _timed(row, s)]
+    if missing:
+        return _untimed_flag(missing, all(interpret[s] for s in missing))
+    return interval.outcome if interval else "untimed"
+
+
+def _untimed_flag(sides: list[str], interpret: bool) -> str:
+    """'untimed in B (interpret run)', 'untimed (interpret runs)', 'untimed in both'."""
+    if len(sides) == 2:
+        return "untimed (interpret runs)" if interpret else "untimed in both"
+    return f"untimed in {sides[0].upper()}" + (" (interpret run)" if interpret else "")
 
 
 def _timed(row: dict, side: str) -> bool:
@@ -121,14 +175,14 @@ def _signed_pct(value: object) -> str:
     return "" if pd.isna(value) else f"{value:+.1f}%"
 
 
-def _signed_ms(value: object) -> str:
-    if pd.isna(value):
+def _ratio(row: dict) -> str:
+    if row.get("ratio") is None or pd.isna(row["ratio"]):
         return ""
-    return ("+" if value >= 0 else "-") + format_value("delta_ms", abs(value))
+    return f"{row['ratio']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
 
 
-_COLUMNS = ("case", "A p50", "B p50", "delta", "delta %", "spread", "flag", "kernels", "DRAM",
-            "DRAM %", "occupancy")  # fmt: skip
+_COLUMNS = ("case", "A p50", "B p50", "B/A [95% CI]", "flag", "kernels", "DRAM", "DRAM %",
+            "occupancy")  # fmt: skip
 
 
 def _cells(row: dict, kernel: bool = True) -> list[str]:
@@ -136,9 +190,7 @@ def _cells(row: dict, kernel: bool = True) -> list[str]:
         _name(row, kernel),
         _cell("device_p50_ms", row["device_p50_ms_a"]),
         _cell("device_p50_ms", row["device_p50_ms_b"]),
-        _signed_ms(row["delta_ms"]),
-        _signed_pct(row["delta_pct"]),
-        _cell("device_iqr_ms", row["device_iqr_ms"]),
+        _ratio(row),
         row["flag"],
         _pair(row, "kernel_count"),
         _pair(row, "dram_bytes"),
@@ -164,7 +216,24 @@ def summary(df: pd.DataFrame) -> list[str]:
     base = df[df["baseline"]]
     if not base.empty:
         lines.append(f"baselines: {_flag_counts(base)}{_drift(df, base)}")
-    return lines
+    return lines + _clock_warnings(df)
+
+
+def _clock_warnings(df: pd.DataFrame) -> list[str]:
+    out = []
+    a, b = df.attrs.get("clock_a"), df.attrs.get("clock_b")
+    if a and b and abs(b / a - 1) > CLOCK_MISMATCH_SHARE:
+        out.append(
+            f"warning: the runs ran at different SM clocks (median {a:.0f} MHz in A, {b:.0f} MHz "
+            "in B): differences may be the clock, not the code"
+        )
+    for side in ("a", "b"):
+        if df.attrs.get(f"throttled_{side}"):
+            out.append(
+                f"warning: {df.attrs[f'throttled_{side}']} case(s) of {side.upper()} ran "
+                "throttled or at reduced clocks (clock_note in its cases.csv)"
+            )
+    return out
 
 
 def _moved(group: pd.DataFrame) -> pd.DataFrame:
@@ -173,7 +242,12 @@ def _moved(group: pd.DataFrame) -> pd.DataFrame:
 
 def _flag_counts(group: pd.DataFrame) -> str:
     counts = group["flag"].value_counts()
-    timed = ("faster", "slower", "noise")  # always counted; "only in A" and the like when present
+    timed = (
+        "faster",
+        "slower",
+        "noise",
+        "unstable",
+    )  # always counted; "only in A" and the like when present
     flags = [*timed, *(f for f in counts.index if f not in timed)]
     return ", ".join(f"{counts.get(f, 0)} {f}" for f in flags) + f" of {len(group)}"
 
@@ -206,17 +280,19 @@ def _drift(df: pd.DataFrame, base: pd.DataFrame) -> str:
 
 
 # Terminal columns whose unit (ms) the title states once instead of each cell.
-_MS_COLUMNS = ("A p50", "B p50", "delta", "spread")
+_MS_COLUMNS = ("A p50", "B p50")
+
+
+# on a narrow terminal, the columns kept longest
+_KEEP = ("case", "flag", "B/A [95% CI]", "A p50", "B p50", "kernels", "DRAM %", "occupancy",
+         "DRAM")  # fmt: skip
 
 
 def render_terminal(df: pd.DataFrame, console: Console) -> None:
-    # one line per case in the CLI's 160 columns: no vertical rules, ms stated once in the title,
-    # and the kernel named in each row only when several are compared
-    title = f"{_title(df)}  (times in ms)"
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    for name in _COLUMNS:
-        table.add_column(name, justify="left" if name in ("case", "flag") else "right")
+    # one line per case, as many columns as the console's width holds: no vertical rules, ms
+    # stated once in the title, and the kernel named in each row only when several are compared
     several = df["kernel"].nunique() > 1
+    rows = []
     for row in df.to_dict("records"):
         texts = [
             cell.removesuffix(" ms") if name in _MS_COLUMNS else cell
@@ -224,27 +300,50 @@ def render_terminal(df: pd.DataFrame, console: Console) -> None:
         ]
         # Text cells, not markup strings: a variant or kernel name may contain "[...]"
         cells = [Text(text) for text in texts]
-        cells[6].stylize(_FLAG_STYLE.get(row["flag"], "yellow"))
-        table.add_row(*cells)
+        cells[_COLUMNS.index("flag")].stylize(_FLAG_STYLE.get(row["flag"], "yellow"))
+        rows.append(cells)
+
+    def build(names: list[str], kept_rows: list[list[object]]) -> Table:
+        table = Table(
+            title=f"{_title(df)}  (times in ms)",
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+            pad_edge=False,
+        )
+        for name in names:
+            table.add_column(name, justify="left" if name in ("case", "flag") else "right")
+        for cells in kept_rows:
+            table.add_row(*cells)
+        return table
+
+    table, dropped = terminal.fit_columns(list(_COLUMNS), rows, console.width, _KEEP, build)
     console.print(table)
+    if dropped:
+        wider = "--format csv or json has them all"
+        console.print(Text(terminal.dropped_note(dropped, console.width, wider), style="dim"))
     for line in summary(df):
         console.print(Text(line))
 
 
 def to_markdown(df: pd.DataFrame) -> str:
+    # names come from users' files: escaped, so a kernel named "<img ...>" stays text
     lines = [
-        f"**{_title(df)}**",
+        f"**{md_escape(_title(df))}** (times in ms; B/A is the ratio of device-time medians, "
+        "95% CI)",
         "",
         "| " + " | ".join(_COLUMNS) + " |",
         "|" + "---|" * len(_COLUMNS),
     ]
-    lines += ["| " + " | ".join(_cells(row)) + " |" for row in df.to_dict("records")]
-    lines += ["", *(f"- {line}" for line in summary(df))] if len(df) else []
+    lines += [
+        "| " + " | ".join(md_escape(c) for c in _cells(row)) + " |" for row in df.to_dict("records")
+    ]
+    lines += ["", *(f"- {md_escape(line)}" for line in summary(df))] if len(df) else []
     return "\n".join(lines) + "\n"
 
 
 def to_json(df: pd.DataFrame) -> str:
-    """A list of rows (NaN as null), every column of `compare_runs`."""
+    """A list of rows (NaN as null), every column of `compare_runs`: per case the ratio B/A, its
+    interval (ci_low, ci_high), the method and the outcome (flag)."""
     return df.to_json(orient="records", indent=2)
 
 

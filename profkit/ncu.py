@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -33,6 +33,8 @@ NVTX_INCLUDE = "regex:profkit@.+/"
 CLOCK_CONTROLS = ("none", "base")
 NVIDIA_PARAMS = Path("/proc/driver/nvidia/params")
 KILL_GRACE_S = 5.0  # after SIGTERM, how long ncu may take to exit before the group gets SIGKILL
+VERSION_TIMEOUT_S = 10.0  # `ncu --version` answers in about a second; longer means it hangs
+PROBE_TIMEOUT_S = 60.0  # doctor's probe: one tiny kernel, one metric (ncu's start-up dominates)
 
 PROBLEMS = ("ncu_missing", "no_permission", "no_kernels", "app_failed", "ncu_failed", "timeout")
 
@@ -112,21 +114,40 @@ def find_ncu() -> str | None:
     return os.environ.get(NCU_ENV) or shutil.which("ncu")
 
 
-def ncu_version(ncu: str) -> str | None:
+def ncu_version(ncu: str, timeout_s: float = VERSION_TIMEOUT_S) -> str | None:
     """ncu's version, e.g. "2025.3.1.0", or None when it cannot be run or read."""
+    return inspect_ncu(ncu, timeout_s)[0]
+
+
+def inspect_ncu(ncu: str, timeout_s: float = VERSION_TIMEOUT_S) -> tuple[str | None, str | None]:
+    """(version, None) when `ncu --version` answers like Nsight Compute, else (None, why not).
+
+    The call runs in its own process group and the whole group is stopped at the time limit: a
+    hung ncu leaves no orphan behind."""
+    path = Path(ncu)
+    if not path.exists() and shutil.which(ncu) is None:
+        return None, f"{ncu}: no such file. {_MISSING_FIX}"
+    if path.is_dir():
+        return None, f"{ncu} is a directory, not the ncu program. {_MISSING_FIX}"
+    if path.exists() and not os.access(path, os.X_OK):
+        return None, f"{ncu} is not executable (chmod +x it, or point {NCU_ENV} at ncu itself)"
     try:
-        done = subprocess.run(
-            [ncu, "--version"],
-            check=False,
-            capture_output=True,
-            text=True,
-            timeout=30,
-            stdin=subprocess.DEVNULL,
+        returncode, output, timed_out, _ = _run_logged([ncu, "--version"], timeout_s, None)
+    except OSError as err:
+        return None, f"{ncu} cannot be run ({err.strerror}). {_MISSING_FIX}"
+    if timed_out:
+        return None, (
+            f"{ncu} did not answer `--version` within {timeout_s:g} s and was stopped "
+            "(with its process group): a hung or very slow ncu"
         )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    found = _VERSION_RE.search(done.stdout + done.stderr)
-    return found.group(1) if found else None
+    found = _VERSION_RE.search(output)
+    if found and returncode == 0:
+        return found.group(1), None
+    said = next((line.strip() for line in output.splitlines() if line.strip()), "nothing")
+    return None, (
+        f"{ncu} does not answer `--version` like Nsight Compute (exit {returncode}, said: "
+        f"{said[:80]!r}). {_MISSING_FIX}"
+    )
 
 
 def report_file(report_path: Path) -> Path:
@@ -206,7 +227,7 @@ def classify(
         limit = f" of {timeout_s:g} s" if timeout_s is not None else ""
         return "timeout", (
             f"ncu ran past its time limit{limit} and was stopped with its whole process group.\n"
-            f"Fix: profile fewer cases or metrics, or raise the time limit{log}."
+            f"Fix: profile fewer cases or metrics, or raise --ncu-timeout{log}."
         )
     if _PERM_TEXT in output_text:
         return "no_permission", _PERMISSION_MESSAGE
@@ -355,22 +376,40 @@ def _kill_group(proc: subprocess.Popen) -> None:
 def counter_access(
     params_path: Path = NVIDIA_PARAMS,
     ncu: str | None = None,
-    timeout_s: float = 120,
+    timeout_s: float = PROBE_TIMEOUT_S,
     status_path: Path = Path("/proc/self/status"),
     probe: bool = True,
+    gpu_visible: bool = True,
+    say: Callable[[str], None] = lambda line: None,
 ) -> list[Check]:
-    """Doctor checks: is ncu there, does the driver allow counters, and can ncu read one here."""
+    """Doctor checks: is ncu there, does the driver allow counters, and can ncu read one here.
+
+    The probe runs only where it can tell something: with a GPU visible and an ncu that answers.
+    `say` is told before each step that may take seconds."""
     ncu = ncu or find_ncu()
-    found = [_ncu_check(ncu), _driver_check(params_path, status_path)]
-    return [*found, _probe_check(ncu, timeout_s)] if probe else found
+    version_limit = min(timeout_s, VERSION_TIMEOUT_S)
+    if ncu is not None:
+        say(f"checking ncu: `{ncu} --version` (up to {version_limit:g} s) ...")
+    ncu_row = _ncu_check(ncu, version_limit)
+    driver = _driver_check(params_path, status_path)
+    found = [ncu_row, driver]
+    if not probe:
+        return found
+    if not ncu_row.ok:
+        return [*found, Check("counters", None, "not probed: no working ncu (see the ncu row)")]
+    if not gpu_visible:
+        reason = "not probed: no CUDA GPU visible (the probe profiles one tiny CUDA kernel)"
+        return [*found, Check("counters", None, reason)]
+    say(f"probing counters: ncu profiles one tiny CUDA kernel (up to {timeout_s:g} s) ...")
+    return [*found, _probe_check(ncu, timeout_s, driver_says_restricted=driver.detail[:1] == "1")]
 
 
-def _ncu_check(ncu: str | None) -> Check:
+def _ncu_check(ncu: str | None, timeout_s: float = VERSION_TIMEOUT_S) -> Check:
     if ncu is None:
         return Check("ncu", False, f"not found on PATH and {NCU_ENV} is unset. {_MISSING_FIX}")
-    version = ncu_version(ncu)
+    version, problem = inspect_ncu(ncu, timeout_s)
     if version is None:
-        return Check("ncu", False, f"{ncu} does not answer `--version` like Nsight Compute")
+        return Check("ncu", False, problem or f"{ncu} is not usable")
     return Check("ncu", True, f"{ncu} (Nsight Compute {version})")
 
 
@@ -412,11 +451,13 @@ def _has_cap_sys_admin(status_path: Path) -> bool | None:
     return bool(int(caps, 16) >> _CAP_SYS_ADMIN_BIT & 1)
 
 
-def _probe_check(ncu: str | None, timeout_s: float) -> Check:
-    """Profile one tiny CUDA kernel with one metric and say whether counters came back."""
+def _probe_check(ncu: str, timeout_s: float, driver_says_restricted: bool = False) -> Check:
+    """Profile one tiny CUDA kernel with one metric and say whether counters came back; a failed
+    probe keeps its ncu log (and names it), a successful one removes it."""
     name = "counters"
-    if ncu is None:
-        return Check(name, None, "unknown: no ncu to probe with")
+    fd, log_name = tempfile.mkstemp(prefix="profkit-doctor-ncu-", suffix=".log")
+    os.close(fd)
+    log = Path(log_name)
     with tempfile.TemporaryDirectory(prefix="profkit-probe-") as tmp:
         report = Path(tmp) / "probe"
         argv = build_argv(
@@ -429,18 +470,38 @@ def _probe_check(ncu: str | None, timeout_s: float) -> Check:
             extra_args=["-c", "1"],
         )
         try:
-            returncode, output, timed_out, _ = _run_logged(argv, timeout_s, None)
+            returncode, output, timed_out, _ = _run_logged(argv, timeout_s, log)
         except OSError as err:
-            return Check(name, False, f"no: cannot run ncu at {ncu!r} ({err.strerror})")
+            log.unlink(missing_ok=True)
+            return Check(name, None, f"unknown: cannot run ncu at {ncu!r} ({err.strerror})")
         exists = report_file(report).is_file()
         problem, message = classify(returncode, output, exists, timed_out, timeout_s=timeout_s)
     if problem is None:
+        log.unlink(missing_ok=True)
         return Check(name, True, "yes: ncu read a GPU counter on this host")
     if problem == "no_permission":
-        return Check(name, False, f"no: {message}")
-    if problem == "app_failed":
-        message = (
-            "the probe program failed (it needs torch with CUDA and a visible GPU); "
-            f'run it alone to see why:\npython -c "{_PROBE_PROGRAM}"'
-        )
-    return Check(name, None, f"unknown ({problem}): {message}")
+        log.unlink(missing_ok=True)
+        as_row = ", as the RmProfilingAdminOnly row says" if driver_says_restricted else ""
+        return Check(name, False, f"no: {_PROBE_PERMISSION.format(as_row=as_row)}")
+    detail = {
+        "timeout": (
+            f"the probe ran past {timeout_s:g} s and was stopped (with its process group); on a "
+            f"slow or busy host, give it longer: `profkit doctor --timeout {2 * timeout_s:g}`"
+        ),
+        "no_kernels": (
+            "ncu profiled no kernel of the probe program, which launches one CUDA kernel under "
+            "no filter: this ncu may not support this GPU or driver"
+        ),
+        "app_failed": (
+            "the probe program failed under ncu (it needs torch with CUDA and a visible GPU); "
+            f'run it alone to see why: python -c "{_PROBE_PROGRAM}"'
+        ),
+    }.get(problem, message.partition("\n")[0].rstrip("."))
+    return Check(name, None, f"unknown ({problem}): {detail}. ncu's output: {log}")
+
+
+_PROBE_PERMISSION = (
+    "ncu may not read GPU performance counters on this host (ERR_NVGPUCTRPERM){as_row}. Fix: run "
+    "as root or with CAP_SYS_ADMIN (in a container: --cap-add=SYS_ADMIN), or set the driver "
+    "option NVreg_RestrictProfilingToAdminUsers=0 (modprobe.d, then reload the driver or reboot)"
+)

@@ -132,7 +132,10 @@ def read_report(path: str | Path, requested: Sequence[str] = ()) -> ReportTables
                 plain.write_bytes(lzma.decompress(path.read_bytes()))
             except lzma.LZMAError as exc:
                 raise ProfkitError(f"{path} is not a readable .xz file: {exc}") from exc
-            return read_report(plain, requested)
+            try:
+                return read_report(plain, requested)
+            except ProfkitError as exc:  # name the user's file, not the temp copy
+                raise ProfkitError(str(exc).replace(str(plain), str(path))) from exc
     lib = import_ncu_report()
     try:
         ctx = lib.load_report(str(path))

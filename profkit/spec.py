@@ -6,6 +6,7 @@ A spec is plain data plus callables; this module imports no torch, so the analys
 
 from __future__ import annotations
 
+import ast
 import importlib.machinery
 import importlib.util
 import re
@@ -123,6 +124,11 @@ def load_module_specs(path: Path, module_name: str | None = None) -> dict[str, K
     sys.modules[module_name] = module
     try:
         loader_spec.loader.exec_module(module)
+    except ModuleNotFoundError as exc:
+        hint = _GPU_EXTRA if exc.name in ("torch", "triton", "nvtx") else ""
+        raise ProfkitError(f"could not import {path}: {type(exc).__name__}: {exc}{hint}") from exc
+    except SystemExit as exc:  # a script-style file that exits on import
+        raise ProfkitError(f"could not import {path}: it called sys.exit({exc.code!r})") from exc
     except Exception as exc:  # the user's file: report its error in one line
         raise ProfkitError(f"could not import {path}: {type(exc).__name__}: {exc}") from exc
     found = {}
@@ -130,6 +136,13 @@ def load_module_specs(path: Path, module_name: str | None = None) -> dict[str, K
         if isinstance(value, KernelSpec):
             found[value.name] = KernelSpec(**{**value.__dict__, "source": str(path)})
     return found
+
+
+_GPU_EXTRA = " (capture needs torch and triton: pip install -e '.[gpu]')"
+
+
+def lab_files() -> list[Path]:
+    return sorted(lab_dir().glob("[!_]*.py"))
 
 
 def lab_specs() -> dict[str, KernelSpec]:
@@ -142,7 +155,7 @@ def lab_specs() -> dict[str, KernelSpec]:
         package.__path__ = [str(lab_dir())]
         sys.modules["profkit_lab"] = package
     specs: dict[str, KernelSpec] = {}
-    for path in sorted(lab_dir().glob("[!_]*.py")):
+    for path in lab_files():
         specs.update(load_module_specs(path, f"profkit_lab.{path.stem}"))
     return specs
 
@@ -154,3 +167,113 @@ def find_spec(name: str, from_file: str | Path | None = None) -> KernelSpec:
         known = ", ".join(sorted(specs)) or "none"
         raise ProfkitError(f"unknown kernel {name!r} {where}; known: {known}")
     return specs[name]
+
+
+# ---- listing without importing ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SpecSummary:
+    """What `profkit list` shows of a spec."""
+
+    name: str
+    variants: tuple[tuple[str, bool], ...]  # (name, baseline)
+    dtypes: tuple[str, ...]
+    shapes: tuple[Shape, ...]
+
+
+def summarize(spec: KernelSpec) -> SpecSummary:
+    return SpecSummary(
+        spec.name, tuple((v.name, v.baseline) for v in spec.variants), spec.dtypes, spec.shapes
+    )
+
+
+def list_specs(from_file: str | Path | None = None) -> dict[str, SpecSummary]:
+    """The summaries of the lab's specs (or a file's), read from the source where the fields are
+    literals, so listing needs neither torch nor triton (nor runs the file's code); a file whose
+    specs are built another way is imported."""
+    found: dict[str, SpecSummary] = {}
+    for path in [Path(from_file)] if from_file else lab_files():
+        static = read_summaries(path)
+        if static is None:
+            module = f"profkit_lab.{path.stem}" if not from_file else None
+            if module:
+                lab_specs()  # registers the profkit_lab package its modules import under
+            static = {n: summarize(s) for n, s in load_module_specs(path, module).items()}
+        found.update(static)
+    return found
+
+
+def read_summaries(path: Path) -> dict[str, SpecSummary] | None:
+    """The module-level `NAME = KernelSpec(...)` entries of a file, read without running it; None
+    when the file cannot be read that way (a syntax error, no such entry, or a field that is not
+    a literal or a module-level literal constant)."""
+    try:
+        tree = ast.parse(Path(path).read_text(), str(path))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    constants: dict[str, Any] = {}
+    calls = []
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            if _called(node.value) == "KernelSpec":
+                calls.append(node.value)
+                continue
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    try:
+                        constants[target.id] = ast.literal_eval(node.value)
+                    except ValueError:
+                        constants.pop(target.id, None)
+    # a KernelSpec built anywhere else (in a function, a loop) is only known by importing
+    total = sum(_called(n) == "KernelSpec" for n in ast.walk(tree) if isinstance(n, ast.Call))
+    if not calls or total != len(calls):
+        return None
+    try:
+        summaries = [_summary(call, constants) for call in calls]
+    except (ValueError, TypeError, KeyError):
+        return None
+    return {s.name: s for s in summaries}
+
+
+def _called(node: ast.AST) -> str | None:
+    if not isinstance(node, ast.Call):
+        return None
+    func = node.func
+    return func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+
+
+def _summary(call: ast.Call, constants: dict[str, Any]) -> SpecSummary:
+    fields = {kw.arg: kw.value for kw in call.keywords}
+    if call.args:  # positional fields, in KernelSpec's order
+        raise ValueError("positional KernelSpec fields")
+    variants = []
+    for node in _elements(fields["variants"]):
+        if _called(node) != "Variant":
+            raise ValueError("a variant that is not a Variant(...) call")
+        kw = {k.arg: k.value for k in node.keywords}
+        name = _literal(node.args[0] if node.args else kw["name"], constants)
+        baseline = _literal(kw["baseline"], constants) if "baseline" in kw else False
+        if len(node.args) > 2:
+            baseline = _literal(node.args[2], constants)
+        variants.append((str(name), bool(baseline)))
+    shapes = _literal(fields["shapes"], constants)
+    return SpecSummary(
+        name=str(_literal(fields["name"], constants)),
+        variants=tuple(variants),
+        dtypes=tuple(_literal(fields["dtypes"], constants)),
+        shapes=tuple(tuple(int(d) for d in shape) for shape in shapes),
+    )
+
+
+def _elements(node: ast.AST) -> list[ast.AST]:
+    if not isinstance(node, (ast.Tuple, ast.List)):
+        raise ValueError("variants is not a literal tuple or list")
+    return list(node.elts)
+
+
+def _literal(node: ast.AST, constants: dict[str, Any]) -> Any:
+    if isinstance(node, ast.Name):
+        return constants[node.id]
+    return ast.literal_eval(node)

@@ -6,7 +6,8 @@ gives the same answer). Runs stored before samples were kept (schema 1) have onl
 interval then comes from the normal approximation of each median's standard error, derived from
 the inter-quartile range, and says so in `method`.
 
-A difference is called only when the interval excludes 1 AND the gap is at least a practical floor;
+A difference is called only when the interval excludes 1 AND the gap is at least a practical floor
+(a share of the time, and an absolute floor in microseconds);
 an interval wider than UNSTABLE_WIDTH is "unstable" (e.g. a bimodal distribution), never a tie.
 """
 
@@ -26,6 +27,11 @@ SEED = 0
 # back-to-back captures of the same code on the H200 moved single cases by a few percent
 # (profiles/, issue 7's reproducibility goal asks for 5%). profkit choice: 2%.
 PRACTICAL_FLOOR_PCT = 2.0
+# A gap smaller than this many microseconds is "noise" at any size: the same code timed in two
+# processes back to back on the H200 moved by up to 0.8 us at 3-13 us cases (TLB and launch
+# latency after the flush differ per process), while cases over 20 us agreed within 2.1%
+# (bench/results/timing-repro-h200-20261130.md). profkit choice: 1 us.
+PRACTICAL_FLOOR_US = 1.0
 # An interval wider than this (ci_high / ci_low - 1) cannot tell a 10% change from none: the case is
 # "unstable" (bimodal, throttling, host interference), never quietly a tie. profkit choice: 20%.
 UNSTABLE_WIDTH = 0.20
@@ -68,12 +74,16 @@ class Comparison:
         }
 
 
-def decide(ratio: float, ci_low: float, ci_high: float) -> str:
+def decide(ratio: float, ci_low: float, ci_high: float, b_ms: float | None = None) -> str:
+    """The outcome of a against b from the ratio's interval; b_ms (b's median) sets the absolute
+    size of the gap for the microsecond floor."""
     if not all(map(math.isfinite, (ratio, ci_low, ci_high))) or ci_low <= 0:
         return "unstable"
     if ci_high / ci_low - 1.0 > UNSTABLE_WIDTH:
         return "unstable"
     if ci_low <= 1.0 <= ci_high or abs(ratio - 1.0) * 100.0 < PRACTICAL_FLOOR_PCT:
+        return "noise"
+    if b_ms is not None and abs(ratio - 1.0) * b_ms * 1e3 < PRACTICAL_FLOOR_US:
         return "noise"
     return "faster" if ratio < 1.0 else "slower"
 
@@ -107,7 +117,8 @@ def compare_samples(a_ms: np.ndarray, b_ms: np.ndarray) -> Comparison:
             rng=np.random.default_rng(SEED),
         )
         low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
-    return Comparison(ratio, low, high, decide(ratio, low, high), "bootstrap", len(a), len(b))
+    outcome = decide(ratio, low, high, float(np.median(b)))
+    return Comparison(ratio, low, high, outcome, "bootstrap", len(a), len(b))
 
 
 def compare_summaries(
@@ -123,9 +134,8 @@ def compare_summaries(
     ratio = a_p50 / b_p50
     half = z * math.sqrt(rel_var)
     low, high = ratio * math.exp(-half), ratio * math.exp(half)
-    return Comparison(
-        ratio, low, high, decide(ratio, low, high), "normal approximation", int(n_a), int(n_b)
-    )
+    outcome = decide(ratio, low, high, b_p50)
+    return Comparison(ratio, low, high, outcome, "normal approximation", int(n_a), int(n_b))
 
 
 def _z() -> float:

@@ -46,6 +46,8 @@ class Run:
     kernels: pd.DataFrame | None = None
     rules: pd.DataFrame | None = None
     samples: pd.DataFrame | None = None  # None for schema-1 runs: they stored no samples
+    # what was wrong with an optional file that was left out (one line each, for stderr)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def run_id(self) -> str:
@@ -54,6 +56,15 @@ class Run:
     @property
     def timing_only(self) -> bool:
         return self.manifest.get("counters", {}).get("status") != "ok"
+
+    @property
+    def interpret(self) -> bool:
+        """A correctness run through Triton's interpreter: nothing in it was timed."""
+        return is_interpret(self.manifest)
+
+
+def is_interpret(manifest: dict) -> bool:
+    return manifest.get("mode") == "interpret"
 
 
 def new_run_id(kernel: str, now: datetime | None = None) -> str:
@@ -85,6 +96,10 @@ class RunWriter:
     def write_table(self, name: str, df: pd.DataFrame) -> None:
         df.to_csv(self.tmp / name, index=False)
 
+    def write_samples(self, df: pd.DataFrame) -> None:
+        """Raw samples, compressed; 6 significant digits keep nanoseconds of a millisecond."""
+        df.to_csv(self.tmp / SAMPLES, index=False, float_format="%.6g", compression="gzip")
+
     def finish(self, manifest: dict) -> Path:
         """Write the manifest last, then rename the directory into place; never overwrite a run."""
         while True:
@@ -104,34 +119,52 @@ class RunWriter:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-def is_run(path: Path) -> bool:
+def _manifest(path: Path) -> dict | None:
+    """A finished run's manifest, or None when path holds no finished run."""
     try:
-        return json.loads((path / MANIFEST).read_text()).get("complete") is True
-    except (OSError, ValueError, AttributeError):
-        return False
+        manifest = json.loads((path / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+    return manifest if isinstance(manifest, dict) and manifest.get("complete") is True else None
 
 
-def list_runs(root: Path | None = None) -> list[Path]:
-    """Finished runs under root, oldest first (by the manifest's creation time)."""
+def is_run(path: Path) -> bool:
+    return _manifest(path) is not None
+
+
+def list_runs(root: Path | None = None, interpret: bool = True) -> list[Path]:
+    """Finished runs under root, oldest first (by the manifest's creation time); interpret=False
+    leaves out correctness runs made through Triton's interpreter."""
     root = root or default_root()
     if not root.is_dir():
         return []
-    runs = [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".") and is_run(p)]
-    return sorted(
-        runs, key=lambda p: (json.loads((p / MANIFEST).read_text()).get("created", ""), p.name)
-    )
+    found = []
+    for p in root.iterdir():
+        manifest = _manifest(p) if p.is_dir() and not p.name.startswith(".") else None
+        if manifest is not None and (interpret or not is_interpret(manifest)):
+            found.append((str(manifest.get("created", "")), p.name, p))
+    return [p for _, _, p in sorted(found)]
 
 
 def resolve(ref: str | None, root: Path | None = None) -> Path:
-    """A run directory from a path, a run id under root, or (None) the newest run under root."""
+    """A run directory from a path, a run id under root, or (None) the newest GPU run under root.
+
+    An interpret run (correctness only, nothing timed) is never the default: it is read only when
+    named, so a quick `capture --interpret` does not hide the stored GPU runs."""
     root = root or default_root()
     if ref is None:
-        runs = list_runs(root)
-        if not runs:
+        runs = list_runs(root, interpret=False)
+        if runs:
+            return runs[-1]
+        checks = list_runs(root)
+        if checks:
             raise ProfkitError(
-                f"no runs stored under {root}/: capture one with `profkit capture KERNEL`"
+                f"no GPU runs stored under {root}/, only {len(checks)} interpret run(s) "
+                f"(correctness only): name one, e.g. {checks[-1].name}"
             )
-        return runs[-1]
+        raise ProfkitError(
+            f"no runs stored under {root}/: capture one with `profkit capture KERNEL`"
+        )
     for candidate in (Path(ref), root / ref):
         if candidate.is_dir():
             if is_run(candidate):
@@ -151,6 +184,7 @@ _SCHEMA1_COLUMNS = {
     "p5_ms": "device_p5_ms",
     "spread_ms": "device_iqr_ms",
 }
+SCHEMA2_ONLY = ("device_overhead_us", "host_us", "loop_us", "sm_clock_mhz", "mem_clock_mhz")
 SCHEMA1_METHOD = "events (schema 1: event window around the Python call)"
 
 
@@ -164,23 +198,67 @@ def upgrade(manifest: dict, cases: pd.DataFrame) -> pd.DataFrame:
         cases["device_method"] = (
             cases["device_p50_ms"].notna().map({True: SCHEMA1_METHOD, False: None})
         )
+    # what schema 1 never measured stays empty, so every reader sees one set of columns
+    for col in SCHEMA2_ONLY:
+        if col not in cases.columns:
+            cases[col] = float("nan")
     return cases
 
 
+# timing columns every reader does arithmetic on: text in them is damage, not a value
+NUMERIC_CASE_COLUMNS = ("device_p50_ms", "device_p95_ms", "device_p5_ms", "device_iqr_ms")
+# what explain reads from rules.csv (docs/tables.md); without them the file is left out, loudly
+RULE_COLUMNS_READ = ("launch", "case", "type", "message")
+
+
 def load(path: Path) -> Run:
-    """Read a finished run; a damaged one is a clear error, never a traceback."""
+    """Read a finished run; a damaged one is a clear error, never a traceback. A damaged optional
+    file that readers can do without (rules.csv) is left out with a warning in Run.warnings."""
     try:
         manifest = json.loads((path / MANIFEST).read_text())
         cases = upgrade(manifest, pd.read_csv(path / CASES))
-        optional = {name: _read_optional(path / name) for name in (KERNELS, RULES, SAMPLES)}
+        optional = {name: _read_optional(path / name) for name in (KERNELS, SAMPLES)}
     except (OSError, ValueError) as exc:  # pandas' parser errors are ValueErrors
-        reason = " ".join(str(exc).split())[:200]
-        raise ProfkitError(f"{path} is not a readable profkit run: {reason}") from exc
+        raise ProfkitError(f"{path} is not a readable profkit run: {_oneline(exc)}") from exc
     missing = [c for c in REQUIRED_CASE_COLUMNS if c not in cases.columns]
     if not isinstance(manifest, dict) or "run_id" not in manifest or missing:
         what = f"{CASES} lacks {', '.join(missing)}" if missing else f"{MANIFEST} has no run_id"
         raise ProfkitError(f"{path} is not a readable profkit run: {what}")
-    return Run(path, manifest, cases, optional[KERNELS], optional[RULES], optional[SAMPLES])
+    for col in NUMERIC_CASE_COLUMNS:
+        if col in cases.columns:
+            cases[col] = _numeric(path, col, cases[col])
+    rules, warnings = _read_rules(path / RULES)
+    return Run(path, manifest, cases, optional[KERNELS], rules, optional[SAMPLES], warnings)
+
+
+def _numeric(path: Path, col: str, values: pd.Series) -> pd.Series:
+    numbers = pd.to_numeric(values, errors="coerce")
+    bad = values[numbers.isna() & values.notna()]
+    if not bad.empty:
+        raise ProfkitError(
+            f"{path} is not a readable profkit run: {CASES} column {col} holds text "
+            f"({str(bad.iloc[0])[:40]!r} in row {bad.index[0] + 1}) where numbers belong"
+        )
+    return numbers
+
+
+def _read_rules(f: Path) -> tuple[pd.DataFrame | None, list[str]]:
+    """rules.csv, or None with a one-line warning when it is there but cannot be used."""
+    try:
+        rules = _read_optional(f)
+    except (OSError, ValueError) as exc:
+        return None, [f"{f} is unreadable ({_oneline(exc)[:120]}): left out, {_NO_RULES}"]
+    missing = [c for c in RULE_COLUMNS_READ if rules is not None and c not in rules.columns]
+    if missing:
+        return None, [f"{f} lacks the column(s) {', '.join(missing)}: left out, {_NO_RULES}"]
+    return rules, []
+
+
+_NO_RULES = "so Nsight Compute's rule messages are not shown for this run"
+
+
+def _oneline(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:200]
 
 
 def _read_optional(f: Path) -> pd.DataFrame | None:

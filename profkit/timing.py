@@ -1,7 +1,9 @@
-"""Correctness first, then timing you can trust: warm-up, L2 flush, device events, percentiles.
+"""Correctness first, then three timings, each named for what it measures.
 
 A variant is checked against the spec's float64 reference on fresh random inputs, with its output
-poisoned (NaN) beforehand so unwritten elements fail; only a correct variant is timed.
+poisoned (NaN) beforehand so unwritten elements fail; only a correct variant is timed (`devicetime`
+measures the GPU time of one call, `hostcost` what the CPU spends launching it and what an eager
+Python loop sustains).
 """
 
 from __future__ import annotations
@@ -11,15 +13,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import torch
 
 from profkit.spec import KernelSpec, Shape, Variant
-
-FLUSH_BYTES = 256 * 1024 * 1024  # > 4x the H200's 60 MB L2: every repetition starts cold
-WARMUP_MS = 25.0
-TARGET_MS = 200.0  # timed budget per case; reps = clamp(TARGET_MS / estimate, MIN_REPS, MAX_REPS)
-MIN_REPS, MAX_REPS = 30, 2000
 
 
 @dataclass
@@ -28,20 +24,6 @@ class Check:
     rel_err: float | None
     max_abs_err: float | None
     error: str = ""
-
-
-@dataclass
-class Timing:
-    reps: int
-    device_p50_ms: float
-    device_p95_ms: float
-    device_p5_ms: float
-    device_iqr_ms: float  # inter-quartile range
-
-    @classmethod
-    def from_samples(cls, ms: list[float]) -> Timing:
-        p5, p25, p50, p75, p95 = np.percentile(np.asarray(ms), [5, 25, 50, 75, 95])
-        return cls(len(ms), float(p50), float(p95), float(p5), float(p75 - p25))
 
 
 def resolve_callable(variant: Variant, cache: dict[str, Callable]) -> Callable[[dict], Any]:
@@ -101,44 +83,46 @@ def nvtx_range(name: str) -> Iterator[None]:
         yield
 
 
-def bench(
-    fn: Callable[[], Any], *, range_name: str | None = None, flush_bytes: int = FLUSH_BYTES
-) -> Timing:
-    """Device-event time of fn, L2 flushed before each repetition (outside the events)."""
-    cache = torch.empty(flush_bytes, dtype=torch.int8, device="cuda")
-    fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(5):
-        cache.zero_()
-        fn()
-    end.record()
-    torch.cuda.synchronize()
-    estimate = max(start.elapsed_time(end) / 5, 1e-3)  # includes the flush: an upper bound
-    for _ in range(max(1, int(WARMUP_MS / estimate))):
-        fn()
-    reps = int(min(MAX_REPS, max(MIN_REPS, TARGET_MS / estimate)))
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    for i in range(reps):
-        cache.zero_()
-        starts[i].record()
-        with nvtx_range(range_name) if range_name else contextlib.nullcontext():
-            fn()
-        ends[i].record()
-    torch.cuda.synchronize()
-    return Timing.from_samples([s.elapsed_time(e) for s, e in zip(starts, ends, strict=True)])
+@dataclass
+class CaseTiming:
+    """A case's three figures: its summary columns, and every raw sample (kind, ms)."""
+
+    columns: dict
+    samples: list[tuple[str, float]]
+
+
+def measure_call(fn: Callable[[], Any], *, warm_l2: bool = False) -> CaseTiming:
+    """Device time (graph replay, L2 flushed unless warm_l2), host cost and eager-loop time."""
+    from profkit import devicetime, hostcost
+
+    device = devicetime.measure(fn, warm_l2=warm_l2)
+    columns = device.summary()
+    host = hostcost.host_cost_us(fn)
+    host_us = hostcost.median(host)
+    loop = hostcost.loop_us(fn, columns["device_p50_ms"], host_us)
+    columns.update(host_us=host_us, loop_us=hostcost.median(loop))
+    samples = [("device", ms) for ms in device.samples_ms]
+    samples += [("host", us / 1e3) for us in host] + [("loop", us / 1e3) for us in loop]
+    return CaseTiming(columns, samples)
 
 
 def time_case(
-    spec: KernelSpec,
-    fn: Callable,
-    shape: Shape,
-    dtype: str,
-    seed: int,
-    range_name: str | None = None,
-) -> Timing:
+    spec: KernelSpec, fn: Callable, shape: Shape, dtype: str, seed: int, warm_l2: bool = False
+) -> CaseTiming:
     gen = torch.Generator(device="cuda").manual_seed(seed)
     inputs = spec.make_inputs(shape, dtype, "cuda", gen)
-    return bench(lambda: fn(inputs), range_name=range_name)
+    return measure_call(lambda: fn(inputs), warm_l2=warm_l2)
+
+
+def copy_gbps(nbytes: int, cache: dict[int, float]) -> float:
+    """GB/s of a device copy moving the same bytes as the case (read + write), measured once per
+    size: the DRAM roof depends on the size (a 128 MB copy reaches ~85% of a 1 GiB one's rate)."""
+    if nbytes not in cache:
+        from profkit import devicetime
+
+        n = max(nbytes // 2, 1)
+        src = torch.randint(0, 255, (n,), dtype=torch.uint8, device="cuda")
+        dst = torch.empty_like(src)
+        ms = devicetime.measure(lambda: dst.copy_(src), graph=False).summary()["device_p50_ms"]
+        cache[nbytes] = 2 * n / (ms * 1e-3) / 1e9
+    return cache[nbytes]

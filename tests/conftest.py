@@ -50,6 +50,7 @@ FAKE_NCU_VARS = (
     "FAKE_NCU_ARGV",
     "FAKE_NCU_CHILD_PID",
     "FAKE_NCU_COPY",
+    "FAKE_NCU_VERSION",
 )
 
 

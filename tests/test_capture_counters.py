@@ -314,7 +314,10 @@ def fake_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
         profkit.hostenv, "measure_ceilings", lambda: {"copy_gbps": 4200.0, "matmul_tflops": 700.0}
     )
-    monkeypatch.setattr(profkit.capture, "measure_cases", lambda *args: timing_table())
+    samples = pd.DataFrame({"case": TRITON_CASE, "kind": "device", "ms": [0.0344, 0.0345, 0.0347]})
+    monkeypatch.setattr(profkit.capture, "measure_cases", lambda *args: (timing_table(), samples))
+    # constructed: the memory an H200 reports (the CPU build of torch cannot be asked)
+    monkeypatch.setattr(profkit.capture, "_memory_limit", lambda interpret: (150e9, "the GPU"))
 
 
 def test_run_capture_without_permission_stores_timing_only(
@@ -345,7 +348,11 @@ def test_run_capture_without_permission_stores_timing_only(
     assert set(COUNTER_COLUMNS) <= set(cases.columns)
     assert cases[list(COUNTER_COLUMNS)].isna().all().all()
     assert run.kernels is None and run.rules is None
-    assert sorted(p.name for p in path.iterdir()) == [store.CASES, store.MANIFEST, "ncu.log"]
+    assert sorted(p.name for p in path.iterdir()) == sorted(
+        [store.CASES, store.MANIFEST, "ncu.log", store.SAMPLES]
+    )
+    assert run.samples.ms.tolist() == [0.0344, 0.0345, 0.0347]  # raw samples kept, compressed
+    assert run.manifest["schema"] == store.SCHEMA == 2
     assert not [p for p in (tmp_path / "profiles").iterdir() if p.name.startswith(".")]
 
 

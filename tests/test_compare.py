@@ -23,7 +23,7 @@ def case(
     row.update(
         kernel="rmsnorm", variant=variant, baseline=variant == "eager", dtype="float16",
         shape=shape, case=f"rmsnorm.{variant}.float16.{shape}", correct=True, error="",
-        device_p50_ms=device_p50_ms, device_iqr_ms=device_iqr_ms,
+        device_p50_ms=device_p50_ms, device_iqr_ms=device_iqr_ms, device_reps=100,
     )  # fmt: skip
     row.update(columns)
     if row["correct"] is False:
@@ -80,7 +80,8 @@ def test_flags(table: pd.DataFrame) -> None:
     assert flags == {
         ("triton", "4096x8192"): "faster",
         ("triton", "1024x1024"): "slower",
-        ("triton", "2048x2048"): "noise",  # 0.25 ms change, exactly the larger spread
+        # +50%, but from medians with wide spreads: the interval is wider than UNSTABLE_WIDTH
+        ("triton", "2048x2048"): "unstable",
         ("eager", "4096x8192"): "failed in B",
         ("old", "4096x8192"): "only in A",
         ("eager", "1024x1024"): "failed in both",
@@ -107,10 +108,15 @@ def test_latency_deltas_are_b_minus_a(table: pd.DataFrame) -> None:
     assert (r.device_p50_ms_a, r.device_p50_ms_b) == (0.10, 0.08)
     assert r.delta_ms == pytest.approx(-0.02)
     assert r.delta_pct == pytest.approx(-20.0)
-    assert r.device_iqr_ms == 0.005
+    # no samples stored: the interval comes from p50, IQR and repetitions
+    assert r.ratio == pytest.approx(0.8) and r.ci_low < 0.8 < r.ci_high < 1.0
+    assert r.method == "normal approximation"
     slower = row(table, "triton", "1024x1024")
     assert slower.delta_pct == pytest.approx(25.0)
-    assert slower.device_iqr_ms == 0.002
+    assert slower.ratio == pytest.approx(1.25)
+    assert 1.0 < slower.ci_low < slower.ratio < slower.ci_high
+    wide = row(table, "triton", "2048x2048")
+    assert wide.ci_high / wide.ci_low - 1 > 0.2
 
 
 def test_counter_deltas(table: pd.DataFrame) -> None:
@@ -142,8 +148,10 @@ def test_json_is_a_list_of_rows(table: pd.DataFrame) -> None:
     assert len(out) == 7
     assert out[0]["flag"] == "faster" and out[0]["delta_pct"] == pytest.approx(-20.0)
     assert out[4]["device_p50_ms_b"] is None
-    assert {"kernel", "variant", "dtype", "shape", "device_p50_ms_a", "device_p50_ms_b", "delta_ms", "flag",
-            "dram_bytes_delta", "kernel_count_delta"} <= set(out[0])  # fmt: skip
+    assert {"kernel", "variant", "dtype", "shape", "device_p50_ms_a", "device_p50_ms_b",
+            "delta_ms", "flag", "ratio", "ci_low", "ci_high", "method", "dram_bytes_delta",
+            "kernel_count_delta"} <= set(out[0])  # fmt: skip
+    assert out[0]["ci_low"] < out[0]["ratio"] < out[0]["ci_high"]
 
 
 def test_csv_round_trips(table: pd.DataFrame) -> None:
@@ -155,10 +163,12 @@ def test_csv_round_trips(table: pd.DataFrame) -> None:
 def test_markdown_table(table: pd.DataFrame) -> None:
     md = compare.to_markdown(table)
     lines = md.strip().splitlines()
-    assert lines[0] == "**A: run-a  vs  B: run-b**"
+    assert lines[0] == (
+        "**A: run-a  vs  B: run-b** (times in ms; B/A is the ratio of device-time medians, 95% CI)"
+    )
     assert len([x for x in lines if x.startswith("| rmsnorm")]) == 7
     assert (
-        "| rmsnorm triton float16 4096x8192 | 0.1 ms | 0.08 ms | -0.02 ms | -20.0% | 0.005 ms "
+        "| rmsnorm triton float16 4096x8192 | 0.1 ms | 0.08 ms | 0.800 [0.788, 0.812] "
         "| faster | 1 -> 1 | 270.0 MB -> 134.0 MB | 72.0% -> 90.9% | 60.0% -> 80.0% |" in md
     )
 
@@ -166,11 +176,12 @@ def test_markdown_table(table: pd.DataFrame) -> None:
 def test_markdown_summary_follows_the_table(table: pd.DataFrame) -> None:
     lines = compare.to_markdown(table).strip().splitlines()
     assert lines[-4:] == [
-        "- triton: 1 faster, 1 slower, 1 noise of 3 (float16 4096x8192 -20.0%, float16 1024x1024 "
-        "+25.0%)",
-        "- old: 0 faster, 0 slower, 0 noise, 1 only in A of 1",
-        "- new: 0 faster, 0 slower, 0 noise, 1 only in B of 1",
-        "- baselines: 0 faster, 0 slower, 0 noise, 1 failed in B, 1 failed in both of 2",
+        "- triton: 1 faster, 1 slower, 0 noise, 1 unstable of 3 (float16 4096x8192 -20.0%, "
+        "float16 1024x1024 +25.0%)",
+        "- old: 0 faster, 0 slower, 0 noise, 0 unstable, 1 only in A of 1",
+        "- new: 0 faster, 0 slower, 0 noise, 0 unstable, 1 only in B of 1",
+        "- baselines: 0 faster, 0 slower, 0 noise, 0 unstable, 1 failed in B, 1 failed in both "
+        "of 2",
     ]
 
 
@@ -188,9 +199,9 @@ def drift_runs(torch_b: str) -> pd.DataFrame:
 
 def test_baselines_that_moved_with_the_same_code_are_called_drift() -> None:
     lab, base = compare.summary(drift_runs("2.11.0"))
-    assert lab == "triton: 0 faster, 1 slower, 0 noise of 1 (float16 4096x8192 +3.0%)"
+    assert lab == "triton: 0 faster, 1 slower, 0 noise, 0 unstable of 1 (float16 4096x8192 +3.0%)"
     assert base == (
-        "baselines: 1 faster, 0 slower, 1 noise of 2; the 1 that moved did so by a median 5.0% "
+        "baselines: 1 faster, 0 slower, 1 noise, 0 unstable of 2; the 1 that moved did so by a median 5.0% "
         "(largest -5.0% at rmsnorm eager float16 4096x8192); the baselines ran the same code in "
         "both runs, so lab changes of that size may be run-to-run drift the in-run spread does "
         "not capture"
@@ -209,7 +220,7 @@ def test_terminal_table_and_gpu_warning() -> None:
     out = console.export_text()
     assert "different GPUs: NVIDIA H200 vs NVIDIA A100" in out
     assert "slower" in out and "only in A" in out
-    assert "triton: 0 faster, 1 slower, 0 noise, 2 only in A of 3" in out
+    assert "triton: 0 faster, 1 slower, 0 noise, 0 unstable, 2 only in A of 3" in out
 
 
 def test_terminal_fits_one_line_per_case_in_160_columns(table: pd.DataFrame) -> None:
@@ -219,4 +230,6 @@ def test_terminal_fits_one_line_per_case_in_160_columns(table: pd.DataFrame) -> 
     assert lines[0].startswith("A: run-a  vs  B: run-b  (times in ms)")
     # one kernel compared: rows name the case without it, times without their unit
     row = next(line for line in lines if line.lstrip().startswith("triton float16 4096x8192"))
-    assert row.split()[3:9] == ["0.1", "0.08", "-0.02", "-20.0%", "0.005", "faster"]
+    # B/A 0.8: sqrt(pi/2) * (IQR / 1.349) / sqrt(100) per median, 1.96 of them on the log scale
+    assert row.split()[3:8] == ["0.1", "0.08", "0.800", "[0.788,", "0.812]"]
+    assert row.split()[8] == "faster"

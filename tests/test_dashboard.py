@@ -253,6 +253,9 @@ def test_speedup_is_baseline_over_lab_device_time_with_the_stats_interval() -> N
     assert trace.error_y.array[k] == pytest.approx(p.high - p.speedup)
     assert trace.error_y.arrayminus[k] == pytest.approx(p.speedup - p.low)
     assert trace.text[k] == f"{p.speedup:.2g}x"  # readable without hovering
+    for q, symbol in zip([q for q in points if q.baseline == "eager" and q.dtype == "float16"],
+                         trace.marker.symbol, strict=True):  # fmt: skip
+        assert symbol.endswith("-open") == (q.outcome not in ("faster", "slower"))
     assert fig.layout.yaxis.type == "log"
     assert "normal approximation" in text and "schema-1" in text
 

@@ -30,7 +30,7 @@ def test_dtype_aliases_and_unsupported():
 
 
 def test_unknown_kernel_lists_known():
-    with pytest.raises(ProfkitError, match="known: rmsnorm"):
+    with pytest.raises(ProfkitError, match="known: decode, rmsnorm"):
         find_spec("nope")
 
 

@@ -91,3 +91,12 @@ def test_wide_spread_from_few_repetitions_is_unstable_not_a_tie() -> None:
     # issue 7: a 195% gap once hid inside a spread; with an interval it is either real or unstable
     c = stats.compare_summaries(0.0295, 0.012, 30, 0.0100, 0.0002, 30)
     assert c.outcome in ("slower", "unstable") and c.outcome != "noise"
+
+
+def test_a_gap_under_the_microsecond_floor_is_noise_at_small_shapes() -> None:
+    # 3.5 us against 3.0 us: 17% and a tight interval, but under the run-to-run floor of 1 us
+    c = stats.compare_samples(lognormal(0.0035, 0.01, 500), lognormal(0.0030, 0.01, 500))
+    assert c.ci_low > 1.1 and c.outcome == "noise"
+    # the same 17% at 30 us is real
+    big = stats.compare_samples(lognormal(0.035, 0.01, 500), lognormal(0.030, 0.01, 500))
+    assert big.outcome == "slower"

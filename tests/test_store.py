@@ -1,6 +1,7 @@
 """The run store: atomic writes, ids that never collide, resolution, damaged runs."""
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -87,3 +88,17 @@ def test_run_missing_columns_or_id_is_a_clear_error(tmp_path):
     (other / store.MANIFEST).write_text(json.dumps(manifest))
     with pytest.raises(ProfkitError, match="has no run_id"):
         store.load(other)
+
+
+def test_a_schema_1_run_reads_under_the_schema_2_names() -> None:
+    """The committed v1/v2 RMSNorm runs were stored as schema 1 (event time around the call)."""
+    run = store.load(Path(__file__).parent.parent / "profiles" / "rmsnorm-20261130-014917-vm-4bc5")
+    assert run.manifest["schema"] == 1 and run.samples is None
+    raw = pd.read_csv(run.path / store.CASES)
+    assert "p50_ms" in raw.columns and "device_p50_ms" not in raw.columns
+    cases = run.cases
+    assert cases.device_p50_ms.tolist() == raw.p50_ms.tolist()
+    assert cases.device_iqr_ms.tolist() == raw.spread_ms.tolist()
+    assert cases.device_reps.tolist() == raw.reps.tolist()
+    assert set(cases.device_method) == {store.SCHEMA1_METHOD}
+    assert cases[["host_us", "loop_us", "sm_clock_mhz"]].isna().all().all()

@@ -152,7 +152,9 @@ def _run_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
                 "Speedup = baseline device p50 / lab device p50 (above 1: the lab variant is "
                 f"faster); error bars: {speedup.methods_note(points)} A difference is called only "
                 f"when the interval excludes 1 and the gap is at least "
-                f"{stats.PRACTICAL_FLOOR_PCT:g}%; wider than {stats.UNSTABLE_WIDTH:.0%}: unstable."
+                f"{stats.PRACTICAL_FLOOR_PCT:g}% and {stats.PRACTICAL_FLOOR_US:g} us; an interval "
+                f"wider than {stats.UNSTABLE_WIDTH:.0%}: unstable. Hollow marks: no difference "
+                "called (noise or unstable)."
             )
             + _speedup_summary(points)
             + plot_div(fig, f"{prefix}-plot-speedup")

@@ -23,6 +23,7 @@ from profkit.store import Run
 
 # Each baseline keeps its colour in every panel; the lab variant is told apart by its marker.
 LAB_SYMBOLS = ("diamond", "square", "triangle-up")
+CALLED = ("faster", "slower")  # outcomes where the interval calls a difference
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,7 @@ def _trace(lay: Layout, sel: list[Speedup], j: int, n: int, lab_i: int, base_i: 
     x = [lay.shapes.index(p.shape) + offset for p in sel]
     y = [p.speedup for p in sel]
     label = text(f"{sel[0].lab} over {sel[0].baseline}")
+    symbol = LAB_SYMBOLS[lab_i % len(LAB_SYMBOLS)]
     custom = [
         [
             text(p.lab_case),
@@ -154,7 +156,8 @@ def _trace(lay: Layout, sel: list[Speedup], j: int, n: int, lab_i: int, base_i: 
         legendgroup=f"{sel[0].lab}\x1f{sel[0].baseline}",
         marker={
             "color": BASELINE_COLORS[base_i % len(BASELINE_COLORS)],
-            "symbol": LAB_SYMBOLS[lab_i % len(LAB_SYMBOLS)],
+            # hollow where the interval does not call a difference (noise or unstable)
+            "symbol": [symbol + ("" if p.outcome in CALLED else "-open") for p in sel],
             "size": 8,
             "line": {"width": 1, "color": "#000000"},
         },

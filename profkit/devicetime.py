@@ -1,0 +1,179 @@
+"""Device time: the GPU time of one call, with the host off the critical path.
+
+Primary method, CUDA-graph replay: many calls are captured into one graph, each preceded by an L2
+flush and bracketed by timing events recorded *inside* the graph (external events). Replaying the
+graph runs the calls back to back on the GPU whatever the host does, and each call yields one
+sample. (triton.testing.do_bench_cudagraph does not flush: with a working set under the 60 MB L2
+it would time the cache.)
+- The flush *reads* 256 MB (a max over a buffer 4x the L2): the call then starts with a cold and
+  clean L2, as under ncu's default cache control. A memset flush leaves ~60 MB of dirty lines whose
+  write-back lands inside the next call (seen on the H200: +10-13% at 4096x8192 RMSNorm).
+- The event pair's own cost (an empty window, timed in the same graph, after the same flush) is
+  subtracted from every sample; its median is recorded as device_overhead_us.
+
+Fallback, for a variant that cannot be captured (host syncs, capture-unsafe ops): events around
+each call, with the stream held behind a spin kernel (torch.cuda._sleep) until a batch of calls is
+queued, so the event window still holds no host time unless the call itself syncs. The reason for
+the fallback is recorded.
+
+Nothing host-side (NVTX, Python bookkeeping) sits between a call's two events.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from profkit import clocks
+
+FLUSH_BYTES = 256 * 1024 * 1024  # > 4x the H200's 60 MB L2
+TARGET_MS = 150.0  # GPU time spent on samples per case (flushes excluded)
+MIN_SAMPLES, MAX_SAMPLES = 30, 500
+CALLS_PER_GRAPH = 50  # calls captured per graph; replayed until enough samples
+SPIN_BATCH = 20  # calls queued behind one spin kernel in the fallback
+SPIN_CYCLES_PER_US = 2000  # ~ the H200's 1.98 GHz boost clock; a longer spin only costs time
+
+
+@dataclass
+class DeviceTime:
+    samples_ms: list[float]
+    method: str  # "graph" | "events"
+    note: str = ""  # why the fallback was taken
+    clocks: dict = field(default_factory=dict)
+    overhead_us: float | None = None  # the empty event window's median, already subtracted
+
+    def summary(self) -> dict:
+        x = np.asarray(self.samples_ms)
+        p5, p25, p50, p75, p95 = np.percentile(x, [5, 25, 50, 75, 95])
+        return {
+            "device_reps": len(x),
+            "device_p50_ms": float(p50),
+            "device_p95_ms": float(p95),
+            "device_p5_ms": float(p5),
+            "device_iqr_ms": float(p75 - p25),
+            "device_method": self.method,
+            "device_note": self.note,
+            "device_overhead_us": self.overhead_us,
+            **self.clocks,
+        }
+
+
+def _flusher(warm_l2: bool) -> Callable[[], Any]:
+    if warm_l2:
+        return lambda: None
+    cache = torch.ones(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+    return cache.max  # reads every line: evicts the L2 and leaves it clean
+
+
+def _estimate_ms(fn: Callable[[], Any], flush: Callable[[], Any]) -> float:
+    """One call's GPU time, roughly, with the same flush before it (warms up as well)."""
+    for _ in range(2):
+        flush()
+        fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(3):
+        flush()
+        start.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end))
+    return max(min(times), 1e-3)
+
+
+def sample_count(estimate_ms: float) -> int:
+    return int(min(MAX_SAMPLES, max(MIN_SAMPLES, TARGET_MS / estimate_ms)))
+
+
+def measure(fn: Callable[[], Any], *, warm_l2: bool = False, graph: bool = True) -> DeviceTime:
+    """graph=False times with spin-held events directly (a plain copy: a memcpy captured in a graph
+    may run on a copy engine, slower than the SM copy an eager call gets)."""
+    flush = _flusher(warm_l2)
+    n = sample_count(_estimate_ms(fn, flush))
+    method, note = "graph", ""
+    try:
+        if not graph:
+            raise _NoGraph
+        windows, empty, clock = _graph_samples(fn, flush, n)
+    except Exception as exc:  # capture-unsafe variant: record why, time it with events
+        torch.cuda.synchronize()
+        method = "events"
+        if not isinstance(exc, _NoGraph):
+            note = f"graph capture failed ({type(exc).__name__}: {str(exc).splitlines()[0][:160]})"
+        windows, empty, clock = _spin_event_samples(fn, flush, n)
+    overhead = float(np.median(empty))
+    return DeviceTime([w - overhead for w in windows], method, note, clock, overhead * 1e3)
+
+
+class _NoGraph(Exception):
+    """graph=False: straight to the events method."""
+
+
+def _graph_samples(fn, flush, n: int) -> tuple[list[float], list[float], dict]:
+    k = min(n, CALLS_PER_GRAPH)
+    # torch requires a warm-up on a side stream before capture (lazy init, cuBLAS workspaces)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    events = [torch.cuda.Event(enable_timing=True, external=True) for _ in range(4 * k)]
+    starts, ends = events[0:k], events[k : 2 * k]
+    empty_starts, empty_ends = events[2 * k : 3 * k], events[3 * k :]
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for i in range(k):
+            flush()
+            empty_starts[i].record()  # the event pair alone: its cost is not the call's
+            empty_ends[i].record()
+            flush()
+            starts[i].record()
+            fn()  # its outputs are freed at once: the graph's pool reuses them
+            ends[i].record()
+    windows: list[float] = []
+    empty: list[float] = []
+    probe = clocks.Probe()
+    for _ in range(math.ceil(n / k)):
+        graph.replay()
+        probe.read()  # while the replay runs on the GPU
+        torch.cuda.synchronize()
+        windows += [s.elapsed_time(e) for s, e in zip(starts, ends, strict=True)]
+        empty += [s.elapsed_time(e) for s, e in zip(empty_starts, empty_ends, strict=True)]
+    del graph
+    return windows[:n], empty, probe.summary()
+
+
+def _spin_event_samples(fn, flush, n: int) -> tuple[list[float], list[float], dict]:
+    """Events around each call; a spin kernel holds the stream while a batch is queued."""
+    from profkit.hostcost import host_cost_us
+
+    hold_us = 2 * SPIN_BATCH * host_cost_us(fn, calls=5, batches=1)[0] + 100
+    windows: list[float] = []
+    empty: list[float] = []
+    probe = clocks.Probe()
+    while len(windows) < n:
+        b = min(SPIN_BATCH, n - len(windows))
+        events = [torch.cuda.Event(enable_timing=True) for _ in range(4 * b)]
+        torch.cuda._sleep(int(hold_us * SPIN_CYCLES_PER_US))
+        for i in range(b):
+            flush()
+            events[4 * i + 2].record()  # the event pair alone, as in the graph method
+            events[4 * i + 3].record()
+            flush()
+            events[4 * i].record()
+            fn()
+            events[4 * i + 1].record()
+        probe.read()
+        torch.cuda.synchronize()
+        windows += [events[4 * i].elapsed_time(events[4 * i + 1]) for i in range(b)]
+        empty += [events[4 * i + 2].elapsed_time(events[4 * i + 3]) for i in range(b)]
+    return windows, empty, probe.summary()

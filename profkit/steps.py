@@ -1,0 +1,290 @@
+"""Step latency: consecutive calls of a step (e.g. a decode step), each one timed, and the tail.
+
+Unlike profkit.timing (one call's device time with the host off the critical path), this times a
+loop the way a serving loop runs it: steps back to back on one stream, each ended by a
+synchronize (the sampled token read back), inputs warm. Per step:
+- device time: events around the step on its stream, so it includes the gaps where the GPU waited
+  for the host to launch work (what CUDA graphs remove);
+- host cost: the CPU time of the call that enqueues the step;
+- optional probes: events the step records between its stages (inside a captured graph: external
+  events), splitting each step's device time into stages that sum to it.
+
+Statistics are plain functions on arrays (no torch: the analysis half stays torch-free); the
+measurement loop imports torch when it runs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+MIN_STEPS = 1000  # per variant: enough for a p99 resting on 10 samples
+PERCENTILES = (5, 25, 50, 75, 95, 99)
+TAIL_PCT = 95  # a step at or above the p95 is a tail step
+METHOD = "events"
+METHOD_NOTE = (
+    "step latency: events around each step on one stream, a synchronize after each step; "
+    "includes the GPU's wait for the host's launches"
+)
+
+
+# ---- statistics (pure) ---------------------------------------------------------------------------
+
+
+def percentiles(ms: Sequence[float]) -> dict[str, float]:
+    """p5, p25, p50, p75, p95, p99 (numpy's linear interpolation), plus n."""
+    x = np.asarray(ms, dtype=float)
+    if x.size == 0:
+        raise ValueError("no samples")
+    values = np.percentile(x, PERCENTILES)
+    return {
+        "n": int(x.size),
+        **{f"p{p}": float(v) for p, v in zip(PERCENTILES, values, strict=True)},
+    }
+
+
+def tail_ratio(ms: Sequence[float]) -> float:
+    """p95 / p50: 1.0 is a flat distribution; the decode lab's goal for dynamic replay is <= 1.2."""
+    p = percentiles(ms)
+    return p["p95"] / p["p50"]
+
+
+def device_columns(device_ms: Sequence[float]) -> dict:
+    """The case's device columns, schema 2 names plus p99 and p95/p50."""
+    p = percentiles(device_ms)
+    return {
+        "device_reps": p["n"],
+        "device_p50_ms": p["p50"],
+        "device_p95_ms": p["p95"],
+        "device_p5_ms": p["p5"],
+        "device_iqr_ms": p["p75"] - p["p25"],
+        "device_p99_ms": p["p99"],
+        "device_p95_over_p50": p["p95"] / p["p50"],
+    }
+
+
+def tail_steps(device_ms: Sequence[float], pct: float = TAIL_PCT) -> np.ndarray:
+    """Boolean mask of the steps at or above the pct-th percentile."""
+    x = np.asarray(device_ms, dtype=float)
+    return x >= np.percentile(x, pct)
+
+
+def attribute_tail(
+    device_ms: Sequence[float], stages: Mapping[str, Sequence[float]], pct: float = TAIL_PCT
+) -> list[tuple[str, float]]:
+    """Where the tail steps' extra time went: for each stage, its mean over the tail steps minus
+    its median over all steps (ms), largest first. Stages that sum to each step's device time give
+    excesses that sum to the tail's mean excess over the median step, less the stages' skew."""
+    tail = tail_steps(device_ms, pct)
+    out = []
+    for name, values in stages.items():
+        v = np.asarray(values, dtype=float)
+        if v.shape != tail.shape:
+            raise ValueError(f"stage {name!r} has {v.size} samples, device time {tail.size}")
+        out.append((name, float(v[tail].mean() - np.median(v))))
+    return sorted(out, key=lambda kv: -kv[1])
+
+
+def tail_by(
+    device_ms: Sequence[float], labels: Sequence[Any], pct: float = TAIL_PCT
+) -> pd.DataFrame:
+    """Per label (e.g. a step's bucket): its share of all steps, its share of the tail steps, and
+    its own p50 and p95/p50. A label whose tail share exceeds its step share drives the tail."""
+    x = np.asarray(device_ms, dtype=float)
+    lab = np.asarray(labels)
+    if lab.shape != x.shape:
+        raise ValueError(f"{lab.size} labels for {x.size} samples")
+    tail = tail_steps(x, pct)
+    rows = []
+    for value in sorted(set(lab.tolist())):
+        sel = lab == value
+        rows.append(
+            {
+                "label": value,
+                "step_share": float(sel.mean()),
+                "tail_share": float(tail[sel].sum() / max(tail.sum(), 1)),
+                "p50_ms": float(np.median(x[sel])),
+                "p95_over_p50": tail_ratio(x[sel]),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+# ---- measurement (torch, imported when it runs) -------------------------------------------------
+
+
+class HostEvent:
+    """torch.cuda.Event's timing interface on the host clock: the CPU path of the loop (tests)."""
+
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def record(self) -> None:
+        self.t = time.perf_counter()
+
+    def synchronize(self) -> None:
+        return None
+
+    def elapsed_time(self, end: HostEvent) -> float:
+        return (end.t - self.t) * 1e3
+
+
+def new_event(device: str, external: bool = False) -> Any:
+    if device == "cpu":
+        return HostEvent()
+    import torch
+
+    return torch.cuda.Event(enable_timing=True, external=external)
+
+
+class Probes:
+    """Events a step records between its stages through `mark(stage)`, one per stage, declared in
+    the order the stages run (a runner may first call its pieces in another order, e.g. while
+    capturing them). The same events are recorded again every step (inside a captured graph they
+    are external event nodes, recorded at each replay), so they are read after each step's
+    synchronize."""
+
+    def __init__(self, stages: Sequence[str], external: bool, device: str = "cuda"):
+        self.events = {stage: new_event(device, external) for stage in stages}
+
+    def mark(self, stage: str) -> None:
+        self.events[stage].record()
+
+    def read(self, start: Any, end: Any) -> dict[str, float]:
+        """Each stage's time, ms: from the previous mark (the step's start event for the first)
+        to the stage's own; `rest` from the last mark to the step's end event. They sum to the
+        step's device time."""
+        out, prev = {}, start
+        for stage, ev in self.events.items():
+            out[stage] = prev.elapsed_time(ev)
+            prev = ev
+        out["rest"] = prev.elapsed_time(end)
+        return out
+
+
+@dataclass
+class StepSamples:
+    device_ms: np.ndarray
+    host_ms: np.ndarray
+    loop_ms: float  # wall time per step of the whole loop, synchronizes included
+    probes: dict[str, list[float]] = field(default_factory=dict)
+    clocks: dict = field(default_factory=dict)
+
+
+def run_steps(
+    call: Callable[[int], Any],
+    steps: int,
+    warmup: int = 50,
+    probes: Probes | None = None,
+    device: str = "cuda",
+) -> StepSamples:
+    """Run call(0..warmup-1) untimed, then call(0..steps-1), each step timed and synchronized.
+    device="cpu" times on the host clock (the CPU tests' path)."""
+    from profkit import clocks
+
+    sync = _synchronizer(device)
+    for i in range(warmup):
+        call(i)
+        sync()
+    starts = [new_event(device) for _ in range(steps)]
+    ends = [new_event(device) for _ in range(steps)]
+    host = np.empty(steps)
+    stage_ms: dict[str, list[float]] = {}
+    probe = clocks.Probe()
+    t_loop = time.perf_counter()
+    for i in range(steps):
+        starts[i].record()
+        t0 = time.perf_counter()
+        call(i)
+        t1 = time.perf_counter()
+        ends[i].record()
+        if device != "cpu" and i % 100 == 50:
+            probe.read()  # clocks while the step runs on the GPU (this step's timing unaffected)
+        ends[i].synchronize()
+        host[i] = (t1 - t0) * 1e3
+        if probes is not None:
+            for stage, ms in probes.read(starts[i], ends[i]).items():
+                stage_ms.setdefault(stage, []).append(ms)
+    loop_ms = (time.perf_counter() - t_loop) * 1e3 / steps
+    device_ms = np.array([s.elapsed_time(e) for s, e in zip(starts, ends, strict=True)])
+    return StepSamples(device_ms, host, loop_ms, stage_ms, probe.summary())
+
+
+def _synchronizer(device: str) -> Callable[[], None]:
+    if device == "cpu":
+        return lambda: None
+    import torch
+
+    return torch.cuda.synchronize
+
+
+def check_output(got: Any, ref: Any, atol: float, rtol: float) -> dict:
+    """correct, rel_err, max_abs_err, error: the same verdict as profkit.timing.check."""
+    import torch
+
+    got = got.double()
+    if got.shape != ref.shape:
+        return _verdict(False, None, None, f"shape {tuple(got.shape)} != {tuple(ref.shape)}")
+    if not bool(torch.isfinite(got).all()):
+        return _verdict(False, None, None, "non-finite or unwritten output")
+    diff = (got - ref).abs()
+    rel = float(torch.linalg.vector_norm(got - ref) / torch.linalg.vector_norm(ref))
+    ok = bool(torch.allclose(got, ref, atol=atol, rtol=rtol))
+    why = (
+        "" if ok else f"outside tolerance (atol={atol}, rtol={rtol}): max abs err {diff.max():.3g}"
+    )
+    return _verdict(ok, rel, float(diff.max()), why)
+
+
+def _verdict(ok: bool, rel: float | None, max_abs: float | None, error: str) -> dict:
+    return {"correct": ok, "rel_err": rel, "max_abs_err": max_abs, "error": error}
+
+
+def case_row(identity: dict, s: StepSamples) -> dict:
+    """A cases.csv row: identity columns, device columns, host and loop cost, clocks."""
+    host = percentiles(s.host_ms)
+    return {
+        **identity,
+        **device_columns(s.device_ms),
+        "device_method": METHOD,
+        "device_note": METHOD_NOTE,
+        "host_us": host["p50"] * 1e3,
+        "host_p95_us": host["p95"] * 1e3,
+        "loop_us": s.loop_ms * 1e3,
+        **s.clocks,
+    }
+
+
+def samples_frame(case: str, s: StepSamples, probe_prefix: str = "probe.") -> pd.DataFrame:
+    """Raw samples in profkit's long format (case, kind, ms), in step order: device, host, and one
+    kind per probe stage."""
+    parts = [("device", s.device_ms), ("host", s.host_ms)]
+    parts += [(probe_prefix + stage, np.asarray(v)) for stage, v in s.probes.items()]
+    return pd.concat(
+        [pd.DataFrame({"case": case, "kind": kind, "ms": v}) for kind, v in parts],
+        ignore_index=True,
+    )
+
+
+def check_step(
+    call: Callable[[], Any], reference: Callable[[], Any], rows: Sequence[int], tol: tuple
+) -> dict:
+    """Run the step, poison what it returned (NaN), run it again and compare the chosen rows with
+    the float64 reference: a replayed graph that stopped writing its output fails."""
+    import torch
+
+    try:
+        out = call()
+        if out.is_floating_point():
+            out.fill_(float("nan"))
+        out = call()
+        if out.is_cuda:
+            torch.cuda.synchronize()
+    except Exception as exc:  # recorded in the case's row, not fatal to the sweep
+        return _verdict(False, None, None, f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
+    return check_output(out[list(rows)], reference(), *tol)

@@ -1,0 +1,41 @@
+"""bench/h200_decode.py end to end on its CPU path (tiny layer, graph variants run eagerly, host
+clock): every variant checked, timed, probed and stored as a profkit run, schema-2 columns."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from profkit import store
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_bench_stores_a_decode_run(tmp_path):
+    argv = [sys.executable, str(ROOT / "bench" / "h200_decode.py"), "--device", "cpu"]
+    argv += ["--out", str(tmp_path), "--steps", "12", "--warmup", "2", "--batches", "1"]
+    argv += ["--caches", "8", "--probe-caches", "8", "--dynamic-cache", "12", "--walk", "2,4"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    run = store.load(store.resolve(None, tmp_path))
+    assert run.manifest["kernel"] == "decode"
+    assert "not an end-to-end serving claim" in run.manifest["note"]
+    cases = run.cases.set_index("variant")
+    assert sorted(cases.index) == sorted(
+        ["eager", "fused", "graph", "graph_fused", "piecewise", "dynamic"]
+    )
+    assert cases.correct.astype(bool).all()
+    for col in ("device_p50_ms", "device_p95_ms", "device_p99_ms", "host_us", "tail_stage"):
+        assert cases[col].notna().all(), col
+    assert cases.loc["dynamic", "shape"] == "4x12" and cases.loc["graph", "shape"] == "1x8"
+    kinds = run.samples.groupby("case").kind.apply(set)
+    graph_kinds = kinds["decode.graph.bfloat16.1x8"]
+    assert {"device", "host", "probe.device", "probe.norm1", "probe.attention"} <= graph_kinds
+    assert "probe.copy_in" in kinds["decode.dynamic.bfloat16.4x12"]
+    assert (run.samples[run.samples.kind == "device"].groupby("case").size() == 12).all()
+    assert len(run.manifest["dynamic"]["batches"]) == 12
+    # the goals come last, as pass/fail lines
+    goals = done.stdout.split("goals (issue 11")[1].splitlines()[1:]
+    assert [line.split()[0] in ("PASS", "FAIL") for line in goals] == [True, True, True]
+    assert "graph vs eager" in goals[0] and "dynamic p95/p50" in goals[2]

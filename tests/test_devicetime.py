@@ -1,0 +1,152 @@
+"""Device time's control flow on the CPU, through a fake CUDA that keeps a virtual clock.
+
+The fake executes 'kernels' by advancing the clock, records events at the clock, and replays the
+operations captured inside `graph(...)`. A call that syncs with the host while the stream is
+capturing raises, as CUDA does ("operation not permitted when stream is capturing"): that variant
+must fall back to events, and the run must say why.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import types
+
+import pytest
+
+from profkit import devicetime, hostcost, timing
+
+
+class FakeCuda:
+    def __init__(self) -> None:
+        self.clock = 0.0  # ms
+        self.capture: list | None = None  # ops recorded while capturing
+        self.launches = 0
+
+    # work on the stream: run now, or record into the graph being captured
+    def submit(self, op) -> None:
+        if self.capture is not None:
+            self.capture.append(op)
+        else:
+            op()
+
+    def kernel(self, ms: float) -> None:
+        self.launches += 1
+
+        def run() -> None:
+            self.clock += ms
+
+        self.submit(run)
+
+    def is_current_stream_capturing(self) -> bool:
+        return self.capture is not None
+
+    # the torch.cuda surface devicetime and hostcost use
+    def Event(self, enable_timing: bool = False, external: bool = False):  # noqa: N802
+        cuda = self
+
+        class Event:
+            t = float("nan")
+
+            def record(self) -> None:
+                def stamp() -> None:
+                    self.t = cuda.clock
+
+                cuda.submit(stamp)
+
+            def elapsed_time(self, end) -> float:
+                return end.t - self.t
+
+        return Event()
+
+    def CUDAGraph(self):  # noqa: N802
+        cuda = self
+
+        class Graph:
+            ops: list = []
+
+            def replay(self) -> None:
+                for op in self.ops:
+                    op()
+
+        graph = Graph()
+        graph.cuda = cuda
+        return graph
+
+    @contextlib.contextmanager
+    def graph(self, g):
+        self.capture = []
+        try:
+            yield
+        finally:
+            g.ops, self.capture = self.capture, None
+
+    def Stream(self):  # noqa: N802
+        return types.SimpleNamespace(wait_stream=lambda other: None)
+
+    def current_stream(self):
+        return self.Stream()
+
+    @contextlib.contextmanager
+    def stream(self, s):
+        yield
+
+    def synchronize(self) -> None:
+        pass
+
+    def _sleep(self, cycles: int) -> None:
+        self.kernel(0.0)
+
+
+@pytest.fixture
+def cuda(monkeypatch: pytest.MonkeyPatch) -> FakeCuda:
+    fake = FakeCuda()
+
+    class Buffer:  # the flush buffer: a read of it is one 0.06 ms kernel
+        def max(self) -> None:
+            fake.kernel(0.06)
+
+    fake_torch = types.SimpleNamespace(
+        cuda=fake, ones=lambda *a, **k: Buffer(), int32="int32", int8="int8"
+    )
+    monkeypatch.setattr(devicetime, "torch", fake_torch)
+    monkeypatch.setattr(hostcost, "torch", fake_torch)
+    return fake
+
+
+def test_a_capturable_call_is_timed_by_graph_replay(cuda: FakeCuda) -> None:
+    t = devicetime.measure(lambda: cuda.kernel(0.005))
+    s = t.summary()
+    assert (s["device_method"], s["device_note"]) == ("graph", "")
+    assert s["device_p50_ms"] == pytest.approx(0.005)
+    assert s["device_reps"] == devicetime.MAX_SAMPLES  # 150 ms / 5 us, capped
+    assert s["device_overhead_us"] == pytest.approx(0.0)
+
+
+def test_a_capture_unsafe_call_falls_back_to_events_and_says_why(cuda: FakeCuda) -> None:
+    def syncs_with_the_host() -> None:
+        if cuda.is_current_stream_capturing():
+            raise RuntimeError("CUDA error: operation not permitted when stream is capturing")
+        cuda.kernel(0.007)
+
+    s = devicetime.measure(syncs_with_the_host).summary()
+    assert s["device_method"] == "events"
+    assert s["device_note"].startswith("graph capture failed (RuntimeError: CUDA error: operation")
+    assert s["device_p50_ms"] == pytest.approx(0.007)
+
+
+def test_the_flush_precedes_every_call_unless_warm_l2(cuda: FakeCuda) -> None:
+    devicetime.measure(lambda: cuda.kernel(1.0))  # 150 samples of 1 ms
+    cold = cuda.launches
+    cuda.launches = 0
+    devicetime.measure(lambda: cuda.kernel(1.0), warm_l2=True)
+    assert cuda.launches < cold / 1.5  # no flush kernels: fewer launches for the same samples
+
+
+def test_measure_call_reports_the_three_figures(cuda: FakeCuda) -> None:
+    t = timing.measure_call(lambda: cuda.kernel(0.002))
+    cols = t.columns
+    assert {"device_p50_ms", "device_p95_ms", "host_us", "loop_us"} <= set(cols)
+    assert cols["host_us"] > 0 and cols["loop_us"] > 0
+    kinds = {kind for kind, _ in t.samples}
+    assert kinds == {"device", "host", "loop"}
+    assert sum(kind == "device" for kind, _ in t.samples) == cols["device_reps"]
