@@ -65,10 +65,11 @@ def stored_runs(root: Path) -> tuple[list[Run], list[str]]:
 
 
 def newest_of(kernel: str, runs: list[Run], root: Path) -> Run:
-    """The newest of runs captured for kernel; a clear error when there is none."""
-    mine = [r for r in runs if str(r.manifest.get("kernel")) == kernel]
+    """The newest timed run of kernel (an interpret run is never the default, as in store.resolve);
+    a clear error when there is none."""
+    mine = [r for r in runs if str(r.manifest.get("kernel")) == kernel and not r.interpret]
     if not mine:
-        raise ProfkitError(f"no stored run of kernel {kernel!r} under {root}/")
+        raise ProfkitError(f"no stored timed run of kernel {kernel!r} under {root}/")
     return max(mine, key=lambda r: (created(r), r.run_id))
 
 
@@ -84,11 +85,7 @@ def _table(run: Run) -> pd.DataFrame:
 def history(kernel: str, runs: list[Run]) -> History:
     """kernel's timed runs (any order; others are ignored), oldest first, one Step per pair."""
     # interpret runs check correctness and time nothing: no point in a history of device time
-    mine = [
-        r
-        for r in runs
-        if str(r.manifest.get("kernel")) == kernel and r.manifest.get("mode") != "interpret"
-    ]
+    mine = [r for r in runs if str(r.manifest.get("kernel")) == kernel and not r.interpret]
     mine = sorted({r.run_id: r for r in mine}.values(), key=lambda r: (created(r), r.run_id))
     shapes = [set(_table(r).index.get_level_values("shape")) for r in mine]
     common = sorted(set.intersection(*shapes), key=_shape_key) if shapes else []

@@ -129,7 +129,7 @@ def _speedup_summary(points: Sequence[speedup.Speedup]) -> str:
 
 def _timing_note(run: Run) -> str:
     """Why a run's timing views are empty, said once above them."""
-    if run.manifest.get("mode") == "interpret":
+    if run.interpret:
         return _note(
             "Correctness run through Triton's interpreter (no GPU): each variant was checked "
             "against the float64 reference and nothing was timed, so the timing views are empty."
