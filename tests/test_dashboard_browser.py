@@ -175,6 +175,8 @@ def test_dashboard_in_chromium(tmp_path: Path) -> None:
 
             # screenshots: the top of the page, then each kind of view and the filtered table
             ARTIFACTS.mkdir(exist_ok=True)
+            for old in ARTIFACTS.glob("*.png"):  # only this run's screenshots stay
+                old.unlink()
             page.screenshot(path=str(ARTIFACTS / "dashboard.png"))
             for div_id in SHOTS:
                 page.locator(f"#{div_id}").screenshot(path=str(ARTIFACTS / f"{div_id}.png"))
