@@ -469,7 +469,8 @@ def compare(run_a, run_b, fmt, profiles) -> None:
 
 
 @cli.command()
-@click.argument("ref", required=False)
+@click.argument("refs", nargs=-1)
+@click.option("--kernel", "kernels", multiple=True, help="add KERNEL's newest run (repeatable)")
 @click.option(
     "--out",
     "out",
@@ -478,10 +479,18 @@ def compare(run_a, run_b, fmt, profiles) -> None:
     help="the HTML file to write [default: dashboards/RUN_ID.html]",
 )
 @click.option("--profiles", type=click.Path(file_okay=False), default=None)
-def dashboard(ref, out, profiles) -> None:
-    """Write one offline Plotly HTML page that shows a run (default: the newest) at a glance."""
-    from profkit.dashboard import write_dashboard
+@click.option("--inline", is_flag=True, help="embed plotly.js instead of sharing plotly.min.js")
+def dashboard(refs, kernels, out, profiles, inline) -> None:
+    """Write one offline HTML page of runs (default: the newest; several: one page for a PR)."""
+    from profkit import store
+    from profkit.dashboard import default_path, newest_of, stored_runs, write_dashboard
 
-    run = load_run(ref, profiles)
-    path = write_dashboard(run, Path(out) if out else Path("dashboards") / f"{run.run_id}.html")
+    root = Path(profiles) if profiles else store.default_root()
+    stored, unreadable = stored_runs(root)
+    for problem in unreadable:
+        click.echo(f"warning: left out of the history: {problem}", err=True)
+    runs = [load_run(ref, profiles) for ref in refs] + [newest_of(k, stored, root) for k in kernels]
+    runs = runs or [load_run(None, profiles)]
+    path = Path(out) if out else default_path(runs)
+    path = write_dashboard(runs, path, stored, plotlyjs="inline" if inline else "shared")
     click.echo(f"wrote {path}")

@@ -8,3 +8,12 @@ pip=(python3 -m pip install -q)
 # its interpreter, which numpy 2.4 breaks; nvtx (capture's ranges) and scipy (statistics)
 "${pip[@]}" torch==2.13.0 "triton==3.6.0" "numpy<2.4" nvtx scipy
 "${pip[@]}" -e ".[test]"
+# the dashboard's browser test: Debian's chromium, driven by Playwright for Python (Playwright's own
+# browser download is not used)
+if ! command -v chromium >/dev/null 2>&1; then
+    sudo=""
+    if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
+fi
+python3 -c "import playwright" 2>/dev/null || "${pip[@]}" playwright

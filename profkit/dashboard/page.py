@@ -1,0 +1,437 @@
+"""One offline HTML page for one or more stored runs: the views, their notes, the findings table.
+
+The same runs always give the same bytes: fixed div ids, figure JSON with sorted keys, no
+timestamps. plotly.js is either inlined once or referenced as a shared file beside the page
+(`plotly.min.js`, written there too), so a folder of pages carries the 4.6 MB library once and
+still opens offline.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import secrets
+from collections.abc import Mapping, Sequence
+from functools import cache
+from pathlib import Path
+
+import plotly.graph_objects as go
+import plotly.io as pio
+import plotly.offline
+
+from profkit import stats
+from profkit.dashboard import findings_view, history, host, launches, roofline, speedup, sweep
+from profkit.dashboard.common import timed
+from profkit.errors import ProfkitError
+from profkit.explain import Finding, explain_run
+from profkit.store import Run
+
+PLOTLY_ASSET = "plotly.min.js"
+PLOT_CONFIG = {"displaylogo": False, "responsive": True}
+TEMPLATE = "plotly_white"  # every view's theme (common.py and the views set it)
+TEMPLATE_VAR = "PROFKIT_TEMPLATE"
+# JSON inside <script>: these characters could end the script or open markup, so they are written
+# as JSON escapes (same value once parsed)
+_SCRIPT_SAFE = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028"}
+
+
+def _e(value: object) -> str:
+    return html.escape("" if value is None else str(value))
+
+
+def _json(value: object) -> str:
+    out = json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    for char, escaped in _SCRIPT_SAFE.items():
+        out = out.replace(char, escaped)
+    return out
+
+
+@cache
+def _template() -> dict:
+    """Every figure's theme (plotly_white) as plotly writes it: sent once per page, not per plot."""
+    return json.loads(pio.to_json(go.Figure(layout={"template": TEMPLATE})))["layout"]["template"]
+
+
+def plot_div(fig: go.Figure, div_id: str) -> str:
+    """A figure as a div with a fixed id and the script that draws it (plotly.js and the page's
+    TEMPLATE_JS loaded first)."""
+    spec = json.loads(pio.to_json(fig, validate=False))  # plotly's encoder: NaN -> null
+    layout = spec.get("layout", {})
+    if layout.get("template") == _template():
+        layout = {k: v for k, v in layout.items() if k != "template"}
+        layout_js = f"Object.assign({{template:{TEMPLATE_VAR}}},{_json(layout)})"
+    else:
+        layout_js = _json(layout)
+    height = int(fig.layout.height or 450)
+    return (
+        f'<div id="{div_id}" class="plotly-graph-div" style="height:{height}px;width:100%"></div>'
+        f"<script>Plotly.newPlot({_json(div_id)},{_json(spec.get('data', []))},"
+        f"{layout_js},{_json(PLOT_CONFIG)});</script>"
+    )
+
+
+# --- sections of one run ---------------------------------------------------------------------
+
+
+def _header(run: Run) -> str:
+    m = run.manifest
+    fp, ceil, counters = (m.get(k) or {} for k in ("fingerprint", "ceilings", "counters"))
+    items = [
+        ("kernel", m.get("kernel")),
+        ("GPU", fp.get("gpu")),
+        ("created", m.get("created")),
+        ("schema", m.get("schema", 1)),
+        ("copy ceiling", f"{ceil['copy_gbps']:g} GB/s" if "copy_gbps" in ceil else None),
+        ("matmul ceiling", _matmul(ceil)),
+        ("counters", counters.get("status", "unknown")),
+    ]
+    if run.timing_only:
+        items += [("why", counters.get("reason")), ("fix", counters.get("fix"))]
+    rows = "".join(
+        f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in items if v is not None and v != ""
+    )
+    return f"<dl class='meta'>{rows}</dl>"
+
+
+def _matmul(ceil: dict) -> str | None:
+    if "matmul_tflops" not in ceil:
+        return None
+    dtype = f" ({ceil['matmul_dtype']})" if ceil.get("matmul_dtype") else ""
+    return f"{ceil['matmul_tflops']:g} TFLOP/s{dtype}"
+
+
+def _note(text: str) -> str:
+    return f"<p class='note'>{_e(text)}</p>"
+
+
+def _speedup_summary(points: Sequence[speedup.Speedup]) -> str:
+    """Per lab-baseline pair and dtype: the range of speedups and how many shapes it won."""
+    groups: dict[tuple[str, str, str], list[speedup.Speedup]] = {}
+    for p in points:
+        groups.setdefault((p.lab, p.baseline, p.dtype), []).append(p)
+    rows = []
+    for (lab, base, dtype), ps in groups.items():
+        best = max(ps, key=lambda p: p.speedup)
+        won = sum(p.outcome == "faster" for p in ps)
+        lost = sum(p.outcome == "slower" for p in ps)
+        rows.append(
+            f"<tr><td>{_e(lab)} over {_e(base)}</td><td>{_e(dtype)}</td>"
+            f"<td>{min(p.speedup for p in ps):.2f}x .. {best.speedup:.2f}x</td>"
+            f"<td>{best.speedup:.2f}x at {_e(best.shape)}</td>"
+            f"<td>{won} faster, {lost} slower, {len(ps) - won - lost} tie/unstable "
+            f"of {len(ps)}</td></tr>"
+        )
+    head = "<tr><th>pair</th><th>dtype</th><th>range</th><th>largest</th><th>outcomes</th></tr>"
+    return f"<table class='summary'><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _timing_note(run: Run) -> str:
+    """Why a run's timing views are empty, said once above them."""
+    if run.interpret:
+        return _note(
+            "Correctness run through Triton's interpreter (no GPU): each variant was checked "
+            "against the float64 reference and nothing was timed, so the timing views are empty."
+        )
+    if timed(run.cases).empty:
+        return _note("No case of this run has a device time: the timing views are empty.")
+    return ""
+
+
+def _run_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
+    """(title, html) per view of one run, in page order."""
+    out: list[tuple[str, str]] = []
+    points = speedup.speedups(run)
+    fig = speedup.speedup_figure(run, points)
+    if fig is None:
+        body = _note("No lab variant and baseline were both timed at the same dtype and shape.")
+    else:
+        body = (
+            _note(
+                "Speedup = baseline device p50 / lab device p50 (above 1: the lab variant is "
+                f"faster); error bars: {speedup.methods_note(points)} A difference is called only "
+                f"when the interval excludes 1 and the gap is at least "
+                f"{stats.PRACTICAL_FLOOR_PCT:g}% and {stats.PRACTICAL_FLOOR_US:g} us; an interval "
+                f"wider than {stats.UNSTABLE_WIDTH:.0%}: unstable. Hollow marks: no difference "
+                "called (noise or unstable)."
+            )
+            + _speedup_summary(points)
+            + plot_div(fig, f"{prefix}-plot-speedup")
+        )
+    out.append(("Speedup over the baselines", body))
+
+    fig, missing = roofline.roofline_figure(run)
+    if fig is None:
+        body = _note("No timed case has a FLOP model: no roofline.")
+    else:
+        notes = "".join(_note(f"Roof not drawn: {m}.") for m in missing)
+        body = (
+            _note(
+                "Every timed case is a point: x the spec's FLOPs per byte moved (DRAM bytes "
+                "measured by ncu where the run has counters, else the spec's minimum bytes), y "
+                "the spec's FLOPs over the device p50. Solid roofs were measured by this run; "
+                "dashed ones are derived from the fingerprint (SMs x per-SM rate x max clock): "
+                "upper bounds from the datasheet, not measurements."
+            )
+            + notes
+            + plot_div(fig, f"{prefix}-plot-roofline")
+        )
+    out.append(("Roofline", body))
+
+    reason = host.missing_reason(run)
+    fig = None if reason else host.host_figure(run)
+    body = (
+        _note(f"Not drawn: {reason}.")
+        if fig is None
+        else _note(
+            "Host cost (dispatch + launch of one call, back-to-back loop) against device time "
+            "(graph replay, L2 flushed). Above the diagonal the host costs more than the GPU."
+        )
+        + plot_div(fig, f"{prefix}-plot-host")
+    )
+    out.append(("Device time against host cost", body))
+
+    fig = launches.launches_figure(run)
+    body = (
+        _note("No case launched more than one kernel (or the run has no kernels.csv).")
+        if fig is None
+        else _note(
+            "Cases with more than one kernel launch: Nsight Compute's duration of each launch, "
+            "stacked in launch order (colour: the kernel), beside the case's device p50 from the "
+            "timing pass (|). ncu serialises launches and flushes caches between them, so the "
+            "sum can exceed the device time."
+        )
+        + plot_div(fig, f"{prefix}-plot-launches")
+    )
+    out.append(("Per-launch drill-down", body))
+
+    out.append(
+        (
+            "Device time per shape",
+            _note(
+                "p50 per case, error bars p5..p95 (log scale). Lab kernels: warm colours, "
+                "diamonds, solid bars; baselines: cool colours, circles, hatched bars. A black x "
+                "marks a case that failed the reference check: it has no timing."
+            )
+            + plot_div(sweep.latency_figure(run), f"{prefix}-plot-latency"),
+        )
+    )
+    out.append(
+        (
+            "Share of the measured copy bandwidth",
+            plot_div(sweep.bandwidth_figure(run), f"{prefix}-plot-bandwidth"),
+        )
+    )
+    counters = sweep.counter_figures(run)
+    if counters:
+        body = _note(
+            "Nsight Compute, one value per case over all its launches (bytes and kernels summed, "
+            "percentages weighted by launch duration). The dashed line is the spec's minimum "
+            "bytes: DRAM bytes above it are traffic that fusion could save."
+        ) + "".join(plot_div(f, f"{prefix}-plot-counters{i}") for i, f in enumerate(counters))
+    else:
+        body = _no_counters(run)
+    out.append(("Hardware counters", body))
+    return out
+
+
+def _no_counters(run: Run) -> str:
+    counters = run.manifest.get("counters") or {}
+    if run.timing_only:
+        why = counters.get("reason") or f"counters status: {counters.get('status', 'unknown')}"
+    else:  # the pass ran, but none of the plotted metrics came back (see metrics_na)
+        why = "cases.csv holds none of the counter columns plotted here"
+    return _note(f"No hardware counters in this run: {why}")
+
+
+# --- history ----------------------------------------------------------------------------------
+
+
+def _history_section(h: history.History, prefix: str) -> str:
+    if not h.runs:
+        return _note(f"No timed run of {h.kernel} is stored (interpret runs time nothing).")
+    if len(h.runs) < 2:
+        return _note(
+            f"One timed run of {h.kernel} stored up to this page's run: nothing to compare yet."
+        )
+    parts = [
+        _note(
+            f"{len(h.runs)} runs of {h.kernel}, oldest first. Each step compares every case "
+            "timed in both runs (later / earlier device p50, 95% interval); only cases beyond "
+            f"noise are listed, at most {history.MOVED_SHOWN}: the lab's own cases first, then "
+            "baselines (a baseline that moved points at the environment), largest first."
+        )
+    ]
+    fig = history.history_figure(h)
+    if fig is not None:
+        parts.append(plot_div(fig, f"{prefix}-plot"))
+    for step in h.steps:
+        counts = ", ".join(f"{n} {o}" for o, n in step.counts.items())
+        parts.append(
+            f"<h4>{_e(step.before.run_id)} &rarr; {_e(step.after.run_id)}</h4>"
+            f"<p>cases, later against earlier: {_e(counts)}</p>"
+        )
+        if step.changes:
+            rows = "".join(
+                f"<tr><td>{_e(w)}</td><td>{_e(a)}</td><td>{_e(b)}</td></tr>"
+                for w, a, b in step.changes
+            )
+            parts.append(
+                "<table class='summary'><thead><tr><th>changed</th><th>before</th>"
+                f"<th>after</th></tr></thead><tbody>{rows}</tbody></table>"
+            )
+        else:
+            parts.append(
+                _note(
+                    "Same environment and options in both manifests: what moved them is the "
+                    "code (the manifests do not version the kernel source)."
+                )
+            )
+        if step.moved:
+            rows = "".join(
+                f"<tr><td>{_e(m['case'])}{'' if m['lab'] else ' (baseline)'}</td>"
+                f"<td>{m['before_ms'] * 1e3:.4g}</td><td>{m['after_ms'] * 1e3:.4g}</td>"
+                f"<td>{m['ratio']:.3g}x [{m['ci_low']:.3g}, {m['ci_high']:.3g}]</td>"
+                f"<td>{_e(m['outcome'])}</td><td>{_e(m['method'])}</td></tr>"
+                for m in step.moved[: history.MOVED_SHOWN]
+            )
+            parts.append(
+                "<table class='summary'><thead><tr><th>case</th><th>before (us)</th>"
+                "<th>after (us)</th><th>after / before [95% CI]</th><th>outcome</th>"
+                f"<th>method</th></tr></thead><tbody>{rows}</tbody></table>"
+            )
+    return "\n".join(parts)
+
+
+# --- the page -----------------------------------------------------------------------------------
+
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 1400px; color: #222;
+  padding: 0 1em; }
+dl.meta { display: grid; grid-template-columns: max-content auto; gap: .2em 1em; }
+dl.meta dt { font-weight: 600; }
+.verdict { border-left: 4px solid #d62728; padding: .2em 1em; background: #fafafa; }
+table.findings, table.summary { border-collapse: collapse; font-size: 0.85em; margin: .5em 0; }
+table.findings td, table.findings th, table.summary td, table.summary th {
+  border: 1px solid #ddd; padding: .3em .5em; vertical-align: top; text-align: left; }
+tr.incorrect { background: #fde8e8; }
+.note { color: #555; }
+.filters { margin: .5em 0; } .filters label { margin-right: 1em; }
+nav a { margin-right: 1em; }
+"""
+
+
+def _slug(title: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in title.lower()).strip("-")
+
+
+def build_dashboard(
+    runs: Sequence[Run],
+    findings: Mapping[str, Sequence[Finding]],
+    history_runs: Sequence[Run] = (),
+    plotlyjs: str = "inline",
+) -> str:
+    """The page for runs (findings by run id): per run its header, verdicts and views; then the
+    history of each kernel shown (over history_runs and runs); then the findings table.
+    plotlyjs: "inline" (the library in the page) or "shared" (a PLOTLY_ASSET beside the page)."""
+    if not runs:
+        raise ProfkitError("no runs to show: name a run, or capture one with `profkit capture`")
+    if plotlyjs not in ("inline", "shared"):
+        raise ValueError(f"plotlyjs must be 'inline' or 'shared', not {plotlyjs!r}")
+    several = len(runs) > 1
+    nav, body = [], []
+    for i, run in enumerate(runs):
+        prefix = f"run{i}"
+        sections = _run_sections(run, prefix)
+        nav.append(f"<a href='#{prefix}'>{_e(run.run_id)}</a>")
+        level = 3 if several else 2
+        body.append(
+            f"<section class='run' id='{prefix}'>"
+            f"{'<h2>' + _e(run.run_id) + '</h2>' if several else ''}"
+            f"{_header(run)}\n{_timing_note(run)}"
+            f"{findings_view.verdict_blocks(findings.get(run.run_id, ()))}"
+        )
+        for title, content in sections:
+            body.append(f"<h{level} id='{prefix}-{_slug(title)}'>{_e(title)}</h{level}>\n{content}")
+        body.append("</section>")
+    kernels = list(dict.fromkeys(str(r.manifest.get("kernel")) for r in runs))
+    body.append("<h2 id='history'>History</h2>")
+    # up to the newest run shown: a page keeps its bytes when later runs are stored
+    newest = max(history.created(r) for r in runs)
+    earlier = [r for r in history_runs if history.created(r) <= newest]
+    for j, kernel in enumerate(kernels):
+        h = history.history(kernel, [*earlier, *runs])
+        body.append(f"<h3>{_e(kernel)}</h3>\n{_history_section(h, f'history{j}')}")
+    rows = [
+        row for run in runs for row in findings_view.finding_rows(run, findings.get(run.run_id, ()))
+    ]
+    body.append("<h2 id='findings-and-next-steps'>Findings and next steps</h2>")
+    body.append(findings_view.findings_table(rows))
+    nav += ["<a href='#history'>history</a>", "<a href='#findings-and-next-steps'>findings</a>"]
+    title = "profkit dashboard: " + ", ".join(r.run_id for r in runs)
+    h1 = _e(runs[0].run_id) if not several else _e(f"{len(runs)} runs: {', '.join(kernels)}")
+    if plotlyjs == "inline":
+        lib = f"<script>{plotly.offline.get_plotlyjs()}</script>"
+    else:
+        lib = f'<script src="{PLOTLY_ASSET}"></script>'
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>
+<style>{STYLE}</style>
+{lib}
+<script>var {TEMPLATE_VAR} = {_json(_template())};</script>
+</head>
+<body>
+<h1>{h1}</h1>
+<nav>{"".join(nav)}</nav>
+{chr(10).join(body)}
+</body></html>
+"""
+
+
+def default_path(runs: Sequence[Run]) -> Path:
+    """dashboards/RUN_ID.html for one run; dashboards/KERNEL[+KERNEL]-N-runs.html for several."""
+    if len(runs) == 1:
+        return Path("dashboards") / f"{runs[0].run_id}.html"
+    kernels = "+".join(dict.fromkeys(str(r.manifest.get("kernel")) for r in runs))
+    return Path("dashboards") / f"{kernels}-{len(runs)}-runs.html"
+
+
+def _write_atomic(path: Path, content: str) -> None:
+    """Write content to path via a temp file and a rename: readers see the old file or the new,
+    and a failure leaves no temp file behind."""
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tmp.open("x", encoding="utf-8") as out:
+            out.write(content)
+        os.replace(tmp, path)
+    except BaseException as exc:  # interrupted too: never leave the temp file behind
+        tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise ProfkitError(
+                f"could not write the dashboard to {path}: {exc.strerror or exc}; "
+                "pick a writable path with enough free space"
+            ) from exc
+        raise
+
+
+def write_dashboard(
+    runs: Run | Sequence[Run],
+    path: Path,
+    history_runs: Sequence[Run] = (),
+    plotlyjs: str = "shared",
+) -> Path:
+    """Compute the findings, build the page, then write it (and, when shared, plotly.js beside
+    it where missing or different) atomically: a failed build or write leaves existing files."""
+    runs = [runs] if isinstance(runs, Run) else list(runs)
+    findings = {run.run_id: list(explain_run(run)) for run in runs}
+    page = build_dashboard(runs, findings, history_runs, plotlyjs)  # before touching the disk
+    path = Path(path)
+    if plotlyjs == "shared":
+        asset = path.parent / PLOTLY_ASSET
+        lib = plotly.offline.get_plotlyjs()
+        if not asset.is_file() or asset.read_text(encoding="utf-8") != lib:
+            _write_atomic(asset, lib)
+    _write_atomic(path, page)
+    return path

@@ -1,0 +1,194 @@
+"""The dashboard in a real browser: Debian's chromium driven by Playwright (tests/install.sh
+installs both; Playwright's own browser download is not used).
+
+One page of the newest stored run (with the history of both) and a copy of it whose kernel and
+variant names carry markup (constructed), written as `profkit dashboard` writes it (plotly.min.js
+beside the page). Checked:
+no console error, no page error, no dialog, no request beyond the page and its plotly.min.js, every
+plot drawn with its traces, hover shows a case's counters on the roofline, the filters change the
+rows shown, the hostile names show as text. Screenshots are saved to tests/artifacts/.
+
+Without chromium or playwright this test FAILS (CI installs them); set PROFKIT_BROWSER_TESTS=0 to
+skip it on a machine that cannot have them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from profkit import dashboard, store
+
+ROOT = Path(__file__).parents[1]
+PROFILES = ROOT / "profiles"
+ARTIFACTS = Path(__file__).parent / "artifacts"
+EVIL_VARIANT = "<script>alert(1)</script>"
+EVIL_KERNEL = "rms<img src=x onerror=alert(2)>"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+TIMEOUT_MS = 30_000
+# the views saved as element screenshots (run0: the newest stored run)
+SHOTS = (
+    "run0-plot-speedup",
+    "run0-plot-roofline",
+    "run0-plot-launches",
+    "run0-plot-latency",
+    "history0-plot",
+)
+
+
+def chromium() -> str:
+    """The chromium executable, or fail (skip only when asked to with PROFKIT_BROWSER_TESTS=0)."""
+    if os.environ.get("PROFKIT_BROWSER_TESTS") == "0":
+        pytest.skip("PROFKIT_BROWSER_TESTS=0: the browser test was turned off on this machine")
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        pytest.fail("the Python package playwright is missing: run `bash tests/install.sh`")
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        pytest.fail("chromium is not installed: run `bash tests/install.sh` (apt-get chromium)")
+    return exe
+
+
+def evil_run(tmp_path: Path) -> store.Run:
+    """A copy of the newest run, renamed, with markup in its kernel and variant names."""
+    src = store.resolve(None, PROFILES)
+    dest = tmp_path / "evil-run"
+    shutil.copytree(src, dest, ignore=shutil.ignore_patterns("*.ncu-rep*"))
+    df = store.load(dest).cases
+    df["variant"] = df["variant"].replace("native", EVIL_VARIANT)
+    df["kernel"] = EVIL_KERNEL
+    df["case"] = df["case"].str.replace(".native.", f".{EVIL_VARIANT}.", regex=False)
+    df.to_csv(dest / store.CASES, index=False)
+    for name in (store.KERNELS, store.RULES):
+        (dest / name).unlink()
+    manifest = json.loads((dest / store.MANIFEST).read_text())
+    manifest.update(kernel=EVIL_KERNEL, run_id="evil-run")
+    (dest / store.MANIFEST).write_text(json.dumps(manifest))
+    return store.load(dest)
+
+
+def test_dashboard_in_chromium(tmp_path: Path) -> None:
+    exe = chromium()
+    from playwright.sync_api import sync_playwright
+
+    stored = [store.load(p) for p in store.list_runs(PROFILES)]
+    runs = [stored[-1], evil_run(tmp_path)]  # history0: both stored runs of rmsnorm
+    page_path = dashboard.write_dashboard(runs, tmp_path / "site" / "pr.html", stored)
+    html_text = page_path.read_text()
+    plot_ids = re.findall(r'Plotly\.newPlot\("([^"]+)"', html_text)
+    assert {*SHOTS, "run0-plot-bandwidth", "run1-plot-speedup", "run1-plot-roofline"} <= set(
+        plot_ids
+    )
+
+    console, errors, requests, dialogs = [], [], [], []
+    with sync_playwright() as p:
+        browser = p.chromium.launch_persistent_context(
+            str(tmp_path / "user-data"),
+            executable_path=exe,
+            headless=True,
+            args=CHROMIUM_ARGS,
+            viewport={"width": 1400, "height": 1000},
+        )
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(TIMEOUT_MS)
+            page.on("console", lambda m: console.append((m.type, m.text)))
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.on("request", lambda r: requests.append(r.url))
+            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+            page.goto(page_path.as_uri(), wait_until="load")
+            # every plot drawn: plotly's svg in each div, with as many traces as the page sent
+            page.wait_for_function(
+                "ids => ids.every(id => { const d = document.getElementById(id);"
+                " return d && d._fullData && d.querySelector('.main-svg'); })",
+                arg=plot_ids,
+            )
+            drawn = page.evaluate(
+                "ids => ids.map(id => { const d = document.getElementById(id);"
+                " return [id, d.data.length, d._fullData.length,"
+                " d.querySelectorAll('.main-svg').length, d.getBoundingClientRect().height]; })",
+                plot_ids,
+            )
+            for div_id, sent, full, svgs, height in drawn:
+                assert sent > 0 and full == sent and svgs >= 1 and height > 100, div_id
+
+            # hover on a roofline point shows its case and counters
+            hover = page.evaluate(
+                """() => { const d = document.getElementById('run0-plot-roofline');
+                const i = d.data.findIndex(t => t.mode === 'markers');
+                Plotly.Fx.hover(d, [{curveNumber: i, pointNumber: 0}], d.data[i].xaxis
+                  ? d.data[i].xaxis + d.data[i].yaxis : 'xy');
+                const t = d.querySelector('.hovertext');
+                return t ? t.textContent : ''; }"""
+            )
+            assert "rmsnorm." in hover and "DRAM throughput" in hover, hover
+
+            rows = page.locator("#findings tbody tr")
+            total = rows.count()
+            count = page.locator("#findings-count")
+            assert count.inner_text() == f"{total} of {total} findings shown"
+
+            def visible() -> list[dict]:
+                return page.evaluate(
+                    "() => [...document.querySelectorAll('#findings tbody tr')]"
+                    ".filter(tr => !tr.hidden).map(tr => ({...tr.dataset}))"
+                )
+
+            page.select_option("select[data-key='dtype']", "bfloat16")
+            shown = visible()
+            assert 0 < len(shown) < total and {r["dtype"] for r in shown} == {"bfloat16"}
+            assert count.inner_text() == f"{len(shown)} of {total} findings shown"
+            page.select_option("select[data-key='variant']", EVIL_VARIANT)
+            evil = visible()
+            assert evil and {(r["dtype"], r["variant"]) for r in evil} == {
+                ("bfloat16", EVIL_VARIANT)
+            }
+            # the hostile names are text in the table, and no element was made from them
+            assert (
+                EVIL_VARIANT in page.locator("#findings tbody tr:not([hidden])").first.inner_text()
+            )
+            assert page.locator("img").count() == 0
+            legend = page.locator("#run1-plot-latency .legendtext").all_text_contents()
+            assert f"{EVIL_VARIANT} (baseline)" in legend, legend
+            page.select_option("select[data-key='kernel']", EVIL_KERNEL)
+            assert len(visible()) == len(evil)
+            page.select_option("select[data-key='kernel']", "rmsnorm")
+            assert visible() == []
+            for key in ("kernel", "variant", "dtype"):
+                page.select_option(f"select[data-key='{key}']", "")
+            assert len(visible()) == total
+
+            # screenshots: the top of the page, then each kind of view and the filtered table
+            ARTIFACTS.mkdir(exist_ok=True)
+            for old in ARTIFACTS.glob("*.png"):  # only this run's screenshots stay
+                old.unlink()
+            page.screenshot(path=str(ARTIFACTS / "dashboard.png"))
+            for div_id in SHOTS:
+                page.locator(f"#{div_id}").screenshot(path=str(ARTIFACTS / f"{div_id}.png"))
+            page.select_option("select[data-key='variant']", "triton")
+            page.locator("#findings-filters").scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / "findings.png"))
+            for name in ("dashboard", *SHOTS, "findings"):
+                assert (ARTIFACTS / f"{name}.png").stat().st_size > 10_000, name
+        finally:
+            browser.close()
+
+    assert [m for m in console if m[0] == "error"] == []
+    assert errors == [] and dialogs == []
+    allowed = {page_path.as_uri(), (page_path.parent / dashboard.PLOTLY_ASSET).as_uri()}
+    assert set(requests) == allowed, sorted(set(requests) - allowed)
