@@ -7,9 +7,10 @@ conclusions on the committed capture against EXPECTED (and skips, saying why, un
 
 Capture on the H200 (four specs, about 3 minutes in all; reports stay small: few kernels each):
 
-    for k in suite_matmul suite_strided suite_bank suite_chain; do
-        PYTHONPATH=. python3 -m profkit capture $k --from bench/explain_suite.py || break
-    done
+    OUT=/some/dir bash bench/explain_suite.sh      # runs land in $OUT/profiles: commit them
+
+which runs, per spec, `profkit capture SPEC --from bench/explain_suite.py` and prints what explain
+concludes on each.
 
 Written 2026-11-30, before any capture of these kernels.
 """

@@ -21,8 +21,7 @@ from profkit.explain import Kind, explain_run
 
 ROOT = Path(__file__).parents[1]
 SUITE = ROOT / "bench" / "explain_suite.py"
-CAPTURE = "for k in suite_matmul suite_strided suite_bank suite_chain; do " \
-          "profkit capture $k --from bench/explain_suite.py; done"  # fmt: skip
+CAPTURE = "OUT=DIR bash bench/explain_suite.sh, then commit DIR/profiles/* under profiles/"
 # a cause -> the counter columns it cannot be seen without
 NEEDS = {
     "uncoalesced": ("global_ld_sectors",),
