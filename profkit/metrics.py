@@ -254,37 +254,14 @@ METRICS: tuple[Metric, ...] = (
         "shared-memory wavefronts (passes through the data pipe), loads and stores",
         verified=False,
     ),
-    # --- instruction mix -------------------------------------------------------------------------
+    # --- instruction mix (hardware counters; the SASS-instrumented per-opcode counters of
+    # InstructionStats would make every pass slower, and --set full has them) ---------------------
     Metric(
         "inst_executed",
         "smsp__inst_executed.sum",
         "warp inst",
         "sum",
         "warp-level instructions executed",
-        verified=False,
-    ),
-    Metric(
-        "ffma_thread_inst",
-        "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
-        "thread inst",
-        "sum",
-        "FP32 fused multiply-adds executed (per thread)",
-        verified=False,
-    ),
-    Metric(
-        "fadd_thread_inst",
-        "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
-        "thread inst",
-        "sum",
-        "FP32 adds executed (per thread)",
-        verified=False,
-    ),
-    Metric(
-        "fmul_thread_inst",
-        "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
-        "thread inst",
-        "sum",
-        "FP32 multiplies executed (per thread)",
         verified=False,
     ),
     Metric(

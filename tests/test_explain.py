@@ -750,3 +750,14 @@ def test_a_gemm_beside_a_small_reduction_is_judged_as_the_gemm() -> None:
     assert f.bottleneck == Bottleneck.COMPUTE and f.unit == Unit.FMA
     assert Cause.FP32_GEMM_ON_FMA in causes(f) and actions(f)[0] == Action.USE_TF32
     assert Action.USE_TENSOR_CORES not in actions(f)
+
+
+def test_the_detail_view_lists_roofs_hierarchy_pipes_and_stalls() -> None:
+    row = case(**COMPUTE, tensor_pipe_pct=0.0, xu_pipe_pct=85.0, fma_pipe_pct=20.0,
+               l2_hit_pct=50.0, dram_bytes_read=6.7e7, dram_bytes_write=4.1e7,
+               stall_math_pipe_throttle_pct=30.0, stall_wait_pct=5.0)  # fmt: skip
+    text = render(explain_run(run_of([row])), width=100, case="triton float16 4096x8192")
+    assert "roofs: 33.6% of the large copy (4000 GB/s)" in text  # 134 MB in 0.1 ms
+    assert "memory: DRAM 30.0%, L2 hit 50.0%, DRAM read 67.0 MB, write 41.0 MB" in text
+    assert "pipes: Tensor (HMMA) 0.0%, FMA 20.0%, XU 85.0%" in text
+    assert "stalls: math pipe throttle 30.0%, wait 5.0%" in text

@@ -21,8 +21,7 @@ from profkit.explain import Kind, explain_run
 
 ROOT = Path(__file__).parents[1]
 SUITE = ROOT / "bench" / "explain_suite.py"
-CAPTURE = "for k in suite_matmul suite_strided suite_bank suite_chain; do " \
-          "profkit capture $k --from bench/explain_suite.py; done"  # fmt: skip
+CAPTURE = "OUT=DIR bash bench/explain_suite.sh, then commit DIR/profiles/* under profiles/"
 # a cause -> the counter columns it cannot be seen without
 NEEDS = {
     "uncoalesced": ("global_ld_sectors",),
@@ -75,6 +74,8 @@ def test_every_expectation_names_real_identifiers() -> None:
             Unit(e["unit"])
         if "verdict" in e:
             Verdict(e["verdict"])
+        if "outcome" in e:
+            assert e["outcome"] in ("faster", "slower", "noise", "unstable")
     kernels = {e["kernel"] for e in expected()}
     assert kernels == {"suite_matmul", "suite_strided", "suite_bank", "suite_chain"}
 
@@ -82,9 +83,13 @@ def test_every_expectation_names_real_identifiers() -> None:
 def problems(e: dict, run: store.Run, found: tuple) -> list[str]:
     """How explain's findings on `run` miss expectation `e` (empty: it reaches the conclusion).
     A cause whose counters the run lacks raises pytest.skip, naming them."""
-    if "verdict" in e:
+    if "verdict" in e or "outcome" in e:
         (v,) = [f for f in found if f.kind == Kind.VERDICT and f.variant == e["variant"]]
-        return [] if str(v.verdict) == e["verdict"] else [f"verdict {v.verdict}: {v.text}"]
+        if "verdict" in e:
+            return [] if str(v.verdict) == e["verdict"] else [f"verdict {v.verdict}: {v.text}"]
+        outcomes = [c.outcome for c in v.comparisons if e["dtype"] in ("*", c.dtype)]
+        ok = outcomes and all(o == e["outcome"] for o in outcomes)
+        return [] if ok else [f"outcomes {outcomes} at {e['dtype']}: {v.text}"]
     cases = [f for f in found if f.kind == Kind.CASE and _matches(f, e)]
     if not cases:
         return [f"no case of {e['kernel']} {e['variant']} {e.get('dtype')} {e.get('shape')}"]

@@ -17,6 +17,14 @@ from profkit.explain.model import Action, Cause, Reason, Step, Unit
 from profkit.explain.roofs import busiest_pipe, tensor_pct
 
 
+def pipe_facts(m: Mapping, ev: Evidence) -> None:
+    """Every pipe's utilization, recorded for the detail view (no decision)."""
+    from profkit.explain.roofs import PIPES
+
+    for col, _ in PIPES:
+        ev.put(col, num(m, col))
+
+
 def pipe_unit(m: Mapping, ev: Evidence) -> Unit | None:
     pipe = busiest_pipe(m)
     if pipe is None:

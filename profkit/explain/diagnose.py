@@ -17,7 +17,7 @@ from profkit.explain.context import Context, Said
 from profkit.explain.evidence import Evidence, num
 from profkit.explain.library import ELEMENTWISE, GEMM, LIBRARY
 from profkit.explain.model import Action, Bottleneck, Cause, Reason, Step, Unit
-from profkit.explain.roofs import compute_roof
+from profkit.explain.roofs import compute_roof, memory_roof
 
 
 def classify(memory_pct: float, sm_pct: float) -> Bottleneck:
@@ -54,7 +54,10 @@ def diagnose(m: Mapping, ctx: Context) -> Diagnosis | None:
     ev.put("sm_throughput_pct", sm)
     kind = classify(mem, sm)
     compute_roof(m, ctx.dtype, ctx.device, ev)
+    memory_roof(m, ctx.device, ev)
     memory.hierarchy_facts(m, ev)
+    compute.pipe_facts(m, ev)
+    stalls.stall_facts(m, ev)
     found: list[Said | None] = []
     unit: Unit | None = None
     chain = (num(m, "kernel_count") or 1) > 1

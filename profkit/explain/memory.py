@@ -193,7 +193,5 @@ def hierarchy_facts(m: Mapping, ev: Evidence) -> None:
     ld, req = num(m, "global_ld_sectors"), num(m, "global_ld_requests")
     if ld is not None and req:
         ev.put("sectors_per_request_ratio", ld / req)
-    # the instruction mix: FP32 FLOPs the SASS counted (an FMA is two), beside the model's
-    mix = [num(m, c) for c in ("ffma_thread_inst", "fadd_thread_inst", "fmul_thread_inst")]
-    if all(v is not None for v in mix):
-        ev.put("counted_fp32_flops", 2 * mix[0] + mix[1] + mix[2])
+    for col in ("inst_executed", "global_ld_inst", "global_st_inst"):  # the instruction mix
+        ev.put(col, num(m, col))

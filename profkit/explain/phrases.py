@@ -200,8 +200,10 @@ def reason_text(r: Reason, ev: Mapping) -> str:
     if c == Cause.SMALL_GRID:
         if _has(ev, "idle_sms"):
             text = say(
-                "Small grid: {grid_size} blocks for {sm_count} SMs, so {idle_sms} SMs get no work.",
+                "Small grid: {grid_size} {blocks} for {sm_count} SMs, so {idle_sms} SMs get no "
+                "work.",
                 ev,
+                blocks="block" if ev.get("grid_size") == 1 else "blocks",
             )
         else:
             lead = "{grid_size} blocks fill" if _has(ev, "grid_size") else "it fills"

@@ -258,6 +258,8 @@ def _full(out: _Out, f: Finding, rules: bool) -> None:
     style = _VERDICT_STYLE.get(f.verdict) or _BOTTLENECK_STYLE.get(str(f.bottleneck), "dim")
     out.head(f.subject, label(f).upper() if f.kind == Kind.VERDICT else label(f), style)
     out.para(f.text)
+    for label_, line in facts(f.evidence):
+        out.para(line, indent=4, first=f"{label_}: ", style="dim")
     for launch in f.launches:
         share = f"{launch.share_pct:.0f}%" if launch.share_pct is not None else "?"
         dram = launch.evidence.get("dram_throughput_pct")
@@ -280,6 +282,65 @@ def _full(out: _Out, f: Finding, rules: bool) -> None:
             else:
                 speedup = f" (est. {r.speedup_pct:.0f}%)" if r.speedup_pct is not None else ""
                 out.para(f"[{r.rule}{speedup}] {r.message}", indent=4, style="dim italic")
+
+
+_PIPE_NAMES = (
+    ("tensor_any_pct", "Tensor"),
+    ("tensor_pipe_pct", "Tensor (HMMA)"),
+    ("fma_pipe_pct", "FMA"),
+    ("alu_pipe_pct", "ALU"),
+    ("xu_pipe_pct", "XU"),
+    ("lsu_pipe_pct", "LSU"),
+    ("fp64_pipe_pct", "FP64"),
+)
+_LEVELS = (
+    ("dram_throughput_pct", "DRAM"),
+    ("l2_throughput_pct", "L2"),
+    ("l1_throughput_pct", "L1"),
+    ("l2_hit_pct", "L2 hit"),
+    ("l1_hit_pct", "L1 hit"),
+)
+
+
+def facts(ev: dict) -> list[tuple[str, str]]:
+    """The detail view's figures, from the evidence: roofs, memory hierarchy, pipes, stalls."""
+    out = []
+    roof = []
+    if ev.get("pct_of_same_size_copy_pct") is not None:
+        roof.append(f"{ev['pct_of_same_size_copy_pct']:.1f}% of a same-size copy")
+    if ev.get("pct_of_copy_pct") is not None:
+        roof.append(f"{ev['pct_of_copy_pct']:.1f}% of the large copy ({ev['copy_gbps']:.0f} GB/s)")
+    if ev.get("pct_of_pipe_roof_pct") is not None:
+        roof.append(
+            f"{ev['achieved_tflops']:.3g} TFLOP/s, {ev['pct_of_pipe_roof_pct']:.1f}% of the "
+            f"{ev['roof_pipe']} roof ({ev['pipe_roof_tflops']:.0f} TFLOP/s at "
+            f"{ev['ncu_sm_clock_mhz']:.0f} MHz)"
+        )
+    if ev.get("pct_of_measured_matmul_pct") is not None:
+        roof.append(f"{ev['pct_of_measured_matmul_pct']:.1f}% of the measured matmul")
+    if roof:
+        out.append(("roofs", "; ".join(roof)))
+    memory = [f"{name} {ev[k]:.1f}%" for k, name in _LEVELS if ev.get(k) is not None]
+    if ev.get("dram_bytes_read") is not None and ev.get("dram_bytes_write") is not None:
+        memory.append(
+            f"DRAM read {ev['dram_bytes_read'] / 1e6:.1f} MB, write "
+            f"{ev['dram_bytes_write'] / 1e6:.1f} MB"
+        )
+    if ev.get("sectors_per_request_ratio") is not None:
+        memory.append(f"{ev['sectors_per_request_ratio']:.1f} sectors/request")
+    if memory:
+        out.append(("memory", ", ".join(memory)))
+    pipes = [f"{name} {ev[k]:.1f}%" for k, name in _PIPE_NAMES if ev.get(k) is not None]
+    if pipes:
+        out.append(("pipes", ", ".join(pipes)))
+    stalls = sorted(
+        ((k[6:-4], v) for k, v in ev.items() if k.startswith("stall_") and k.endswith("_pct")
+         and k != "stall_share_pct" and v is not None),
+        key=lambda kv: -kv[1],
+    )[:3]  # fmt: skip
+    if stalls:
+        out.append(("stalls", ", ".join(f"{r.replace('_', ' ')} {v:.1f}%" for r, v in stalls)))
+    return out
 
 
 def _rule_why(key: str, note: dict) -> str:

@@ -21,7 +21,6 @@ from profkit.explain.library import Family, family
 from profkit.explain.memory import chain_traffic, dram_level
 from profkit.explain.model import (
     Action,
-    Bottleneck,
     Cause,
     Finding,
     Kind,
@@ -283,6 +282,3 @@ def explain_launches(
         f.evidence = dict(ev)
         report.findings.append(f)
     return report
-
-
-__all__ = ["Bottleneck", "explain_launches", "explain_run"]

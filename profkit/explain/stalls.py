@@ -61,5 +61,11 @@ def dominant_stall(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
     return Reason(Cause.STALL, keys, detail), [Step(STEPS[reason], keys, detail)]
 
 
+def stall_facts(m: Mapping, ev: Evidence) -> None:
+    """Every stall reason captured, recorded for the detail view (no decision)."""
+    for reason, value in stall_columns(m).items():
+        ev.put(f"stall_{reason}_pct", value)
+
+
 def has_stalls(m: Mapping) -> bool:
     return bool(stall_columns(m))
