@@ -11,7 +11,7 @@
 set -uo pipefail
 OUT=${OUT:?set OUT to a folder for the results}
 mkdir -p "$OUT/profiles"
-export PYTHONPATH=.
+export PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH}  # keep what the caller put there (wheels)
 for k in suite_matmul suite_strided suite_bank suite_chain; do
     start=$(date +%s)
     python3 -m profkit capture "$k" --from bench/explain_suite.py --out "$OUT/profiles" \

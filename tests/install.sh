@@ -5,8 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 pip=(python3 -m pip install -q)
 # torch==2.13.0 is the CPU build (a plain `torch` pulls GBs of CUDA libraries); triton 3.6.0 for
-# its interpreter, which numpy 2.4 breaks; nvtx (capture's ranges) and scipy (statistics)
-"${pip[@]}" torch==2.13.0 "triton==3.6.0" "numpy<2.4" nvtx scipy
+# its interpreter, which numpy 2.4 breaks; nvtx (capture's ranges)
+"${pip[@]}" torch==2.13.0 "triton==3.6.0" "numpy<2.4" nvtx
 "${pip[@]}" -e ".[test]"
 # the dashboard's browser test: Debian's chromium, driven by Playwright for Python (Playwright's own
 # browser download is not used)
