@@ -22,10 +22,11 @@ from pathlib import Path
 
 import pytest
 
+from stored_runs import v1_v2_profiles
 from profkit import dashboard, store
 
 ROOT = Path(__file__).parents[1]
-PROFILES = ROOT / "profiles"
+PROFILES = v1_v2_profiles()  # the two schema-1 RMSNorm runs alone
 ARTIFACTS = Path(__file__).parent / "artifacts"
 EVIL_VARIANT = "<script>alert(1)</script>"
 EVIL_KERNEL = "rms<img src=x onerror=alert(2)>"

@@ -18,11 +18,12 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from click.testing import CliRunner, Result  # noqa: E402
 
+from stored_runs import v1_v2_profiles
 from profkit import compare, store  # noqa: E402
 from profkit.cli import cli  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-PROFILES = ROOT / "profiles"
+PROFILES = v1_v2_profiles()  # the two schema-1 RMSNorm runs alone
 NEWEST = "rmsnorm-20261130-014917-vm-4bc5"
 OLDER = "rmsnorm-20261130-014110-vm-83a4"
 TEST_COMMAND = "bash tests/install.sh && python3 -m pytest -q"
