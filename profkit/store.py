@@ -147,7 +147,8 @@ def list_runs(root: Path | None = None, interpret: bool = True) -> list[Path]:
 
 
 def resolve(ref: str | None, root: Path | None = None) -> Path:
-    """A run directory from a path, a run id under root, or (None) the newest GPU run under root.
+    """A run directory from a path, a run id under root, a kernel's name (its newest GPU run
+    under root), or (None) the newest GPU run under root.
 
     An interpret run (correctness only, nothing timed) is never the default: it is read only when
     named, so a quick `capture --interpret` does not hide the stored GPU runs."""
@@ -170,7 +171,12 @@ def resolve(ref: str | None, root: Path | None = None) -> Path:
             if is_run(candidate):
                 return candidate
             raise ProfkitError(f"{candidate} is not a profkit run (no complete {MANIFEST})")
-    raise ProfkitError(f"no run named {ref!r} (looked for a directory and under {root}/)")
+    of_kernel = [p for p in list_runs(root, interpret=False) if _manifest(p).get("kernel") == ref]
+    if of_kernel:
+        return of_kernel[-1]
+    raise ProfkitError(
+        f"no run named {ref!r} (looked for a directory, a run id and a kernel's runs under {root}/)"
+    )
 
 
 # what every reader of a run relies on; a run missing these is damaged

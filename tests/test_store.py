@@ -122,3 +122,18 @@ def test_a_schema_1_run_reads_under_the_schema_2_names() -> None:
     assert cases.device_reps.tolist() == raw.reps.tolist()
     assert set(cases.device_method) == {store.SCHEMA1_METHOD}
     assert cases[["host_us", "loop_us", "sm_clock_mhz"]].isna().all().all()
+
+
+def test_a_kernel_name_resolves_to_its_newest_gpu_run(tmp_path: Path) -> None:
+    for kernel, created in (("k1", "2026-01-01"), ("k1", "2026-01-03"), ("k2", "2026-01-04")):
+        writer = store.RunWriter(tmp_path, kernel)
+        writer.write_table(store.CASES, pd.DataFrame({"kernel": [kernel]}))
+        writer.finish({"kernel": kernel, "created": created})
+    interp = store.RunWriter(tmp_path, "k1")
+    interp.write_table(store.CASES, pd.DataFrame({"kernel": ["k1"]}))
+    interp.finish({"kernel": "k1", "created": "2026-01-05", "mode": "interpret"})
+    newest_k1 = store.resolve("k1", tmp_path)
+    assert json.loads((newest_k1 / store.MANIFEST).read_text())["created"] == "2026-01-03"
+    assert store.resolve(None, tmp_path).name.startswith("k2-")
+    with pytest.raises(ProfkitError, match="no run named 'k3'"):
+        store.resolve("k3", tmp_path)
