@@ -71,7 +71,7 @@ def compare_runs(run_a: Run, run_b: Run) -> pd.DataFrame:
     out["delta_ms"] = out["device_p50_ms_b"] - out["device_p50_ms_a"]
     out["delta_pct"] = out["delta_ms"] / out["device_p50_ms_a"] * 100
     intervals = [_interval(row, run_a, run_b) for row in merged.to_dict("records")]
-    for key in ("ratio", "ci_low", "ci_high", "method"):
+    for key in ("ratio", "ci_low", "ci_high", "outcome", "method"):
         out[key] = [c.as_dict()[key] if c else None for c in intervals]
     interpret = {"a": run_a.interpret, "b": run_b.interpret}
     out["flag"] = [

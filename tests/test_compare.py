@@ -152,6 +152,7 @@ def test_json_is_a_list_of_rows(table: pd.DataFrame) -> None:
             "delta_ms", "flag", "ratio", "ci_low", "ci_high", "method", "dram_bytes_delta",
             "kernel_count_delta"} <= set(out[0])  # fmt: skip
     assert out[0]["ci_low"] < out[0]["ratio"] < out[0]["ci_high"]
+    assert out[0]["outcome"] == "faster" and out[4]["outcome"] is None  # only in A: no interval
 
 
 def test_csv_round_trips(table: pd.DataFrame) -> None:
