@@ -12,6 +12,7 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
+from profkit.compiled import compile_per_shape
 from profkit.spec import KernelSpec, Variant
 
 EPS = 1e-6
@@ -131,14 +132,7 @@ def rmsnorm_native(inputs: dict) -> torch.Tensor:
 
 
 def _compiled() -> callable:
-    # One graph per (dtype, shape) in a sweep: lift dynamo's recompile limit (default 8) so later
-    # shapes are not silently run eagerly. dynamic=False: each shape gets its own kernel.
-    import torch._dynamo
-
-    for knob in ("recompile_limit", "cache_size_limit"):
-        if hasattr(torch._dynamo.config, knob):
-            setattr(torch._dynamo.config, knob, 1024)
-    return torch.compile(rmsnorm_eager, dynamic=False)
+    return compile_per_shape(rmsnorm_eager)
 
 
 def make_inputs(shape, dtype: str, device: str, generator: torch.Generator) -> dict:

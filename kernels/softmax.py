@@ -20,6 +20,7 @@ import torch
 import triton
 import triton.language as tl
 
+from profkit.compiled import compile_per_shape
 from profkit.spec import KernelSpec, Variant
 
 MAX_ROW_IN_REGISTERS = 16384  # elements: 32 fp32 values per thread at 16 warps
@@ -215,14 +216,7 @@ def softmax_torch(inputs: dict) -> torch.Tensor:
 
 
 def _compiled() -> callable:
-    # one graph per (dtype, shape): lift dynamo's recompile limit (default 8) so later shapes are
-    # not silently run eagerly; dynamic=False gives each shape its own kernel
-    import torch._dynamo
-
-    for knob in ("recompile_limit", "cache_size_limit"):
-        if hasattr(torch._dynamo.config, knob):
-            setattr(torch._dynamo.config, knob, 1024)
-    return torch.compile(softmax_eager, dynamic=False)
+    return compile_per_shape(softmax_eager)
 
 
 def make_inputs(shape, dtype: str, device: str, generator: torch.Generator) -> dict:

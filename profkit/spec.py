@@ -7,9 +7,9 @@ A spec is plain data plus callables; this module imports no torch, so the analys
 from __future__ import annotations
 
 import ast
-import operator
 import importlib.machinery
 import importlib.util
+import operator
 import re
 import sys
 from collections.abc import Callable, Mapping

@@ -5,21 +5,23 @@ both sets (independent samples, fixed seed so the same run always gives the same
 median of a resample is drawn directly rather than by resampling: sorting n draws from the
 empirical distribution is the same as mapping n sorted uniforms through its quantile function, and
 the median's order statistic of n uniforms is Beta-distributed. That is the same bootstrap
-distribution, exactly, at a thousandth of the cost of resampling whole arrays. Runs stored before samples were kept (schema 1) have only percentiles: the
-interval then comes from the normal approximation of each median's standard error, derived from
-the inter-quartile range, and says so in `method`.
+distribution, exactly, at a thousandth of the cost of resampling whole arrays.
+
+Runs stored before samples were kept (schema 1) have only percentiles: the interval then comes
+from the normal approximation of each median's standard error, derived from the inter-quartile
+range, and says so in `method`.
 
 A difference is called only when the interval excludes 1 AND the gap is at least a practical floor
-(a share of the time, and an absolute floor in microseconds);
-an interval wider than UNSTABLE_WIDTH is "unstable" (e.g. a bimodal distribution), never a tie.
+(a share of the time, and an absolute floor in microseconds); an interval wider than
+UNSTABLE_WIDTH is "unstable" (e.g. a bimodal distribution), never a tie.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from statistics import NormalDist
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 import pandas as pd

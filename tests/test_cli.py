@@ -21,8 +21,8 @@ os.environ["TRITON_INTERPRET"] = "1"
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from click.testing import CliRunner, Result  # noqa: E402
-
 from stored_runs import v1_v2_profiles
+
 from profkit import store  # noqa: E402
 from profkit.cli import cli  # noqa: E402
 

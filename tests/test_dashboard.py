@@ -22,8 +22,8 @@ import pandas as pd
 import plotly.offline
 import pytest
 from click.testing import CliRunner
-
 from stored_runs import v1_v2_profiles
+
 from profkit import dashboard, stats, store
 from profkit.cli import cli
 from profkit.dashboard import findings_view, history, host, launches, page, roofline, speedup

@@ -21,8 +21,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from stored_runs import v1_v2_profiles
+
 from profkit import dashboard, store
 
 ROOT = Path(__file__).parents[1]

@@ -40,6 +40,17 @@ class Variant:
     def label(self) -> str:
         return text(f"{self.name} ({'baseline' if self.baseline else 'lab'})")
 
+    def marker(self, outline: bool = True) -> dict:
+        """Baselines small circles, the lab's variants larger diamonds (outlined)."""
+        out = {
+            "color": self.color,
+            "symbol": "circle" if self.baseline else "diamond",
+            "size": 7 if self.baseline else 10,
+        }
+        if outline:
+            out["line"] = {"width": 0 if self.baseline else 1, "color": "#000000"}
+        return out
+
 
 @dataclass(frozen=True)
 class Layout:

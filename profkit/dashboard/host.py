@@ -54,11 +54,7 @@ def host_figure(run: Run) -> go.Figure | None:
                 mode="markers",
                 name=v.label,
                 legendgroup=v.name,
-                marker={
-                    "color": v.color,
-                    "symbol": "circle" if v.baseline else "diamond",
-                    "size": 7 if v.baseline else 10,
-                },
+                marker=v.marker(outline=False),
                 customdata=data,
                 hovertemplate=template,
             )

@@ -171,12 +171,7 @@ def roofline_figure(run: Run) -> tuple[go.Figure | None, list[str]]:
                     mode="markers",
                     name=v.label,
                     legendgroup=v.name,
-                    marker={
-                        "color": v.color,
-                        "symbol": "circle" if v.baseline else "diamond",
-                        "size": 7 if v.baseline else 10,
-                        "line": {"width": 0 if v.baseline else 1, "color": "#000000"},
-                    },
+                    marker=v.marker(),
                     customdata=data,
                     hovertemplate=template.replace(
                         " FLOP/B<br>", f" FLOP/B (over %{{customdata[{len(fields) + 1}]}})<br>"

@@ -63,12 +63,7 @@ def _latency_trace(v: Variant, rows: pd.DataFrame) -> go.Scatter:
         mode="markers",
         name=v.label,
         legendgroup=v.name,
-        marker={
-            "color": v.color,
-            "symbol": "circle" if v.baseline else "diamond",
-            "size": 7 if v.baseline else 10,
-            "line": {"width": 0 if v.baseline else 1, "color": "#000000"},
-        },
+        marker=v.marker(),
         error_y={
             "type": "data",
             "symmetric": False,
