@@ -203,9 +203,9 @@ def test_baselines_that_moved_with_the_same_code_are_called_drift() -> None:
     assert lab == "triton: 0 faster, 1 slower, 0 noise, 0 unstable of 1 (float16 4096x8192 +3.0%)"
     assert base == (
         "baselines: 1 faster, 0 slower, 1 noise, 0 unstable of 2; the 1 that moved did so by a "
-        "median 5.0% (largest -5.0% at rmsnorm eager float16 4096x8192); the baselines ran the same "
-        "code in both runs, so lab changes of that size may be run-to-run drift the in-run spread does "
-        "not capture"
+        "median 5.0% (largest -5.0% at rmsnorm eager float16 4096x8192); the baselines ran the "
+        "same code in both runs, so lab changes of that size may be run-to-run drift the in-run "
+        "spread does not capture"
     )
 
 
