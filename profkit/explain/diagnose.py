@@ -3,8 +3,8 @@
 The bottleneck is Nsight Compute's speed-of-light decision (SOLBottleneck), except that a Tensor
 pipe at or above TENSOR_BUSY_PCT makes it compute-bound whatever the memory line says; the unit, the
 causes and the steps follow from the pipes, the memory hierarchy, the launch shape and the stalls,
-each in its own module. Steps a library kernel cannot take become library advice; steps an earlier version
-already tried without effect are withheld, with the reason.
+each in its own module. Steps a library kernel cannot take become library advice; steps an earlier
+version already tried without effect are withheld, with the reason.
 """
 
 from __future__ import annotations

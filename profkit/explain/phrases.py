@@ -468,8 +468,11 @@ def step_text(step: Step) -> str:
     elif step.action == Action.MORE_PROGRAMS and d.get("matmul"):
         cited = ", ".join(
             f"{label} {format_value(key, d[key])}"
-            for key, label in (("grid_size", "grid"), ("waves_per_sm", "waves per SM"),
-                               ("dram_throughput_pct", "DRAM"))  # fmt: skip
+            for key, label in (
+                ("grid_size", "grid"),
+                ("waves_per_sm", "waves per SM"),
+                ("dram_throughput_pct", "DRAM"),
+            )  # fmt: skip
             if d.get(key) is not None
         )
         text = (
@@ -610,8 +613,7 @@ def verdict_text(f: Finding) -> str:
     text += "; " + "; ".join(clauses) + "."
     if _has(ev, "worst_loss_pct"):
         text += say(
-            " Worst loss: {worst_loss_pct} slower than {worst_loss_baseline} at "
-            "{worst_loss_where}",
+            " Worst loss: {worst_loss_pct} slower than {worst_loss_baseline} at {worst_loss_where}",
             ev,
         )
         text += _ran_throttled(ev, "worst_loss_clock_note") + "."
