@@ -924,12 +924,10 @@ def test_a_loss_decided_on_throttled_cases_says_so() -> None:
     assert v.evidence["throttled_decided"] == 1 and v.evidence["decided_comparisons"] == 1
     assert v.evidence["throttle_reasons"] == "sw_power_cap"
     assert v.evidence["min_sm_clock_mhz"] == 1410.0
-    assert (
-        v.evidence["worst_loss_clock_note"] == "this variant: sm clock 1410 of 1980 MHz; "
-        "sw_power_cap"
-    )
-    assert "(ran throttled: this variant: sm clock 1410 of 1980 MHz; sw_power_cap)" in v.text
-    assert "1 of its 1 wins and losses among them: those gaps may be the clock" in v.text
+    assert v.evidence["worst_loss_throttled"] == ["triton"]
+    assert "slower than compile at float16 4096x8192 (triton ran throttled)." in v.text
+    assert "deciding 1 of its 1 wins and losses: those gaps may be the clock" in v.text
+    assert "(sw_power_cap; SM down to 1410 MHz)" in v.text
     (c,) = v.comparisons
     assert c.throttled and c.to_dict()["clock_notes"]["baseline"] is None
     lab = next(f for f in report if f.kind == Kind.CASE and f.variant == "triton")

@@ -547,7 +547,8 @@ def test_throttled_matmul_cases_are_said_in_verdicts_and_cases() -> None:
     assert v.evidence["throttled_comparisons"] == sum(c.throttled for c in v.comparisons) == 14
     assert v.evidence["throttle_reasons"] == "sw_power_cap"
     assert "those gaps may be the clock, not the code" in v.text
-    assert "(ran throttled: cublas: sw_power_cap)" in v.text  # the worst loss
+    assert v.evidence["worst_loss_throttled"] == ["cublas"]
+    assert "at bfloat16 128x8192x8192 (cublas ran throttled)." in v.text  # the worst loss
 
 
 @pytest.mark.parametrize("run_id", [*RUNS, RMSNORM_H200])

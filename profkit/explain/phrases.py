@@ -96,19 +96,19 @@ def reason_text(r: Reason, ev: Mapping) -> str:
     if c == Cause.THROTTLED:
         if d.get("verdict"):
             text = say(
-                "Clocks: {throttled_comparisons} of its {comparisons} comparisons involve a "
-                "case that ran throttled",
+                "Clocks: {throttled_comparisons} of {comparisons} comparisons involve a "
+                "throttled case",
                 ev,
             )
             bits = [say("{throttle_reasons}", ev)] if _has(ev, "throttle_reasons") else []
             if _has(ev, "min_sm_clock_mhz"):
-                bits.append(say("SM clock down to {min_sm_clock_mhz}", ev))
+                bits.append(say("SM down to {min_sm_clock_mhz}", ev))
             if bits:
                 text += " (" + "; ".join(bits) + ")"
             if ev.get("throttled_decided"):
                 text += say(
-                    ", {throttled_decided} of its {decided_comparisons} wins and losses among "
-                    "them: those gaps may be the clock, not the code.",
+                    ", deciding {throttled_decided} of its {decided_comparisons} wins and "
+                    "losses: those gaps may be the clock, not the code.",
                     ev,
                 )
             else:
@@ -207,11 +207,7 @@ def reason_text(r: Reason, ev: Mapping) -> str:
                 )
             text += ": the math runs near the hardware's rate"
             if _has(ev, "sol_bottleneck"):
-                text += say(
-                    " (ncu's speed of light leans {sol_bottleneck} at {memory_throughput_pct}: "
-                    "the on-chip traffic feeding the MMAs)",
-                    ev,
-                )
+                text += say(" (ncu's {sol_bottleneck} line is the MMAs' operand traffic)", ev)
             if d.get("sibling"):
                 text += say(", yet {sibling_variant} does the same FLOPs ", ev)
                 text += (
@@ -477,7 +473,7 @@ def step_text(step: Step) -> str:
         )
         text = (
             "launch more programs, not larger tiles: smaller tiles along N or K, split-K or "
-            f"stream-K, so every SM holds tiles and more loads are in flight ({cited})"
+            f"stream-K, so every SM holds work ({cited})"
         )
     elif step.action == Action.MATCH_SIBLING:
         text = _sibling_step(d)
@@ -498,7 +494,7 @@ def _sibling_step(d: Mapping) -> str:
     else:
         text = (
             f"see what {sibling} does differently: it {work} in "
-            f"{format_value('_pct', share)} of this case's time"
+            f"{format_value('_pct', share)} of the time"
         )
     differs = [
         f"{_FACT_WORDS.get(x['key'], x['key'])} {format_value(x['key'], x['sibling'])} "
@@ -506,7 +502,7 @@ def _sibling_step(d: Mapping) -> str:
         for x in d.get("differs") or []
     ]
     if differs:
-        text += f" ({sibling}'s " + ", ".join(differs) + ")"
+        text += " (its " + ", ".join(differs) + ")"
     return text
 
 
@@ -573,7 +569,11 @@ def history_text(f: Finding) -> str:
 
 
 def _ran_throttled(ev: Mapping, key: str) -> str:
-    return say(" (ran throttled: {" + key + "})", ev) if _has(ev, key) else ""
+    """The caveat on a win or loss: who ran throttled (the reasons are in the Clocks sentence)."""
+    who = ev.get(key)
+    if not who:
+        return ""
+    return f" ({' and '.join(who)} ran throttled)"
 
 
 def _signed(key: str, value: float) -> str:
@@ -616,12 +616,12 @@ def verdict_text(f: Finding) -> str:
             " Worst loss: {worst_loss_pct} slower than {worst_loss_baseline} at {worst_loss_where}",
             ev,
         )
-        text += _ran_throttled(ev, "worst_loss_clock_note") + "."
+        text += _ran_throttled(ev, "worst_loss_throttled") + "."
     if _has(ev, "best_win_x"):
         text += say(
             " Largest win: {best_win_x} faster than {best_win_baseline} at {best_win_where}", ev
         )
-        text += _ran_throttled(ev, "best_win_clock_note") + "."
+        text += _ran_throttled(ev, "best_win_throttled") + "."
     for r in f.reasons:
         text += " " + reason_text(r, ev)
     if _has(ev, "not_compared"):

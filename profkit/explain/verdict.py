@@ -152,13 +152,13 @@ def _verdict(
         ev.put("worst_loss_pct", worst.delta_pct)
         ev.put("worst_loss_where", worst.where)
         ev.put("worst_loss_baseline", worst.baseline)
-        ev.put("worst_loss_clock_note", _clock_words(worst))
+        ev.put("worst_loss_throttled", _throttled_sides(worst, variant))
     wins = sorted((c for c in comparisons if c.outcome == "faster"), key=lambda c: c.ratio)
     if wins:
         ev.put("best_win_x", 1 / wins[0].ratio)
         ev.put("best_win_where", wins[0].where)
         ev.put("best_win_baseline", wins[0].baseline)
-        ev.put("best_win_clock_note", _clock_words(wins[0]))
+        ev.put("best_win_throttled", _throttled_sides(wins[0], variant))
     _loop_split(f, comparisons, ev)
     _throttled(f, comparisons, [*lab, *base], ev)
     f.next = _steps(variant, losses, comparisons, steps)
@@ -166,13 +166,11 @@ def _verdict(
     return f
 
 
-def _clock_words(c: Comparison) -> str | None:
-    """Which side of a comparison ran throttled, and why (None when neither did)."""
-    sides = [(who, note) for who, note in (("lab", c.lab_clock_note),
+def _throttled_sides(c: Comparison, variant: str) -> list[str] | None:
+    """Which sides of a comparison ran throttled (None when neither did)."""
+    sides = [who for who, note in ((variant, c.lab_clock_note),
              (c.baseline, c.baseline_clock_note)) if note]  # fmt: skip
-    if not sides:
-        return None
-    return "; ".join(f"{'this variant' if who == 'lab' else who}: {note}" for who, note in sides)
+    return sides or None
 
 
 def _throttled(f: Finding, comparisons: list[Comparison], rows: list[dict], ev: Evidence) -> None:
