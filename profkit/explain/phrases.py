@@ -84,7 +84,7 @@ def reason_text(r: Reason, ev: Mapping) -> str:
             lead = "DRAM runs at {dram_throughput_pct} of peak, about a device copy's rate"
             roof = "a copy's rate is not the roof here"
         moved = (
-            " ({sibling_dram_bytes} through DRAM against its {dram_bytes})"
+            " ({sibling_dram_bytes} through DRAM against this case's {dram_bytes})"
             if _has(ev, "sibling_dram_bytes", "dram_bytes")
             else ""
         )
