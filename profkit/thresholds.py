@@ -168,3 +168,13 @@ DOMINANT_LAUNCH_PCT = 80.0
 # device time moved by less than this (%) is a change that had no effect: the step that made it is
 # not advised again. The same 2% practical floor as profkit.stats.PRACTICAL_FLOOR_PCT.
 NO_EFFECT_TIME_PCT = 2.0
+
+# --- Siblings: the other variants of the same case (same dtype and shape) ------------------------
+# A sibling that moves the same bytes (or does the same FLOPs) faster is compared with the case on
+# launch facts; an integer launch parameter (block size, grid, registers per thread) differing by
+# at least this factor either way is named as a difference (occupancies use OCCUPANCY_GAP_PCT).
+# profkit choice: 1.25, the same margin as EXTRA_READS_RATIO.
+SIBLING_LAUNCH_RATIO = 1.25
+# Two cases' model FLOPs (or model bytes) within this relative tolerance are "the same work": the
+# spec computes both from the shape, so they agree exactly; the tolerance absorbs float rounding.
+SAME_WORK_TOLERANCE = 1e-6

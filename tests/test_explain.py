@@ -761,3 +761,190 @@ def test_the_detail_view_lists_roofs_hierarchy_pipes_and_stalls() -> None:
     assert "memory: DRAM 30.0%, L2 hit 50.0%, DRAM read 67.0 MB, write 41.0 MB" in text
     assert "pipes: Tensor (HMMA) 0.0%, FMA 20.0%, XU 85.0%" in text
     assert "stalls: math pipe throttle 30.0%, wait 5.0%" in text
+
+
+# --- siblings: the other variants of the same case (constructed tables) --------------------------
+
+
+def case_of(rows: list[dict], variant: str) -> Finding:
+    report = explain_run(run_of(rows))
+    return next(f for f in report if f.kind == Kind.CASE and f.variant == variant)
+
+
+def at_same_size_roof(variant: str, share: float, **columns: object) -> dict:
+    """A stream at `share` of a same-size copy (copy 4000 GB/s over the 134 MB model)."""
+    p50 = 134217728.0 / (share / 100 * 4000e9) * 1e3
+    return case(variant, device_p50_ms=p50, copy_gbps_same_size=4000.0, **columns)
+
+
+LONG_SCOREBOARD = {"stall_long_scoreboard_pct": 60.0, "stall_barrier_pct": 12.0}
+
+
+def test_a_sibling_moving_the_same_bytes_faster_refutes_the_copy_roof() -> None:
+    mine = at_same_size_roof("triton", 95.5, dram_bytes=108.8e6, registers_per_thread=48.0,
+                             **{**STREAM, "achieved_occupancy_pct": 56.8,
+                                "theoretical_occupancy_pct": 95.0}, **LONG_SCOREBOARD)  # fmt: skip
+    # compile: fewer DRAM bytes (L2 held more) but the same model bytes, 7% less time
+    sibling = at_same_size_roof("compile", 102.4, baseline=True, dram_bytes=108.4e6,
+                                **{**STREAM, "achieved_occupancy_pct": 90.7},
+                                registers_per_thread=28.0)  # fmt: skip
+    f = case_of([mine, sibling], "triton")
+    assert Cause.AT_ROOF not in causes(f) and Cause.SIBLING_FASTER in causes(f)
+    assert Action.FEWER_BYTES not in actions(f)
+    assert actions(f)[:2] == [Action.MATCH_SIBLING, Action.HIDE_LATENCY]  # then the stall
+    assert f.evidence["sibling_variant"] == "compile"
+    assert f.evidence["sibling_time_share_pct"] == pytest.approx(95.5 / 102.4 * 100)
+    step = f.next[0]
+    assert step.detail["sibling"] == "compile" and step.detail["same"] == "bytes"
+    assert {d["key"] for d in step.detail["differs"]} == {"achieved_occupancy_pct",
+                                                         "registers_per_thread"}  # fmt: skip
+    assert "only moving fewer bytes helps" not in f.text and "will not help" not in f.next_step
+    assert "compile moves the same bytes in 93.3% of its time" in f.text
+    assert "the same-size copy is not the roof at this size" in f.text
+    assert "achieved occupancy 90.7% against 56.8%" in f.next_step
+    # the fastest variant itself is still at the roof
+    g = case_of([mine, sibling], "compile")
+    assert Cause.AT_ROOF in causes(g) and actions(g)[0] == Action.FEWER_BYTES
+
+
+@pytest.mark.parametrize(
+    ("sibling_share", "sibling_bytes", "refuted"),
+    [(95.6, 134217728.0, False),  # a tie (within noise): the copy stands as the roof
+     (102.4, 67108864.0, False)],  # faster, but moving half the bytes (DRAM and model)
+)  # fmt: skip
+def test_a_sibling_refutes_the_roof_only_moving_as_much_measurably_faster(
+    sibling_share: float, sibling_bytes: float, refuted: bool
+) -> None:
+    mine = at_same_size_roof("triton", 95.5, dram_bytes=134e6, **STREAM)
+    sibling = at_same_size_roof("other", 95.5, baseline=True, **STREAM,
+                                dram_bytes=sibling_bytes * 0.99, bytes=sibling_bytes,
+                                device_iqr_ms=0.01)  # fmt: skip
+    sibling["device_p50_ms"] = mine["device_p50_ms"] * 95.5 / sibling_share
+    f = case_of([mine, sibling], "triton")
+    assert (Cause.SIBLING_FASTER in causes(f)) is refuted
+    assert (Cause.AT_ROOF in causes(f)) is not refuted
+
+
+MATMUL_M128 = {
+    "flops": 2 * 128 * 8192 * 8192.0,
+    "bytes": 138412032.0,
+    "dtype": "bfloat16",
+    "shape": "128x8192x8192",
+    "ncu_sm_clock_mhz": 1780.0,
+    "device_p50_ms": 0.046,
+}
+FEW_TILES = {"grid_size": 128.0, "waves_per_sm": 0.485, "tensor_pipe_pct": 45.0,
+             "theoretical_occupancy_pct": 12.5, "achieved_occupancy_pct": 6.0}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("sol", "bottleneck"),
+    [({"memory_throughput_pct": 70.6, "dram_throughput_pct": 60.2, "sm_throughput_pct": 45.0},
+      Bottleneck.MEMORY),
+     ({"memory_throughput_pct": 58.0, "dram_throughput_pct": 58.0, "sm_throughput_pct": 42.0},
+      Bottleneck.LATENCY)],
+)  # fmt: skip
+def test_a_matmul_with_too_few_tiles_is_told_more_programs_never_larger_tiles(
+    sol: dict, bottleneck: Bottleneck
+) -> None:
+    f = one_case(**MATMUL_M128, **FEW_TILES, **sol)
+    assert f.bottleneck == bottleneck
+    assert Action.FEED_TENSOR not in actions(f) and Cause.TENSOR_UNDERFED not in causes(f)
+    assert causes(f).count(Cause.SMALL_GRID) == 1
+    (small,) = [r for r in f.reasons if r.cause == Cause.SMALL_GRID]
+    assert small.detail == {"matmul": True} and "dram_throughput_pct" in small.keys
+    (step,) = [s for s in f.next if s.action == Action.MORE_PROGRAMS]
+    assert step.detail["grid_size"] == 128 and step.detail["waves_per_sm"] == 0.485
+    text = step.to_dict()["text"]
+    assert "split-K" in text and "not larger tiles" in text
+    assert "grid 128" in text and "waves per SM 0.485" in text
+    assert f"DRAM {sol['dram_throughput_pct']:.1f}%" in text
+    # the same matmul with tiles enough for every SM is under-fed: larger tiles then
+    g = one_case(**MATMUL_M128, **sol, **{**FEW_TILES, "grid_size": 1024.0, "waves_per_sm": 3.9})
+    assert Action.FEED_TENSOR in actions(g) and Action.MORE_PROGRAMS not in actions(g)
+
+
+L1_BUSY = {"memory_throughput_pct": 98.8, "dram_throughput_pct": 19.3, "sm_throughput_pct": 81.0,
+           "l1_throughput_pct": 98.8, "l2_throughput_pct": 40.0}  # fmt: skip
+
+
+def test_a_busy_tensor_pipe_is_compute_bound_whatever_the_memory_line_says() -> None:
+    assert classify(98.8, 81.0) == Bottleneck.MEMORY  # ncu's SOL rule alone
+    kernels = pd.DataFrame([{"launch": 0, "kernel_name": "nvjet_sm90_tst_256x128_64x4_1x2_h_bz",
+                             **L1_BUSY, "tensor_pipe_pct": th.TENSOR_BUSY_PCT}])  # fmt: skip
+    (f,) = list(explain_launches(kernels, None))
+    assert f.bottleneck == Bottleneck.COMPUTE and f.unit == Unit.TENSOR
+    assert causes(f)[0] == Cause.TENSOR_BUSY and Cause.CACHE_BOUND not in causes(f)
+    assert f.evidence["sol_bottleneck"] == "memory"
+    assert actions(f) == [Action.LIBRARY_SHAPES]
+    # just under the line, ncu's decision stands
+    kernels["tensor_pipe_pct"] = th.TENSOR_BUSY_PCT - 0.1
+    (f,) = list(explain_launches(kernels, None))
+    assert f.bottleneck == Bottleneck.MEMORY and f.unit == Unit.L1
+
+
+GEMM_4096 = {"flops": 2 * 4096.0**3, "bytes": 3 * 4096 * 4096 * 2.0, "dtype": "bfloat16",
+             "shape": "4096x4096x4096"}  # fmt: skip
+
+
+@pytest.mark.parametrize(("sibling_ms", "outcome"), [(0.81, "slower"), (1.0, "noise")])
+def test_a_sibling_doing_the_same_flops_as_fast_replaces_do_less_math(
+    sibling_ms: float, outcome: str
+) -> None:
+    mine = case("triton", device_p50_ms=1.0, **GEMM_4096, **COMPUTE, tensor_pipe_pct=95.0)
+    other = case("cublas", baseline=True, device_p50_ms=sibling_ms, **GEMM_4096, **L1_BUSY,
+                 tensor_pipe_pct=97.8)  # fmt: skip
+    f = case_of([mine, other], "triton")
+    assert causes(f)[0] == Cause.TENSOR_BUSY and f.unit == Unit.TENSOR
+    assert Action.LESS_MATH not in actions(f) and actions(f)[0] == Action.MATCH_SIBLING
+    assert f.next[0].detail["outcome"] == outcome and f.next[0].detail["same"] == "flops"
+    assert "do less math" not in f.next_step and "cublas" in f.next_step
+    said = "in 81.0% of its time" if outcome == "slower" else "in the same time"
+    assert f"cublas does the same FLOPs {said}" in f.text
+    # cuBLAS itself: compute-bound on the Tensor pipe, never memory-bound (L1/shared)
+    g = case_of([mine, other], "cublas")
+    assert g.bottleneck == Bottleneck.COMPUTE and g.unit == Unit.TENSOR
+    # a sibling doing different FLOPs (another model) leaves "do less math"
+    h = case_of([mine, {**other, "flops": GEMM_4096["flops"] / 2}], "triton")
+    assert actions(h) == [Action.LESS_MATH]
+
+
+def throttled_pair(note_lab: object, note_base: object) -> list[dict]:
+    lab = case("triton", device_p50_ms=0.12, **STREAM, clock_note=note_lab, sm_clock_mhz=1410.0)
+    base = case("compile", baseline=True, device_p50_ms=0.10, **STREAM, clock_note=note_base,
+                sm_clock_mhz=1980.0)  # fmt: skip
+    return [lab, base]
+
+
+def test_a_loss_decided_on_throttled_cases_says_so() -> None:
+    report = explain_run(run_of(throttled_pair("sm clock 1410 of 1980 MHz; sw_power_cap", "")))
+    (v,) = report.verdicts
+    assert v.verdict == Verdict.NOT_A_WIN
+    (r,) = [r for r in v.reasons if r.cause == Cause.THROTTLED]
+    assert v.evidence["throttled_decided"] == 1 and v.evidence["decided_comparisons"] == 1
+    assert v.evidence["throttle_reasons"] == "sw_power_cap"
+    assert v.evidence["min_sm_clock_mhz"] == 1410.0
+    assert v.evidence["worst_loss_throttled"] == ["triton"]
+    assert "slower than compile at float16 4096x8192 (triton ran throttled)." in v.text
+    assert "deciding 1 of its 1 wins and losses: those gaps may be the clock" in v.text
+    assert "(sw_power_cap; SM down to 1410 MHz)" in v.text
+    (c,) = v.comparisons
+    assert c.throttled and c.to_dict()["clock_notes"]["baseline"] is None
+    lab = next(f for f in report if f.kind == Kind.CASE and f.variant == "triton")
+    assert Cause.THROTTLED in causes(lab) and lab.evidence["sm_clock_mhz"] == 1410.0
+    assert "It ran throttled (sm clock 1410 of 1980 MHz; sw_power_cap, SM at 1410 MHz)" in lab.text
+    base = next(f for f in report if f.kind == Kind.CASE and f.variant == "compile")
+    assert Cause.THROTTLED not in causes(base)
+
+
+@pytest.mark.parametrize("note", [NAN, ""])
+def test_runs_without_clock_notes_say_nothing_of_clocks(note: object) -> None:
+    # NaN: an old run (no clock_note column at all reads the same); "": full clocks
+    rows = throttled_pair(note, note)
+    if note is NAN:
+        rows = [{k: v for k, v in r.items() if k not in ("clock_note", "sm_clock_mhz")}
+                for r in rows]  # fmt: skip
+    report = explain_run(run_of(rows))
+    for f in report:
+        assert Cause.THROTTLED not in causes(f) and "throttled" not in f.text
+    assert "clock_notes" not in report.verdicts[0].comparisons[0].to_dict()

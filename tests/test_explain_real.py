@@ -425,3 +425,133 @@ def test_the_fixture_reports_new_counters_reach_the_findings() -> None:
         1967.6, abs=0.1
     )  # gpc__cycles_elapsed.avg.per_second
     assert {f.evidence["family"] for f in found[1:]} <= {"aten_elementwise", "aten_reduce"}
+
+
+# --- today's H200 runs (schema 2): siblings, small-grid matmuls, Tensor-busy, throttling ---------
+
+RMSNORM_H200 = "rmsnorm-20261130-162158-vm-f1ea"
+MATMUL_H200 = "matmul-20261130-162825-vm-cac0"
+
+
+def found(run_id: str, variant: str, dtype: str, shape: str) -> Finding:
+    (f,) = [f for f in findings(run_id) if f.kind == Kind.CASE and f.variant == variant
+            and f.dtype == dtype and f.shape == shape]  # fmt: skip
+    return f
+
+
+def test_rmsnorm_fp32_4096_is_not_at_the_roof_while_compile_moves_the_same_bytes_faster() -> None:
+    f = found(RMSNORM_H200, "triton", "float32", "4096x4096")
+    mine, sib = (row(RMSNORM_H200, v, "float32", "4096x4096") for v in ("triton", "compile"))
+    assert mine.pct_copy_same_size >= th.NEAR_SAME_SIZE_COPY_PCT  # the roof line alone says "at"
+    run = store.load(run_path(RMSNORM_H200))
+    assert stats.compare_cases(mine, sib, run.samples).outcome == "slower"
+    assert Cause.AT_ROOF not in [r.cause for r in f.reasons]
+    assert Cause.SIBLING_FASTER in [r.cause for r in f.reasons]
+    assert Action.FEWER_BYTES not in [s.action for s in f.next]
+    assert f.next[0].action == Action.MATCH_SIBLING and f.next[0].detail["sibling"] == "compile"
+    assert f.evidence["sibling_time_share_pct"] == pytest.approx(
+        sib.device_p50_ms / mine.device_p50_ms * 100, rel=0.01
+    )
+    assert "only moving fewer bytes helps" not in f.text
+    assert "compile moves the same bytes in 93.2% of its time" in f.text
+
+
+def test_no_case_at_the_roof_has_a_sibling_moving_as_much_measurably_faster() -> None:
+    run = store.load(run_path(RMSNORM_H200))
+    df = cases(RMSNORM_H200)
+    at_roof = [
+        f
+        for f in findings(RMSNORM_H200)
+        if f.kind == Kind.CASE and Cause.AT_ROOF in [r.cause for r in f.reasons]
+    ]
+    assert at_roof
+    for f in at_roof:
+        mine = row(RMSNORM_H200, f.variant, f.dtype, f.shape)
+        same = df[(df["dtype"] == f.dtype) & (df["shape"] == f.shape) & (df.variant != f.variant)]
+        for sib in same.itertuples():
+            c = stats.compare_cases(mine, same.loc[sib.Index], run.samples)
+            assert c.outcome != "slower" or sib.bytes != mine.bytes, (f.subject, sib.variant)
+
+
+def test_decode_matmuls_with_too_few_tiles_are_told_more_programs_not_larger_tiles() -> None:
+    df = cases(MATMUL_H200)
+    few = df[(df.baseline != True) & (df.waves_per_sm < 1) & (df.grid_size < SM_COUNT)]  # noqa: E712
+    assert len(few) >= 8  # 16x and 128x8192x8192, both dtypes, both lab variants
+    checked = 0
+    for r in few.itertuples():
+        f = found(MATMUL_H200, r.variant, r.dtype, r.shape)
+        assert Action.FEED_TENSOR not in [s.action for s in f.next], f.subject
+        if r.flops / r.bytes < th.MATMUL_INTENSITY_FLOP_PER_BYTE:
+            continue  # M=16 is a matrix-vector product by its model, not judged as a matmul
+        (step,) = [s for s in f.next if s.action == Action.MORE_PROGRAMS]
+        assert step.detail["matmul"] and step.detail["grid_size"] == int(r.grid_size)
+        assert step.detail["waves_per_sm"] == pytest.approx(r.waves_per_sm)
+        checked += 1
+    assert checked == 4  # M=128: both dtypes, both lab variants
+    f = found(MATMUL_H200, "triton", "bfloat16", "128x8192x8192")
+    assert f.bottleneck == Bottleneck.MEMORY
+    assert "its tiles keep them under-fed" not in f.text
+    assert "Too few tiles for a matmul: 128 programs, 0.485 waves per SM" in f.text
+    assert "DRAM runs at only 60.2% of peak" in f.text
+    assert "split-K or stream-K" in f.next[0].to_dict()["text"]
+    assert "(grid 128, waves per SM 0.485, DRAM 60.2%)" in f.next[0].to_dict()["text"]
+
+
+def test_a_busy_tensor_pipe_is_compute_bound_on_the_tensor_cores_in_the_matmul_run() -> None:
+    df = cases(MATMUL_H200)
+    busy = df[df.tensor_pipe_pct >= th.TENSOR_BUSY_PCT]
+    assert len(busy) >= 20
+    for r in busy.itertuples():
+        f = found(MATMUL_H200, r.variant, r.dtype, r.shape)
+        assert f.bottleneck == Bottleneck.COMPUTE and f.unit == Unit.TENSOR, f.subject
+        assert f.reasons[0].cause == Cause.TENSOR_BUSY
+    f = found(MATMUL_H200, "cublas", "float16", "16384x4096x14336")
+    assert f.evidence["sol_bottleneck"] == "memory"  # ncu's SOL alone said memory (L1/shared)
+    assert "memory-bound" not in f.text
+
+
+def test_no_lab_matmul_is_told_less_math_while_a_sibling_is_as_fast() -> None:
+    run = store.load(run_path(MATMUL_H200))
+    df = cases(MATMUL_H200)
+    pointed = 0
+    for f in findings(MATMUL_H200):
+        if f.kind != Kind.CASE or Action.LESS_MATH not in [s.action for s in f.next]:
+            continue
+        mine = row(MATMUL_H200, f.variant, f.dtype, f.shape)
+        same = df[(df["dtype"] == f.dtype) & (df["shape"] == f.shape) & (df.variant != f.variant)]
+        for i in same.index:
+            c = stats.compare_cases(mine, same.loc[i], run.samples)
+            assert c.outcome not in ("slower", "noise"), (f.subject, same.loc[i, "variant"])
+    for f in findings(MATMUL_H200):
+        pointed += f.kind == Kind.CASE and Action.MATCH_SIBLING in [s.action for s in f.next]
+    assert pointed >= 4
+    f = found(MATMUL_H200, "triton", "bfloat16", "16384x4096x14336")
+    assert f.next[0].action == Action.MATCH_SIBLING and f.next[0].detail["sibling"] == "cublas"
+    assert "do less math" not in f.next[0].to_dict()["text"]
+
+
+def test_throttled_matmul_cases_are_said_in_verdicts_and_cases() -> None:
+    df = cases(MATMUL_H200)
+    noted = df.clock_note.fillna("").astype(str).str.len() > 0
+    large = ~df["shape"].str.match(r"^(16|128)x")
+    assert (noted & large).sum() == 27 and large.sum() == 30  # the capture's power cap
+    for r in df[noted].itertuples():
+        f = found(MATMUL_H200, r.variant, r.dtype, r.shape)
+        assert Cause.THROTTLED in [x.cause for x in f.reasons] and f.evidence["clock_note"]
+        assert "It ran throttled" in f.text
+    for r in df[~noted].itertuples():
+        f = found(MATMUL_H200, r.variant, r.dtype, r.shape)
+        assert Cause.THROTTLED not in [x.cause for x in f.reasons]
+    v = next(f for f in findings(MATMUL_H200) if f.kind == Kind.VERDICT and f.variant == "triton")
+    (why,) = [x for x in v.reasons if x.cause == Cause.THROTTLED]
+    assert v.evidence["throttled_comparisons"] == sum(c.throttled for c in v.comparisons) == 14
+    assert v.evidence["throttle_reasons"] == "sw_power_cap"
+    assert "those gaps may be the clock, not the code" in v.text
+    assert v.evidence["worst_loss_throttled"] == ["cublas"]
+    assert "at bfloat16 128x8192x8192 (cublas ran throttled)." in v.text  # the worst loss
+
+
+@pytest.mark.parametrize("run_id", [*RUNS, RMSNORM_H200])
+def test_runs_at_full_clocks_or_without_clock_notes_say_nothing_of_throttling(run_id: str) -> None:
+    for f in findings(run_id):
+        assert Cause.THROTTLED not in [x.cause for x in f.reasons] and "throttled" not in f.text

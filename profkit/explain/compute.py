@@ -2,7 +2,9 @@
 
 An elementwise op or a reduction is never told to move onto the Tensor Cores: only a case whose
 model is a matrix product (FLOPs per byte far above an elementwise op's) or a GEMM library kernel
-is. A library GEMM in fp32 on the FMA pipe gets TF32 or bf16, never `tl.dot`.
+is. A library GEMM in fp32 on the FMA pipe gets TF32 or bf16, never `tl.dot`. A user matmul with
+too few tiles for the SMs is told to launch more (smaller) tiles, never larger ones; one on a busy
+Tensor pipe is pointed at a sibling that does the same FLOPs as fast, never told to do less math.
 """
 
 from __future__ import annotations
@@ -10,11 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from profkit import thresholds as th
+from profkit.explain import shape
 from profkit.explain.context import Context, Said
 from profkit.explain.evidence import Evidence, num
 from profkit.explain.library import GEMM, LIBRARY
 from profkit.explain.model import Action, Cause, Reason, Step, Unit
 from profkit.explain.roofs import busiest_pipe, tensor_pct
+from profkit.explain.siblings import sibling_step
 
 
 def pipe_facts(m: Mapping, ev: Evidence) -> None:
@@ -43,8 +47,15 @@ def pipe_detail(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
         key = "tensor_any_pct" if num(m, "tensor_any_pct") is not None else "tensor_pipe_pct"
         ev.put(key, tensor)
         if tensor >= th.TENSOR_BUSY_PCT:
-            step = Action.LIBRARY_SHAPES if ctx.family in LIBRARY else Action.LESS_MATH
-            return Reason(Cause.TENSOR_BUSY, [key]), [Step(step, [key])]
+            if ctx.family in LIBRARY:
+                return Reason(Cause.TENSOR_BUSY, [key]), [Step(Action.LIBRARY_SHAPES, [key])]
+            # a sibling doing the same FLOPs in the same or less time: less math is not the gap
+            found = ctx.siblings.same_flops_not_slower() if ctx.siblings else None
+            if found is not None:
+                more, step = sibling_step(m, found, ev, "flops")
+                said = "faster" if found[1].outcome == "slower" else "same"
+                return Reason(Cause.TENSOR_BUSY, [key, *more], {"sibling": said}), [step]
+            return Reason(Cause.TENSOR_BUSY, [key]), [Step(Action.LESS_MATH, [key])]
         library = ctx.family in GEMM or ctx.family in LIBRARY
         if tensor < th.TENSOR_IDLE_PCT and gemm and library:
             if ctx.dtype == "float32":
@@ -61,6 +72,9 @@ def pipe_detail(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
                     Step(Action.USE_TENSOR_CORES, [key]),
                 ]
             return Reason(Cause.MATMUL_OFF_TENSOR, [key]), [Step(Action.USE_TENSOR_CORES, [key])]
+        if gemm and not library and shape.grid_too_small(m, ctx):
+            # too few tiles for the SMs: larger tiles would make fewer still
+            return shape.small_grid(m, ctx, ev)
         if gemm and not library:
             # it issues MMAs: under-fed when far below the pipe's roof (or, without the clock to
             # compute that roof, when the pipe is idle most cycles)

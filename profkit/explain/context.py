@@ -1,5 +1,6 @@
 """What a diagnosis knows besides the row's counters: the device, who wrote the kernel, the
-case's model (bytes, FLOPs, dtype), and the steps already ruled out for it."""
+case's model (bytes, FLOPs, dtype), the steps already ruled out for it, and the other variants of
+the same case."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from profkit.explain.evidence import num
 from profkit.explain.library import Family
 from profkit.explain.model import Action, Reason, Step
 from profkit.explain.roofs import Device
+from profkit.explain.siblings import Siblings
 
 Said = tuple[Reason, list[Step]]
 
@@ -22,6 +24,8 @@ class Context:
     dtype: str = ""
     read_floor: float | None = None  # fewest DRAM bytes read by any variant of the same case
     ruled_out: Mapping[Action, str] = field(default_factory=dict)  # action -> why
+    # the other variants of the same case (a run's case only; None for a launch or a report)
+    siblings: Siblings | None = field(default=None, compare=False)
 
     def matmul_like(self, row: Mapping) -> bool:
         """A matrix product by its model: FLOPs per byte far above an elementwise op's."""

@@ -1,9 +1,10 @@
 """One row (a case, or one launch) -> its bottleneck, limiting unit, causes and next steps.
 
-The bottleneck is Nsight Compute's speed-of-light decision (SOLBottleneck); the unit, the causes and
-the steps follow from the pipes, the memory hierarchy, the launch shape and the stalls, each in
-its own module. Steps a library kernel cannot take become library advice; steps an earlier version
-already tried without effect are withheld, with the reason.
+The bottleneck is Nsight Compute's speed-of-light decision (SOLBottleneck), except that a Tensor
+pipe at or above TENSOR_BUSY_PCT makes it compute-bound whatever the memory line says; the unit, the
+causes and the steps follow from the pipes, the memory hierarchy, the launch shape and the stalls,
+each in its own module. Steps a library kernel cannot take become library advice; steps an earlier
+version already tried without effect are withheld, with the reason.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from profkit.explain.context import Context, Said
 from profkit.explain.evidence import Evidence, num
 from profkit.explain.library import ELEMENTWISE, GEMM, LIBRARY
 from profkit.explain.model import Action, Bottleneck, Cause, Reason, Step, Unit
-from profkit.explain.roofs import compute_roof, memory_roof
+from profkit.explain.roofs import compute_roof, memory_roof, tensor_pct
 
 
 def classify(memory_pct: float, sm_pct: float) -> Bottleneck:
@@ -53,6 +54,12 @@ def diagnose(m: Mapping, ctx: Context) -> Diagnosis | None:
     ev.put(mem_key, mem)
     ev.put("sm_throughput_pct", sm)
     kind = classify(mem, sm)
+    tensor = tensor_pct(m)
+    if tensor is not None and tensor >= th.TENSOR_BUSY_PCT and kind != Bottleneck.COMPUTE:
+        # a Tensor pipe this busy is the limit: the L1/shared traffic that ncu's SOL weighs above
+        # the SM's is the MMAs' own operand feed, not a separate memory bound
+        ev.put("sol_bottleneck", str(kind))
+        kind = Bottleneck.COMPUTE
     compute_roof(m, ctx.dtype, ctx.device, ev)
     memory_roof(m, ctx.device, ev)
     memory.hierarchy_facts(m, ev)
@@ -73,8 +80,9 @@ def diagnose(m: Mapping, ctx: Context) -> Diagnosis | None:
             memory.dram_level(m, ctx, ev, chain=chain),
             memory.data_in_l2(m, ctx, ev),
         ]
-        short = any(s and s[0].cause == Cause.SHORT_OF_ROOF for s in found)
-        specific = any(s and s[1] for s in found)
+        # short of the roof, or near it while a sibling streams the same bytes faster
+        short = any(s and s[0].cause in _SHORT for s in found)
+        specific = any(s and s[1] and s[0].cause != Cause.SIBLING_FASTER for s in found)
         if short and not specific:
             found += _why_short(m, ctx, ev)
     elif kind == Bottleneck.COMPUTE:
@@ -110,11 +118,17 @@ def diagnose(m: Mapping, ctx: Context) -> Diagnosis | None:
         ]
         if not any(found):
             found.append(_open("ComputeWorkloadAnalysis"))
-    said = [s for s in found if s]
+    said: list[Said] = []
+    for s in found:  # one reason per cause (a small grid is both a shape and a matmul cause)
+        if s and all(s[0].cause != x[0].cause for x in said):
+            said.append(s)
     diagnosis = Diagnosis(kind, unit, [r for r, _ in said], evidence=ev)
     steps = [step for _, steps in said for step in steps]
     diagnosis.steps, diagnosis.ruled_out = fit_steps(steps, ctx)
     return diagnosis
+
+
+_SHORT = (Cause.SHORT_OF_ROOF, Cause.SIBLING_FASTER)
 
 
 def _why_short(m: Mapping, ctx: Context, ev: Evidence) -> list[Said | None]:

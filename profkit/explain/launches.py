@@ -64,7 +64,7 @@ def drill_down(rows: list[dict], ctx: Context, lab: bool = False) -> list[Launch
     out = []
     for row in rows:
         fam = launch_family(row, lab)
-        lctx = replace(ctx, family=fam, read_floor=None)
+        lctx = replace(ctx, family=fam, read_floor=None, siblings=None)
         # a launch has no model of its own: judge its counters alone
         bare = {k: v for k, v in row.items() if k not in ("bytes", "flops", "device_p50_ms")}
         diagnosis = diagnose(bare, lctx)

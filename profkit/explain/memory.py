@@ -14,6 +14,7 @@ from profkit.explain.context import Context, Said
 from profkit.explain.evidence import Evidence, num
 from profkit.explain.model import Action, Cause, Reason, Step, Unit
 from profkit.explain.roofs import MEMORY_LEVELS, memory_roof, near_copy_line
+from profkit.explain.siblings import sibling_step
 
 SECTOR_BYTES = 32
 
@@ -43,7 +44,8 @@ def _cache_level(m: Mapping, ev: Evidence) -> tuple[Unit | None, str | None]:
 
 def dram_level(m: Mapping, ctx: Context, ev: Evidence, *, chain: bool = False) -> Said | None:
     """At the roof (only fewer bytes help) or short of it. A case with timing is judged against
-    the same-size copy (else the large one, saying so); a launch against ncu's DRAM peak."""
+    the same-size copy (else the large one, saying so); a launch against ncu's DRAM peak. A case
+    near the roof whose sibling moves as many bytes measurably faster is not at the roof."""
     dram = num(m, "dram_throughput_pct")
     share = memory_roof(m, ctx.device, ev)
     if dram is not None:
@@ -60,6 +62,11 @@ def dram_level(m: Mapping, ctx: Context, ev: Evidence, *, chain: bool = False) -
     else:
         return None
     if at_roof:
+        # a sibling moving as many bytes measurably faster: the copy is not the roof here
+        found = ctx.siblings.faster_same_bytes() if ctx.siblings else None
+        if found is not None:
+            more, step = sibling_step(m, found, ev, "bytes")
+            return Reason(Cause.SIBLING_FASTER, [*keys, *more]), [step]
         step = Step(Action.FUSE if chain else Action.FEWER_BYTES, keys)
         return Reason(Cause.AT_ROOF, keys), [step]
     return Reason(Cause.SHORT_OF_ROOF, keys), []

@@ -75,6 +75,10 @@ class Cause(StrEnum):
     INCORRECT = "incorrect"
     UNTIMED = "untimed"
     TIME_IN_LAUNCHES = "time_in_launches"  # a multi-kernel case: where its time goes
+    # near the copy roof, yet a sibling variant of the same case moves as many bytes measurably
+    # faster: the copy is not the roof at that size
+    SIBLING_FASTER = "sibling_faster"
+    THROTTLED = "throttled"  # the case (or the cases a verdict rests on) ran at reduced clocks
 
 
 class Verdict(StrEnum):
@@ -114,6 +118,7 @@ class Action(StrEnum):
     CAPTURE_COUNTERS = "capture_counters"
     FIX_CORRECTNESS = "fix_correctness"
     OPEN_NCU = "open_ncu"  # a section of Nsight Compute to read
+    MATCH_SIBLING = "match_sibling"  # a sibling does the same work faster: see what differs
 
 
 @dataclass
@@ -224,6 +229,12 @@ class Comparison:
     method: str
     lab_loop_us: float | None = None  # eager-loop time per call, where the run has it
     baseline_loop_us: float | None = None
+    lab_clock_note: str | None = None  # cases.csv clock_note: why it ran throttled, None if not
+    baseline_clock_note: str | None = None
+
+    @property
+    def throttled(self) -> bool:
+        return bool(self.lab_clock_note or self.baseline_clock_note)
 
     @property
     def where(self) -> str:
@@ -249,6 +260,8 @@ class Comparison:
                 "lab": plain(self.lab_loop_us),
                 "baseline": plain(self.baseline_loop_us),
             }
+        if self.throttled:
+            out["clock_notes"] = {"lab": self.lab_clock_note, "baseline": self.baseline_clock_note}
         return out
 
 

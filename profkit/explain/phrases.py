@@ -73,6 +73,53 @@ def reason_text(r: Reason, ev: Mapping) -> str:
             "reaches: only moving fewer bytes helps.",
             ev,
         )
+    if c == Cause.SIBLING_FASTER:
+        if _has(ev, "pct_of_same_size_copy_pct"):
+            lead = "At {pct_of_same_size_copy_pct} of a same-size device copy it looks at the roof"
+            roof = "the same-size copy is not the roof at this size"
+        elif _has(ev, "pct_of_copy_pct"):
+            lead = "At {pct_of_copy_pct} of the large device copy it looks at the roof"
+            roof = "the copy is not the roof here"
+        else:
+            lead = "DRAM runs at {dram_throughput_pct} of peak, about a device copy's rate"
+            roof = "a copy's rate is not the roof here"
+        moved = (
+            " ({sibling_dram_bytes} through DRAM against this case's {dram_bytes})"
+            if _has(ev, "sibling_dram_bytes", "dram_bytes")
+            else ""
+        )
+        return say(
+            lead + ", but {sibling_variant} moves the same bytes in {sibling_time_share_pct} "
+            "of its time" + moved + ": " + roof + ", so more than moving fewer bytes can help.",
+            ev,
+        )
+    if c == Cause.THROTTLED:
+        if d.get("verdict"):
+            text = say(
+                "Clocks: {throttled_comparisons} of {comparisons} comparisons involve a "
+                "throttled case",
+                ev,
+            )
+            bits = [say("{throttle_reasons}", ev)] if _has(ev, "throttle_reasons") else []
+            if _has(ev, "min_sm_clock_mhz"):
+                bits.append(say("SM down to {min_sm_clock_mhz}", ev))
+            if bits:
+                text += " (" + "; ".join(bits) + ")"
+            if ev.get("throttled_decided"):
+                text += say(
+                    ", deciding {throttled_decided} of its {decided_comparisons} wins and "
+                    "losses: those gaps may be the clock, not the code.",
+                    ev,
+                )
+            else:
+                text += ": none of its wins or losses rests on them."
+            return text
+        clock = ", SM at {sm_clock_mhz}" if _has(ev, "sm_clock_mhz") else ""
+        return say(
+            "It ran throttled ({clock_note}" + clock + "): its time may reflect the clock, not "
+            "the code.",
+            ev,
+        )
     if c == Cause.SHORT_OF_ROOF:
         if _has(ev, "pct_of_same_size_copy_pct"):
             return say(
@@ -158,7 +205,17 @@ def reason_text(r: Reason, ev: Mapping) -> str:
                     "{ncu_sm_clock_mhz}",
                     ev,
                 )
-            return text + ": the math runs near the hardware's rate."
+            text += ": the math runs near the hardware's rate"
+            if _has(ev, "sol_bottleneck"):
+                text += say(" (ncu's {sol_bottleneck} line is the MMAs' operand traffic)", ev)
+            if d.get("sibling"):
+                text += say(", yet {sibling_variant} does the same FLOPs ", ev)
+                text += (
+                    say("in {sibling_time_share_pct} of its time", ev)
+                    if d.get("sibling") == "faster"
+                    else "in the same time"
+                )
+            return text + "."
         if c == Cause.FP32_GEMM_ON_FMA:
             return say(
                 "An fp32 GEMM with the Tensor Cores busy only {" + key + "}: without "
@@ -198,6 +255,16 @@ def reason_text(r: Reason, ev: Mapping) -> str:
             pipe=str(d.get("pipe", "")).upper(),
         )
     if c == Cause.SMALL_GRID:
+        if d.get("matmul"):
+            text = say(
+                "Too few tiles for a matmul: {grid_size} programs, {waves_per_sm} waves per SM",
+                ev,
+            )
+            if _has(ev, "idle_sms"):
+                text += say(" ({idle_sms} of {sm_count} SMs get none)", ev)
+            if _has(ev, "dram_throughput_pct"):
+                text += say(", so DRAM runs at only {dram_throughput_pct} of peak", ev)
+            return text + "."
         if _has(ev, "idle_sms"):
             text = say(
                 "Small grid: {grid_size} {blocks} for {sm_count} SMs, so {idle_sms} SMs get no "
@@ -394,6 +461,22 @@ def step_text(step: Step) -> str:
             f"cut instructions on the {str(d['pipe']).upper()} pipe (fewer conversions and "
             "index math; exp2 with a folded scale instead of exp)"
         )
+    elif step.action == Action.MORE_PROGRAMS and d.get("matmul"):
+        cited = ", ".join(
+            f"{label} {format_value(key, d[key])}"
+            for key, label in (
+                ("grid_size", "grid"),
+                ("waves_per_sm", "waves per SM"),
+                ("dram_throughput_pct", "DRAM"),
+            )  # fmt: skip
+            if d.get(key) is not None
+        )
+        text = (
+            "launch more programs, not larger tiles: smaller tiles along N or K, split-K or "
+            f"stream-K, so every SM holds work ({cited})"
+        )
+    elif step.action == Action.MATCH_SIBLING:
+        text = _sibling_step(d)
     elif step.action == Action.OPEN_NCU:
         text = f"open {d.get('section', 'the details page')} in Nsight Compute"
     else:
@@ -401,6 +484,35 @@ def step_text(step: Step) -> str:
     if d.get("where"):
         text = f"at {d['where']} (against {d.get('against')}): {text}"
     return text
+
+
+def _sibling_step(d: Mapping) -> str:
+    sibling, share = d.get("sibling"), d.get("time_share_pct")
+    work = "does the same FLOPs" if d.get("same") == "flops" else "moves the same bytes"
+    if d.get("outcome") == "noise":
+        text = f"{sibling} {work} in the same time: see what it does differently"
+    else:
+        text = (
+            f"see what {sibling} does differently: it {work} in "
+            f"{format_value('_pct', share)} of the time"
+        )
+    differs = [
+        f"{_FACT_WORDS.get(x['key'], x['key'])} {format_value(x['key'], x['sibling'])} "
+        f"against {format_value(x['key'], x['this'])}"
+        for x in d.get("differs") or []
+    ]
+    if differs:
+        text += " (its " + ", ".join(differs) + ")"
+    return text
+
+
+_FACT_WORDS = {
+    "achieved_occupancy_pct": "achieved occupancy",
+    "theoretical_occupancy_pct": "theoretical occupancy",
+    "registers_per_thread": "registers per thread",
+    "block_size": "block size",
+    "grid_size": "grid",
+}
 
 
 # --- whole findings -------------------------------------------------------------------------------
@@ -456,6 +568,14 @@ def history_text(f: Finding) -> str:
     return text
 
 
+def _ran_throttled(ev: Mapping, key: str) -> str:
+    """The caveat on a win or loss: who ran throttled (the reasons are in the Clocks sentence)."""
+    who = ev.get(key)
+    if not who:
+        return ""
+    return f" ({' and '.join(who)} ran throttled)"
+
+
 def _signed(key: str, value: float) -> str:
     sign = "+" if value >= 0 else "-"
     unit_key = "points_pct" if key.endswith("_pct") else key
@@ -493,14 +613,15 @@ def verdict_text(f: Finding) -> str:
     text += "; " + "; ".join(clauses) + "."
     if _has(ev, "worst_loss_pct"):
         text += say(
-            " Worst loss: {worst_loss_pct} slower than {worst_loss_baseline} at "
-            "{worst_loss_where}.",
+            " Worst loss: {worst_loss_pct} slower than {worst_loss_baseline} at {worst_loss_where}",
             ev,
         )
+        text += _ran_throttled(ev, "worst_loss_throttled") + "."
     if _has(ev, "best_win_x"):
         text += say(
-            " Largest win: {best_win_x} faster than {best_win_baseline} at {best_win_where}.", ev
+            " Largest win: {best_win_x} faster than {best_win_baseline} at {best_win_where}", ev
         )
+        text += _ran_throttled(ev, "best_win_throttled") + "."
     for r in f.reasons:
         text += " " + reason_text(r, ev)
     if _has(ev, "not_compared"):

@@ -30,6 +30,7 @@ from profkit.explain.model import (
 )
 from profkit.explain.roofs import Device, device_of_row, memory_roof
 from profkit.explain.shape import launch_overhead
+from profkit.explain.siblings import Siblings
 from profkit.explain.verdict import verdicts
 from profkit.spec import lab_dir
 from profkit.store import Run
@@ -61,11 +62,13 @@ def explain_run(run: Run, history_runs: Sequence[Run] | None = None) -> Report:
         steps: dict[tuple[str, str], list[Step]] = {}
         for row in rows:
             variant = str(row["variant"])
+            others = [r for r in rows if where(r) == where(row) and str(r["variant"]) != variant]
             ctx = Context(
                 device=device,
                 dtype=str(row["dtype"]),
                 read_floor=floors.get(where(row)),
                 ruled_out=ruled.get(variant, {}),
+                siblings=Siblings(row, others, run.samples),
             )
             if mode == "interpret" and as_bool(row.get("correct")):
                 continue  # a correctness run: nothing to say per correct case
@@ -157,6 +160,7 @@ def case_finding(row: Mapping, ctx: Context, tables: _Tables, no_counters: str |
         ctx = replace(ctx, family=Family.TRITON)
     if no_counters or not has_counters(row):
         _timing_only(f, row, ctx, ev, no_counters or "no counters were captured for this case")
+        _throttled(f, row)
         return f
     if len(rows) > 1:
         _chain(f, row, rows, ctx, ev, lab)
@@ -168,7 +172,23 @@ def case_finding(row: Mapping, ctx: Context, tables: _Tables, no_counters: str |
     ev.put("family", str(ctx.family))
     f.nvidia_rules = rules.case_rules(tables.rules, rows)
     f.evidence = dict(ev)
+    _throttled(f, row)
     return f
+
+
+def _throttled(f: Finding, row: Mapping) -> None:
+    """A case that ran at reduced clocks says so (clock_note: NVML's reasons or a low SM clock);
+    runs from before clocks were recorded have no clock_note and say nothing."""
+    note = text(row, "clock_note")
+    if not note:
+        return
+    f.evidence["clock_note"] = note
+    keys = ["clock_note"]
+    clock = num(row, "sm_clock_mhz")
+    if clock is not None:
+        f.evidence["sm_clock_mhz"] = clock
+        keys.append("sm_clock_mhz")
+    f.reasons.append(Reason(Cause.THROTTLED, keys))
 
 
 def _chain(
@@ -234,6 +254,9 @@ def _timing_only(f: Finding, row: Mapping, ctx: Context, ev: Evidence, reason: s
     if said and said[0].cause == Cause.AT_ROOF:
         f.reasons.append(said[0])
         f.next = said[1]
+    elif said and said[0].cause == Cause.SIBLING_FASTER:
+        f.reasons.append(said[0])
+        f.next = [*said[1], Step(Action.CAPTURE_COUNTERS, ["counters_reason"])]
     else:
         f.next = [Step(Action.CAPTURE_COUNTERS, ["counters_reason"])]
     f.evidence = dict(ev)

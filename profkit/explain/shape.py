@@ -70,6 +70,16 @@ def small_grid(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
         return Reason(Cause.SMALL_GRID, keys, {"short": True}), [
             Step(Action.CUDA_GRAPH, ["ncu_duration_ms"])
         ]
+    if ctx.matmul_like(m):
+        # a matmul with too few tiles: more, smaller tiles (never larger ones), split-K or stream-K
+        dram = num(m, "dram_throughput_pct")
+        if dram is not None:
+            ev.put("dram_throughput_pct", dram)
+            keys.append("dram_throughput_pct")
+        detail = {"matmul": True, **{k: ev[k] for k in keys if k != "wave_fill_pct"}}
+        return Reason(Cause.SMALL_GRID, keys, {"matmul": True}), [
+            Step(Action.MORE_PROGRAMS, keys, detail)
+        ]
     return Reason(Cause.SMALL_GRID, keys), [Step(Action.MORE_PROGRAMS, keys)]
 
 

@@ -47,6 +47,8 @@ def compare(lab: Mapping, base: Mapping, samples: pd.DataFrame | None) -> Compar
         method=c.method,
         lab_loop_us=num(lab, "loop_us"),
         baseline_loop_us=num(base, "loop_us"),
+        lab_clock_note=text(lab, "clock_note"),
+        baseline_clock_note=text(base, "clock_note"),
     )
 
 
@@ -150,15 +152,48 @@ def _verdict(
         ev.put("worst_loss_pct", worst.delta_pct)
         ev.put("worst_loss_where", worst.where)
         ev.put("worst_loss_baseline", worst.baseline)
+        ev.put("worst_loss_throttled", _throttled_sides(worst, variant))
     wins = sorted((c for c in comparisons if c.outcome == "faster"), key=lambda c: c.ratio)
     if wins:
         ev.put("best_win_x", 1 / wins[0].ratio)
         ev.put("best_win_where", wins[0].where)
         ev.put("best_win_baseline", wins[0].baseline)
+        ev.put("best_win_throttled", _throttled_sides(wins[0], variant))
     _loop_split(f, comparisons, ev)
+    _throttled(f, comparisons, [*lab, *base], ev)
     f.next = _steps(variant, losses, comparisons, steps)
     f.evidence = dict(ev)
     return f
+
+
+def _throttled_sides(c: Comparison, variant: str) -> list[str] | None:
+    """Which sides of a comparison ran throttled (None when neither did)."""
+    sides = [who for who, note in ((variant, c.lab_clock_note),
+             (c.baseline, c.baseline_clock_note)) if note]  # fmt: skip
+    return sides or None
+
+
+def _throttled(f: Finding, comparisons: list[Comparison], rows: list[dict], ev: Evidence) -> None:
+    """How many comparisons, and how many of the wins and losses, rest on a case that ran at
+    reduced clocks: those gaps may be the clock, not the code. Runs without clock_note say
+    nothing."""
+    hit = [c for c in comparisons if c.throttled]
+    if not hit:
+        return
+    decided = [c for c in comparisons if c.outcome in ("faster", "slower")]
+    places = {c.where for c in hit}
+    notes = [text(r, "clock_note") for r in rows if where(r) in places]
+    reasons = [w for n in notes if n for w in n.split("; ") if not w.startswith("sm clock")]
+    clocks = [num(r, "sm_clock_mhz") for r in rows if where(r) in places and text(r, "clock_note")]
+    ev.put("throttled_comparisons", len(hit))
+    ev.put("comparisons", len(comparisons))
+    ev.put("throttled_decided", sum(c.throttled for c in decided))
+    ev.put("decided_comparisons", len(decided))
+    ev.put("throttle_reasons", ", ".join(dict.fromkeys(reasons)) or None)
+    ev.put("min_sm_clock_mhz", min((c for c in clocks if c is not None), default=None))
+    keys = ["throttled_comparisons", "comparisons", "throttled_decided", "decided_comparisons"]
+    keys += [k for k in ("throttle_reasons", "min_sm_clock_mhz") if k in ev]
+    f.reasons.append(Reason(Cause.THROTTLED, keys, {"verdict": True}))
 
 
 def _failed(f: Finding, failed: list[dict], ev: Evidence) -> None:

@@ -1,0 +1,128 @@
+"""The other variants of a case (same dtype and shape), as evidence against a claim about a roof.
+
+A case "at the copy roof" is refuted when a sibling moves at least as many DRAM bytes (or the same
+model bytes) measurably faster: the same-size copy is then not the roof at that size. A case on a
+busy Tensor pipe is not told to "do less math" when a sibling does the same FLOPs in the same or
+less time: the sibling is where to look. "Measurably" is profkit.stats' outcome, as in verdicts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from profkit import stats
+from profkit import thresholds as th
+from profkit.explain.evidence import Evidence, num, timed
+from profkit.explain.model import Action, Step
+
+# launch facts compared with a sibling: (column, is an occupancy)
+_FACTS = (
+    ("achieved_occupancy_pct", True),
+    ("theoretical_occupancy_pct", True),
+    ("registers_per_thread", False),
+    ("block_size", False),
+    ("grid_size", False),
+)
+MAX_DIFFERENCES = 3
+
+
+@dataclass
+class Siblings:
+    """A case's row, the other variants' rows of the same case, and the run's samples."""
+
+    row: Mapping
+    others: list[Mapping]
+    samples: pd.DataFrame | None = None
+    _compared: list | None = field(default=None, repr=False)
+
+    def compared(self) -> list[tuple[Mapping, stats.Comparison]]:
+        """This case against each timed sibling (ratio: this median over the sibling's)."""
+        if self._compared is None:
+            mine = timed(self.row)
+            self._compared = [
+                (o, stats.compare_cases(self.row, o, self.samples))
+                for o in self.others
+                if mine and timed(o)
+            ]
+        return self._compared
+
+    def faster_same_bytes(self) -> tuple[Mapping, stats.Comparison] | None:
+        """The fastest sibling moving at least this case's DRAM bytes, or the same model bytes,
+        measurably faster."""
+        found = [
+            (o, c)
+            for o, c in self.compared()
+            if c.outcome == "slower" and _moves_as_much(self.row, o)
+        ]
+        return max(found, key=lambda p: p[1].ratio, default=None)
+
+    def same_flops_not_slower(self) -> tuple[Mapping, stats.Comparison] | None:
+        """The fastest sibling doing the same model FLOPs in the same or less time."""
+        found = [
+            (o, c)
+            for o, c in self.compared()
+            if c.outcome in ("slower", "noise") and _same(num(self.row, "flops"), num(o, "flops"))
+        ]
+        return max(found, key=lambda p: p[1].ratio, default=None)
+
+
+def _same(a: float | None, b: float | None) -> bool:
+    return bool(a and b) and abs(a - b) <= th.SAME_WORK_TOLERANCE * max(a, b)
+
+
+def _moves_as_much(row: Mapping, other: Mapping) -> bool:
+    mine, theirs = num(row, "dram_bytes"), num(other, "dram_bytes")
+    if mine is not None and theirs is not None and theirs >= mine:
+        return True
+    model, their_model = num(row, "bytes"), num(other, "bytes")
+    return _same(model, their_model) or bool(model and their_model and their_model >= model)
+
+
+def sibling_step(
+    row: Mapping, found: tuple[Mapping, stats.Comparison], ev: Evidence, same: str
+) -> tuple[list[str], Step]:
+    """Record the sibling in the evidence and build the step that points at it; `same` is what
+    the two share ("bytes" or "flops"). Returns the evidence keys and the step."""
+    other, c = found
+    ev.put("sibling_variant", str(other.get("variant")))
+    ev.put("sibling_time_share_pct", 100 / c.ratio)  # the sibling's time over this case's
+    ev.put("sibling_p50_ms", num(other, "device_p50_ms"))
+    keys = ["sibling_variant", "sibling_time_share_pct", "sibling_p50_ms"]
+    if same == "bytes" and num(other, "dram_bytes") is not None:
+        ev.put("sibling_dram_bytes", num(other, "dram_bytes"))
+        keys.append("sibling_dram_bytes")
+        if num(row, "dram_bytes") is not None:
+            ev.put("dram_bytes", num(row, "dram_bytes"))
+            keys.append("dram_bytes")
+    differs = differences(row, other)
+    for d in differs:
+        ev.put(f"sibling_{d['key']}", d["sibling"])
+        ev.put(d["key"], d["this"])
+    detail = {
+        "sibling": str(other.get("variant")),
+        "time_share_pct": 100 / c.ratio,
+        "outcome": c.outcome,
+        "same": same,
+        "differs": differs,
+    }
+    return keys, Step(Action.MATCH_SIBLING, keys, detail)
+
+
+def differences(row: Mapping, other: Mapping) -> list[dict]:
+    """The launch facts in which the sibling differs from this case, most telling first."""
+    out = []
+    for col, occupancy in _FACTS:
+        mine, theirs = num(row, col), num(other, col)
+        if mine is None or theirs is None:
+            continue
+        if occupancy:
+            differ = abs(mine - theirs) >= th.OCCUPANCY_GAP_PCT
+        else:
+            low, high = sorted((mine, theirs))
+            differ = low > 0 and high / low >= th.SIBLING_LAUNCH_RATIO
+        if differ:
+            out.append({"key": col, "this": mine, "sibling": theirs})
+    return out[:MAX_DIFFERENCES]
