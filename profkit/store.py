@@ -68,8 +68,8 @@ def is_interpret(manifest: dict) -> bool:
 
 
 def new_run_id(kernel: str, now: datetime | None = None) -> str:
-    """kernel-YYYYmmdd-HHMMSS-host-xxxxxx: sortable by time, and the random tail keeps runs started in
-    the same second on the same host apart (the rename in `finish` is the final guard)."""
+    """kernel-YYYYmmdd-HHMMSS-host-xxxxxx: sortable by time, and the random tail keeps runs started
+    in the same second on the same host apart (the rename in `finish` is the final guard)."""
     now = now or datetime.now(timezone.utc)
     host = socket.gethostname().split(".")[0][:16] or "host"
     return f"{kernel}-{now:%Y%m%d-%H%M%S}-{host}-{secrets.token_hex(3)}"
