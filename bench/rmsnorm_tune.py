@@ -34,9 +34,10 @@ def measure(fn, shape, dtype, nbytes, **labels) -> None:
             shape=format_shape(shape),
             **labels,
             correct=ok,
-            p50_ms=t and t.p50_ms,
-            spread_ms=t and t.spread_ms,
-            gbps=t and nbytes / t.p50_ms / 1e6,
+            # device time (schema 2) under the column names the stored tuning CSVs use
+            p50_ms=t and t.columns["device_p50_ms"],
+            spread_ms=t and t.columns["device_iqr_ms"],
+            gbps=t and nbytes / t.columns["device_p50_ms"] / 1e6,
         )
     )
 

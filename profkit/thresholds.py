@@ -101,11 +101,8 @@ OCCUPANCY_GAP_PCT = 10.0
 SHORT_KERNEL_MS = 0.005
 
 # --- Timing ---------------------------------------------------------------------------------------
-# A latency difference no larger than this multiple of the larger device_iqr_ms (inter-quartile
-# range) of the two cases is noise, a tie (docs/tables.md: "a difference smaller than the larger
-# spread is noise"; at exactly the spread it is still not shown to be real). `profkit compare`
-# flags with it; explain's verdicts use profkit.stats (the interval of the ratio of medians).
-NOISE_SPREAD_MULTIPLE = 1.0
+# Whether two timings differ is decided in profkit/stats.py (95% interval of the ratio of medians,
+# practical floors, the unstable width), with its sources there.
 # At or above this share of the run's measured copy bandwidth (pct_peak_bw: the spec's minimum bytes
 # over p50), the kernel moves its bytes about as fast as a device copy, so only fewer bytes can
 # help. The measured copy is the practical roof (about 88% of ncu's DRAM peak on the H200), and

@@ -31,7 +31,6 @@ from profkit.explain import (
     explain_launches,
     explain_run,
     format_value,
-    timing_outcome,
 )
 from profkit.explain import library as lib
 from profkit.explain import run as explain_run_module
@@ -705,12 +704,6 @@ def test_detail_views_filter_and_show_rules() -> None:
     text = render(report, variant="triton", width=60)
     assert max(len(line) for line in text.splitlines()) <= 60
     assert "rmsnorm triton float16 16x8192" in text and "eager float16" not in text
-
-
-def test_timing_outcome_kept_for_compare() -> None:
-    assert timing_outcome(0.1, 0.2, 0.01, 0.01) == "faster"
-    assert timing_outcome(0.2, 0.1, 0.01, 0.01) == "slower"
-    assert timing_outcome(0.1, 0.11, 0.01, 0.01) == "noise"
 
 
 def test_cli_case_that_matches_nothing_is_a_one_line_error() -> None:

@@ -29,7 +29,6 @@ from profkit.explain.model import (
     plain,
 )
 from profkit.explain.run import explain_launches, explain_run
-from profkit.explain.verdict import timing_outcome
 
 plain_value = plain
 
@@ -54,5 +53,4 @@ __all__ = [
     "explain_run",
     "format_value",
     "plain_value",
-    "timing_outcome",
 ]

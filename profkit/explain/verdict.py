@@ -19,21 +19,6 @@ from profkit.explain.evidence import Evidence, as_bool, num, text, timed, where
 from profkit.explain.model import Action, Cause, Comparison, Finding, Kind, Reason, Step, Verdict
 
 
-def timing_outcome(
-    ms: float, ref_ms: float, device_iqr_ms: float | None, ref_spread_ms: float | None
-) -> str:
-    """Whether ms is "faster" or "slower" than ref_ms beyond the larger spread, else "noise" (the
-    rule `profkit compare` flags with; verdicts use profkit.stats)."""
-    from profkit import thresholds as th
-
-    spreads = [s for s in (device_iqr_ms, ref_spread_ms) if s is not None and not math.isnan(s)]
-    noise = max(spreads, default=0.0) * th.NOISE_SPREAD_MULTIPLE
-    delta = ms - ref_ms
-    if abs(delta) <= noise:
-        return "noise"
-    return "faster" if delta < 0 else "slower"
-
-
 def compare(lab: Mapping, base: Mapping, samples: pd.DataFrame | None) -> Comparison:
     c = stats.compare_cases(lab, base, samples)
     return Comparison(
