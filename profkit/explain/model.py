@@ -22,6 +22,7 @@ class Kind(StrEnum):
     HOST = "host"  # a case whose host cost per call exceeds its device time
     LAUNCH = "launch"  # one per kernel launch of a bare .ncu-rep report
     HISTORY = "history"  # what changed against the kernel's earlier run
+    STEPS = "steps"  # one per variant of a run timing whole steps: the latency distribution
 
 
 class Bottleneck(StrEnum):
@@ -79,6 +80,10 @@ class Cause(StrEnum):
     # faster: the copy is not the roof at that size
     SIBLING_FASTER = "sibling_faster"
     THROTTLED = "throttled"  # the case (or the cases a verdict rests on) ran at reduced clocks
+    # step-latency runs (decode): the distribution, the probes' tail stage, dynamic padding
+    STEP_LATENCY = "step_latency"
+    TAIL_STAGE = "tail_stage"
+    PADDING = "padding"
 
 
 class Verdict(StrEnum):
@@ -335,6 +340,7 @@ class Report:
     findings: list[Finding] = field(default_factory=list)  # cases, host, history, launches
     source: str = ""  # run id or report path
     mode: str = "gpu"  # gpu | interpret | report
+    notes: dict[str, str] = field(default_factory=dict)  # kernel -> the manifest's caveat
 
     def __iter__(self) -> Iterator[Finding]:
         kernels = list(dict.fromkeys(f.kernel for f in [*self.verdicts, *self.findings]))
@@ -350,6 +356,7 @@ class Report:
             "schema_version": SCHEMA_VERSION,
             "source": self.source,
             "mode": self.mode,
+            "notes": dict(self.notes),
             "findings": [f.to_dict() for f in self],
         }
 

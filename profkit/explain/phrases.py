@@ -361,7 +361,67 @@ def reason_text(r: Reason, ev: Mapping) -> str:
         return text[0].upper() + text[1:] + "."
     if c == Cause.TIME_IN_LAUNCHES:
         return _time_in_launches(d, ev)
+    if c in (Cause.STEP_LATENCY, Cause.TAIL_STAGE, Cause.PADDING):
+        return _step_words(c, ev)
     return ""
+
+
+# what step latency measures: the finding says so, since it is not one call's device time
+STEP_LATENCY_WORDS = (
+    "step latency (events around each step, so it includes the GPU's wait for the host's "
+    "launches; not one call's device time)"
+)
+
+
+def _step_words(c: Cause, ev: Mapping) -> str:
+    if c == Cause.STEP_LATENCY:
+        text = say(
+            "Widest tail at {worst_where}: p50 {device_p50_ms}, p95 {device_p95_ms}, "
+            "p99 {device_p99_ms}, p95/p50 {p95_over_p50_ratio}",
+            ev,
+        )
+        if ev.get("step_cases", 0) > 1:
+            text += say(
+                " (p95/p50 from {p95_over_p50_min_ratio} to {p95_over_p50_max_ratio} over "
+                "{step_cases} cases)",
+                ev,
+            )
+        return text + "."
+    if c == Cause.TAIL_STAGE:
+        text = say(
+            "Where the tail comes from (probes, at {tail_where}): over the steps beyond p95, "
+            "{tail_stage} runs {tail_stage_excess_us} above its median",
+            ev,
+        )
+        if _has(ev, "tail_excess_us"):
+            text += say("; those steps exceed the median step by {tail_excess_us} in all", ev)
+        if _has(ev, "probe_note"):
+            text += say(" ({probe_note})", ev)
+        if ev.get("probed_cases", 0) > 1:
+            text += say(
+                "; {commonest_tail_stage} leads at {commonest_tail_cases} of {probed_cases} "
+                "probed cases",
+                ev,
+            )
+        return text + "."
+    text = say(
+        "Padding to the batch buckets wastes {pad_waste_pct} of the rows on average; within a "
+        "bucket p95/p50 is {within_bucket_p95_over_p50_ratio}",
+        ev,
+    )
+    if _has(ev, "tail_bucket"):
+        text += say(
+            ", and bucket {tail_bucket} holds {tail_bucket_tail_pct} of the tail steps "
+            "({tail_bucket_steps_pct} of all steps)",
+            ev,
+        )
+        within = ev.get("within_bucket_p95_over_p50_ratio")
+        if within is not None and within < (ev.get("p95_over_p50_ratio") or 0):
+            text += (
+                ": the tail comes from the batch moving between buckets more than from "
+                "jitter within one"
+            )
+    return text + "."
 
 
 def _split_words(ev: Mapping, d: Mapping) -> dict:
@@ -532,6 +592,8 @@ def finding_text(f: Finding) -> str:
         parts.append(say("ncu measured {ncu_duration_ms}.", ev))
     if f.kind == Kind.HISTORY:
         return history_text(f)
+    if f.kind == Kind.STEPS:
+        parts.append(f"{STEP_LATENCY_WORDS[0].upper()}{STEP_LATENCY_WORDS[1:]}.")
     parts += [reason_text(r, ev) for r in f.reasons]
     return " ".join(p for p in parts if p)
 

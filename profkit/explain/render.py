@@ -52,6 +52,8 @@ def by_kernel(findings: Iterable[Finding]) -> dict[str, list[Finding]]:
 def label(f: Finding) -> str:
     if f.kind == Kind.VERDICT:
         return str(f.verdict or "no verdict")
+    if f.kind == Kind.STEPS:
+        return "step latency"
     if f.bottleneck is None:
         return "no bottleneck claim"
     unit = f" ({UNIT_WORDS[str(f.unit)]})" if f.unit and f.unit != Unit.HOST else ""
@@ -116,8 +118,11 @@ def render_terminal(
         return
     out = _Out(console)
     detail = verbose or case is not None or variant is not None
+    notes = report.notes if isinstance(report, Report) else {}
     for kernel, group in by_kernel(findings).items():
         console.rule(Text(kernel, style="bold"), characters="-")
+        if notes.get(kernel):
+            out.para(notes[kernel], 0, first="note: ", style="italic")
         if detail:
             for f in _select(group, case, variant):
                 _full(out, f, verbose or case is not None)
@@ -154,9 +159,11 @@ def _select(group: list[Finding], case: str | None, variant: str | None) -> list
 def _summary(out: _Out, group: list[Finding]) -> None:
     verdicts = [f for f in group if f.kind == Kind.VERDICT]
     cases = [f for f in group if f.kind == Kind.CASE]
+    _steps(out, group)
     if not verdicts:  # a bare report: one line per launch
         for f in group:
-            _launch_line(out, f)
+            if f.kind != Kind.STEPS:
+                _launch_line(out, f)
         return
     for v in verdicts:
         out.head(
@@ -193,6 +200,14 @@ def _summary(out: _Out, group: list[Finding]) -> None:
                 first="withheld: ",
                 style="dim",
             )
+
+
+def _steps(out: _Out, group: list[Finding]) -> None:
+    """Step-latency runs: each variant's distribution and where its tail comes from."""
+    for f in group:
+        if f.kind == Kind.STEPS:
+            out.head(f.subject, label(f), "cyan")
+            out.para(f.text)
 
 
 def _losses(out: _Out, v: Finding, mine: dict) -> None:
@@ -355,8 +370,11 @@ def _rule_why(key: str, note: dict) -> str:
 
 def to_markdown(report: Report | Iterable[Finding], verbose: bool = False) -> str:
     lines: list[str] = []
+    notes = report.notes if isinstance(report, Report) else {}
     for kernel, group in by_kernel(report).items():
         lines += [f"### {kernel}", ""]
+        if notes.get(kernel):
+            lines += [f"*Note:* {notes[kernel]}", ""]
         for f in group:
             if f.kind == Kind.VERDICT:
                 lines += [f"**{f.subject}: {label(f)}.** {f.text}", ""]
@@ -364,6 +382,8 @@ def to_markdown(report: Report | Iterable[Finding], verbose: bool = False) -> st
                 lines.append("")
             elif f.kind == Kind.HISTORY:
                 lines += [f"*History:* {f.text}", ""]
+            elif f.kind == Kind.STEPS:
+                lines += [f"**{f.subject}: {label(f)}.** {f.text}", ""]
             elif verbose or f.kind in (Kind.HOST, Kind.LAUNCH) or f.reasons:
                 lines.append(f"- **{f.subject}** ({label(f)}): {f.text}")
                 if f.next:

@@ -14,6 +14,7 @@ import pandas as pd
 
 from profkit import thresholds as th
 from profkit.explain import history, host, launches, rules
+from profkit.explain import steps as step_latency
 from profkit.explain.context import Context
 from profkit.explain.diagnose import diagnose, fit_steps
 from profkit.explain.evidence import Evidence, as_bool, has_counters, num, text, timed, where
@@ -79,6 +80,11 @@ def explain_run(run: Run, history_runs: Sequence[Run] | None = None) -> Report:
             if hosted is not None:
                 report.findings.append(hosted)
         report.verdicts += verdicts(str(kernel), rows, steps, run.samples, mode)
+        if step_latency.has_step_latency(group):
+            report.findings += step_latency.step_findings(str(kernel), rows, run.manifest)
+            note = step_latency.kernel_note(run.manifest)
+            if note:
+                report.notes[str(kernel)] = note
     return report
 
 

@@ -1,0 +1,147 @@
+"""Step latency: runs that time a whole step (decode, issue 11) rather than one call's device time.
+
+Such runs carry device_p99_ms, device_p95_over_p50 and the probes' tail_stage in cases.csv; they are
+recognised by those columns, not by the kernel's name. Per variant, one finding: the distribution
+at the case with the widest tail (p50, p95, p99, p95/p50), the range of p95/p50 across its cases,
+and where the tail comes from (the probes' stage with the largest p95 excess; for dynamic replay,
+padding waste and the batch bucket holding the tail, from the manifest's dynamic section).
+The manifest's note (a measured upper bound, not a serving claim) goes to the kernel's section.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+
+import pandas as pd
+
+from profkit.explain.evidence import Evidence, num, text
+from profkit.explain.model import Cause, Finding, Kind, Reason
+
+STEP_COLUMNS = ("device_p99_ms", "device_p95_over_p50", "tail_stage")
+
+
+def has_step_latency(cases: pd.DataFrame) -> bool:
+    """Whether the table times steps: the step columns exist and some case has a p99."""
+    return all(c in cases.columns for c in STEP_COLUMNS) and bool(
+        pd.to_numeric(cases["device_p99_ms"], errors="coerce").notna().any()
+    )
+
+
+def step_findings(kernel: str, rows: list[dict], manifest: Mapping) -> list[Finding]:
+    """One finding per variant, in the table's order; rows without a p99 are left out."""
+    timed = [r for r in rows if num(r, "device_p99_ms") is not None]
+    out = []
+    for variant in dict.fromkeys(str(r["variant"]) for r in timed):
+        mine = [r for r in timed if str(r["variant"]) == variant]
+        out.append(_variant_finding(kernel, variant, mine, manifest))
+    return out
+
+
+def _ratio(row: Mapping) -> float:
+    r = num(row, "device_p95_over_p50")
+    if r is not None:
+        return r
+    return (num(row, "device_p95_ms") or 0.0) / (num(row, "device_p50_ms") or float("inf"))
+
+
+def _variant_finding(kernel: str, variant: str, rows: list[dict], manifest: Mapping) -> Finding:
+    worst = max(rows, key=_ratio)
+    ev = Evidence()
+    method = (manifest.get("timing") or {}).get("method")
+    ev.put("timing_method", str(method) if method else None)
+    ev.put("step_cases", len(rows))
+    ev.put("worst_case", text(worst, "case"))
+    ev.put("worst_where", f"{worst['dtype']} {worst['shape']}")
+    for col in ("device_p50_ms", "device_p95_ms", "device_p99_ms"):
+        ev.put(col, num(worst, col))
+    ev.put("p95_over_p50_ratio", _ratio(worst))
+    ratios = [_ratio(r) for r in rows]
+    ev.put("p95_over_p50_min_ratio", min(ratios))
+    ev.put("p95_over_p50_max_ratio", max(ratios))
+    host = num(worst, "host_us")
+    ev.put("host_us", host)
+    reasons = [
+        Reason(
+            Cause.STEP_LATENCY,
+            ["device_p50_ms", "device_p95_ms", "device_p99_ms", "p95_over_p50_ratio"],
+            {"cases": [_case_detail(r) for r in rows]},
+        )
+    ]
+    probed = [r for r in rows if text(r, "tail_stage")]
+    if probed:
+        top = max(probed, key=_ratio)
+        ev.put("tail_where", f"{top['dtype']} {top['shape']}")
+        ev.put("tail_stage", text(top, "tail_stage"))
+        excess = num(top, "tail_stage_excess_ms")
+        ev.put("tail_stage_excess_us", excess * 1000 if excess is not None else None)
+        total = num(top, "tail_excess_ms")
+        ev.put("tail_excess_us", total * 1000 if total is not None else None)
+        ev.put("probe_note", text(top, "probe_note"))
+        counts = Counter(text(r, "tail_stage") for r in probed)
+        stage, n = counts.most_common(1)[0]
+        ev.put("commonest_tail_stage", stage)
+        ev.put("commonest_tail_cases", n)
+        ev.put("probed_cases", len(probed))
+        reasons.append(
+            Reason(
+                Cause.TAIL_STAGE,
+                ["tail_where", "tail_stage", "tail_stage_excess_us", "commonest_tail_stage"],
+            )
+        )
+    padded = [r for r in rows if num(r, "pad_waste_mean") is not None]
+    if padded:
+        reasons.append(_padding(padded[0], manifest, ev))
+    return Finding(
+        subject=f"{kernel} {variant}",
+        kind=Kind.STEPS,
+        kernel=kernel,
+        variant=variant,
+        case=text(worst, "case"),
+        dtype=str(worst["dtype"]),
+        shape=str(worst["shape"]),
+        reasons=reasons,
+        evidence=dict(ev),
+    )
+
+
+def _padding(row: Mapping, manifest: Mapping, ev: Evidence) -> Reason:
+    """Dynamic replay: the padding waste, the ratio within a bucket, the bucket with the tail."""
+    waste = num(row, "pad_waste_mean")
+    ev.put("pad_waste_pct", waste * 100 if waste is not None else None)
+    ev.put("within_bucket_p95_over_p50_ratio", num(row, "within_bucket_p95_over_p50"))
+    ev.put("buckets", text(row, "buckets"))
+    keys = ["pad_waste_pct", "within_bucket_p95_over_p50_ratio"]
+    by_bucket = (manifest.get("dynamic") or {}).get("tail_by_bucket") or []
+    if by_bucket:
+        top = max(by_bucket, key=lambda b: b.get("tail_share") or 0.0)
+        ev.put("tail_bucket", str(top.get("label")))
+        ev.put("tail_bucket_tail_pct", (top.get("tail_share") or 0.0) * 100)
+        ev.put("tail_bucket_steps_pct", (top.get("step_share") or 0.0) * 100)
+        ev.put("tail_bucket_p50_ms", top.get("p50_ms"))
+        keys += ["tail_bucket", "tail_bucket_tail_pct", "tail_bucket_steps_pct"]
+    detail = {"buckets": [_bucket_detail(b) for b in by_bucket]} if by_bucket else {}
+    return Reason(Cause.PADDING, keys, detail)
+
+
+def _case_detail(row: Mapping) -> dict:
+    return {
+        "case": text(row, "case"),
+        "shape": str(row["shape"]),
+        "p50_ms": num(row, "device_p50_ms"),
+        "p95_ms": num(row, "device_p95_ms"),
+        "p99_ms": num(row, "device_p99_ms"),
+        "p95_over_p50": _ratio(row),
+        "tail_stage": text(row, "tail_stage"),
+        "tail_stage_excess_ms": num(row, "tail_stage_excess_ms"),
+    }
+
+
+def _bucket_detail(b: Mapping) -> dict:
+    return {k: b.get(k) for k in ("label", "step_share", "tail_share", "p50_ms", "p95_over_p50")}
+
+
+def kernel_note(manifest: Mapping) -> str | None:
+    """The manifest's own caveat (decode: a measured upper bound, not a serving claim)."""
+    note = manifest.get("note")
+    return str(note) if note else None
