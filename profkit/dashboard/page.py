@@ -21,7 +21,16 @@ import plotly.io as pio
 import plotly.offline
 
 from profkit import stats
-from profkit.dashboard import findings_view, history, host, launches, roofline, speedup, sweep
+from profkit.dashboard import (
+    findings_view,
+    history,
+    host,
+    launches,
+    roofline,
+    speedup,
+    steps,
+    sweep,
+)
 from profkit.dashboard.common import timed
 from profkit.errors import ProfkitError
 from profkit.explain import Finding, explain_run
@@ -178,6 +187,8 @@ def _run_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
         )
     out.append(("Roofline", body))
 
+    out += _step_sections(run, prefix)
+
     reason = host.missing_reason(run)
     fig = None if reason else host.host_figure(run)
     body = (
@@ -232,6 +243,35 @@ def _run_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
     else:
         body = _no_counters(run)
     out.append(("Hardware counters", body))
+    return out
+
+
+def _step_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
+    """Runs that time whole steps: the distribution per case and the tail by stage; none else."""
+    dist = steps.distribution_figure(run)
+    if dist is None:
+        return []
+    caveat = run.manifest.get("note")
+    body = _note(
+        "Step latency: events around each step, so it includes the GPU's wait for the "
+        "host's launches (not one call's device time). Per case, from its stored samples: "
+        "box p25..p75 with the median, whiskers p5..p99, a bar at p95."
+        + (f" This run: {caveat}." if caveat else "")
+    ) + plot_div(dist, f"{prefix}-plot-steps")
+    out = [("Step latency distribution", body)]
+    tail = steps.tail_figure(run)
+    if tail is not None:
+        out.append(
+            (
+                "Where the tail comes from",
+                _note(
+                    f"From the probed run (device events between stages): over the steps at or "
+                    f"above the p{steps.TAIL_PCT}, each stage's mean minus its median over all "
+                    "steps, stacked per case."
+                )
+                + plot_div(tail, f"{prefix}-plot-steptail"),
+            )
+        )
     return out
 
 
