@@ -1,0 +1,194 @@
+"""profkit explain on step-latency runs (issue 11): the stored H200 decode run, plus constructed
+tables where a test says so.
+
+Expected figures are read here from the stored cases.csv and manifest.json (pandas, json), never
+from explain's own code.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from functools import cache
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from rich.console import Console
+
+from profkit import store
+from profkit.explain import Cause, Kind, explain_run
+from profkit.explain.render import render_terminal, to_json, to_markdown
+from profkit.explain.steps import has_step_latency, step_findings
+
+ROOT = Path(__file__).parents[1]
+DECODE = ROOT / "profiles" / "decode-20261130-164018-vm-d2d4"
+RMSNORM = ROOT / "profiles" / "rmsnorm-20261130-014917-vm-4bc5"
+
+
+@cache
+def decode():
+    run = store.load(DECODE)
+    return run, explain_run(run)
+
+
+def step_of(variant: str):
+    _, report = decode()
+    found = [f for f in report if f.kind == Kind.STEPS and f.variant == variant]
+    assert len(found) == 1
+    return found[0]
+
+
+def cases() -> pd.DataFrame:
+    return pd.read_csv(DECODE / "cases.csv")
+
+
+def manifest() -> dict:
+    return json.loads((DECODE / "manifest.json").read_text())
+
+
+def test_one_step_finding_per_variant_in_the_run():
+    _, report = decode()
+    got = [f.variant for f in report if f.kind == Kind.STEPS]
+    assert got == list(dict.fromkeys(cases()["variant"]))
+
+
+@pytest.mark.parametrize("variant", ["eager", "fused", "graph", "graph_fused", "piecewise"])
+def test_distribution_is_the_widest_tail_case(variant):
+    mine = cases()[cases()["variant"] == variant]
+    worst = mine.loc[mine["device_p95_over_p50"].idxmax()]
+    f = step_of(variant)
+    ev = f.evidence
+    assert f.case == worst["case"]
+    for col in ("device_p50_ms", "device_p95_ms", "device_p99_ms"):
+        assert ev[col] == pytest.approx(worst[col])
+    assert ev["p95_over_p50_ratio"] == pytest.approx(worst["device_p95_over_p50"])
+    assert ev["p95_over_p50_min_ratio"] == pytest.approx(mine["device_p95_over_p50"].min())
+    assert ev["step_cases"] == len(mine)
+    # labelled as step latency, with what it measures
+    assert f.text.startswith("Step latency (events around each step")
+    assert "not one call's device time" in f.text
+    assert f.reasons[0].cause == Cause.STEP_LATENCY
+    assert len(f.reasons[0].detail["cases"]) == len(mine)
+
+
+@pytest.mark.parametrize("variant", ["eager", "graph", "piecewise", "dynamic"])
+def test_tail_stage_from_the_probes(variant):
+    mine = cases()[(cases()["variant"] == variant) & cases()["tail_stage"].notna()]
+    top = mine.loc[mine["device_p95_over_p50"].idxmax()]
+    ev = step_of(variant).evidence
+    assert ev["tail_stage"] == top["tail_stage"]
+    assert ev["tail_stage_excess_us"] == pytest.approx(top["tail_stage_excess_ms"] * 1000)
+    assert ev["probed_cases"] == len(mine)
+    commonest = mine["tail_stage"].value_counts()
+    assert ev["commonest_tail_cases"] == commonest.max()
+    assert ev["commonest_tail_stage"] in set(commonest[commonest == commonest.max()].index)
+    causes = [r.cause for r in step_of(variant).reasons]
+    assert Cause.TAIL_STAGE in causes
+    assert f"{top['tail_stage']} runs" in step_of(variant).text
+
+
+def test_dynamic_padding_and_tail_bucket():
+    row = cases()[cases()["variant"] == "dynamic"].iloc[0]
+    buckets = manifest()["dynamic"]["tail_by_bucket"]
+    top = max(buckets, key=lambda b: b["tail_share"])
+    f = step_of("dynamic")
+    ev = f.evidence
+    assert ev["pad_waste_pct"] == pytest.approx(row["pad_waste_mean"] * 100)
+    assert ev["within_bucket_p95_over_p50_ratio"] == pytest.approx(
+        row["within_bucket_p95_over_p50"]
+    )
+    assert ev["tail_bucket"] == str(top["label"])
+    assert ev["tail_bucket_tail_pct"] == pytest.approx(top["tail_share"] * 100)
+    padding = next(r for r in f.reasons if r.cause == Cause.PADDING)
+    assert [b["label"] for b in padding.detail["buckets"]] == [b["label"] for b in buckets]
+    # within a bucket the ratio is below the whole run's: the text says where the tail is
+    assert row["within_bucket_p95_over_p50"] < row["device_p95_over_p50"]
+    assert "moving between buckets" in f.text
+    # no other variant is padded
+    assert all(Cause.PADDING not in [r.cause for r in step_of(v).reasons] for v in ("graph",))
+
+
+def test_the_manifest_note_is_in_the_kernel_section():
+    _, report = decode()
+    note = manifest()["note"]
+    assert report.notes == {"decode": note}
+    assert json.loads(to_json(report))["notes"] == {"decode": note}
+    md = to_markdown(report)
+    assert md.index(f"*Note:* {note}") < md.index("**decode eager: step latency.**")
+    buf = io.StringIO()
+    render_terminal(report, Console(file=buf, width=400, color_system=None))
+    out = buf.getvalue()
+    assert f"note: {note}" in out
+    assert "decode dynamic  step latency" in out
+
+
+def test_json_steps_findings_serialise():
+    _, report = decode()
+    data = json.loads(to_json(report))
+    steps = [f for f in data["findings"] if f["kind"] == "steps"]
+    assert len(steps) == cases()["variant"].nunique()
+    assert {r["cause"] for f in steps for r in f["reasons"]} == {
+        "step_latency",
+        "tail_stage",
+        "padding",
+    }
+
+
+def test_runs_without_step_columns_get_no_step_findings():
+    report = explain_run(store.load(RMSNORM))
+    assert not has_step_latency(store.load(RMSNORM).cases)
+    assert [f for f in report if f.kind == Kind.STEPS] == []
+    assert report.notes == {}
+
+
+# --- constructed tables (this test says so: rows typed here, not measured) ----------------------
+
+
+def _row(variant: str, shape: str, p50: float, p95: float, p99: float, **more) -> dict:
+    return {
+        "kernel": "k",
+        "variant": variant,
+        "dtype": "float32",
+        "shape": shape,
+        "case": f"k.{variant}.float32.{shape}",
+        "device_p50_ms": p50,
+        "device_p95_ms": p95,
+        "device_p99_ms": p99,
+        "device_p95_over_p50": p95 / p50,
+        "tail_stage": math.nan,
+        **more,
+    }
+
+
+def test_constructed_table_without_probes_or_padding():
+    rows = [
+        _row("a", "1x1", 1.0, 1.1, 1.2),
+        _row("a", "2x1", 1.0, 1.5, 2.0),
+        _row("b", "1x1", 2.0, 2.2, 2.4),
+        _row("b", "2x1", 2.0, math.nan, math.nan),  # untimed: left out
+    ]
+    assert has_step_latency(pd.DataFrame(rows))
+    found = step_findings("k", rows, {})
+    assert [f.variant for f in found] == ["a", "b"]
+    a, b = found
+    assert a.shape == "2x1" and a.evidence["p95_over_p50_ratio"] == pytest.approx(1.5)
+    assert [r.cause for r in a.reasons] == [Cause.STEP_LATENCY]
+    assert "Where the tail comes from" not in a.text and "Padding" not in a.text
+    assert b.evidence["step_cases"] == 1 and "over 1 cases" not in b.text
+
+
+def test_constructed_table_no_p99_is_not_a_step_run():
+    rows = [_row("a", "1x1", 1.0, 1.1, math.nan)]
+    assert not has_step_latency(pd.DataFrame(rows))
+    assert not has_step_latency(pd.DataFrame(rows).drop(columns=["tail_stage"]))
+
+
+def test_constructed_padding_without_a_bucket_table():
+    rows = [_row("dyn", "8x1", 1.0, 1.1, 1.2, pad_waste_mean=0.25, within_bucket_p95_over_p50=1.3)]
+    (f,) = step_findings("k", rows, {"note": "n"})
+    assert f.evidence["pad_waste_pct"] == pytest.approx(25.0)
+    assert "tail_bucket" not in f.evidence
+    # within a bucket wider than overall: no claim that the walk between buckets makes the tail
+    assert "moving between buckets" not in f.text
