@@ -112,6 +112,16 @@ def measure(fn: Callable[[], Any], *, warm_l2: bool = False, graph: bool = True)
     return DeviceTime([w - overhead for w in windows], method, note, clock, overhead * 1e3)
 
 
+def measure_copy(n: int) -> dict:
+    """A device copy of n bytes (n read, n written), timed with spin-held events: a memcpy captured
+    in a graph may run on a copy engine (2.76 TB/s seen on the H200 for 1 GiB, against 4.2 for an
+    eager copy). Returns the summary columns plus `gbps` (bytes read + written)."""
+    src = torch.randint(0, 255, (n,), dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    summary = measure(lambda: dst.copy_(src), graph=False).summary()
+    return {**summary, "gbps": 2 * n / (summary["device_p50_ms"] * 1e-3) / 1e9}
+
+
 class _NoGraph(Exception):
     """graph=False: straight to the events method."""
 

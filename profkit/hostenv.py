@@ -69,24 +69,16 @@ def measure_ceilings() -> dict:
     device-to-device copy bandwidth (bytes read + written) and a large bf16 matmul's rate."""
     import torch
 
-    from profkit.devicetime import measure
+    from profkit.devicetime import measure, measure_copy
 
-    def p50_ms(fn, graph: bool) -> tuple[float, float]:
-        summary = measure(fn, graph=graph).summary()
-        return summary["device_p50_ms"], summary["device_iqr_ms"]
-
-    n, m = 2**30, 8192
-    src = torch.randint(0, 255, (n,), dtype=torch.uint8, device="cuda")
-    dst = torch.empty_like(src)
-    # a memcpy captured in a graph may run on a copy engine (2.76 TB/s seen on the H200 for 1 GiB,
-    # against 4.2 for an eager copy): the copy ceiling is timed with spin-held events instead
-    copy_ms, copy_iqr = p50_ms(lambda: dst.copy_(src), graph=False)
+    copy = measure_copy(2**30)
+    m = 8192
     a = torch.randn(m, m, device="cuda", dtype=torch.bfloat16)  # random, never zeros
     b = torch.randn(m, m, device="cuda", dtype=torch.bfloat16)
-    mm_ms, _ = p50_ms(lambda: a @ b, graph=True)
+    mm_ms = measure(lambda: a @ b).summary()["device_p50_ms"]
     return {
-        "copy_gbps": round(2 * n / (copy_ms * 1e-3) / 1e9, 1),
-        "copy_iqr_ms": round(copy_iqr, 5),
+        "copy_gbps": round(copy["gbps"], 1),
+        "copy_iqr_ms": round(copy["device_iqr_ms"], 5),
         "matmul_tflops": round(2 * m**3 / (mm_ms * 1e-3) / 1e12, 1),
         "matmul_dtype": "bfloat16",
         "matmul_shape": f"{m}x{m}x{m}",

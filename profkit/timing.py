@@ -120,9 +120,5 @@ def copy_gbps(nbytes: int, cache: dict[int, float]) -> float:
     if nbytes not in cache:
         from profkit import devicetime
 
-        n = max(nbytes // 2, 1)
-        src = torch.randint(0, 255, (n,), dtype=torch.uint8, device="cuda")
-        dst = torch.empty_like(src)
-        ms = devicetime.measure(lambda: dst.copy_(src), graph=False).summary()["device_p50_ms"]
-        cache[nbytes] = 2 * n / (ms * 1e-3) / 1e9
+        cache[nbytes] = devicetime.measure_copy(max(nbytes // 2, 1))["gbps"]
     return cache[nbytes]
