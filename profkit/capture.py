@@ -142,10 +142,11 @@ def measure_cases(
                     console.print(f"[yellow]clocks:[/] {name}: {t.columns['clock_note']}")
             rows.append(row)
             bar.advance(task)
-    # the same columns whether or not anything was timed (interpret mode, all incorrect)
+    # the same columns whether or not anything was timed (interpret mode, all incorrect); a list,
+    # since Index.drop reads a tuple as one label and would keep (and so repeat) every column
     table = pd.DataFrame(rows)
     table = table.reindex(
-        columns=[*table.columns.drop(TIMING_COLUMNS, errors="ignore"), *TIMING_COLUMNS]
+        columns=[*table.columns.drop(list(TIMING_COLUMNS), errors="ignore"), *TIMING_COLUMNS]
     )
     return table, pd.DataFrame(samples, columns=["case", "kind", "ms"])
 

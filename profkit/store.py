@@ -214,6 +214,19 @@ def upgrade(manifest: dict, cases: pd.DataFrame) -> pd.DataFrame:
     return cases
 
 
+def _fold_repeats(cases: pd.DataFrame) -> pd.DataFrame:
+    """Runs captured before commit (this fix) wrote the timing columns twice; pandas reads the
+    second copy as `name.1`. Drop a copy that repeats its column exactly; keep anything else."""
+    repeats = [
+        col
+        for col in cases.columns
+        if col.endswith(".1")
+        and col[:-2] in cases.columns
+        and cases[col].equals(cases[col[:-2]].rename(col))
+    ]
+    return cases.drop(columns=repeats)
+
+
 # timing columns every reader does arithmetic on: text in them is damage, not a value
 NUMERIC_CASE_COLUMNS = ("device_p50_ms", "device_p95_ms", "device_p5_ms", "device_iqr_ms")
 # what explain reads from rules.csv (docs/tables.md); without them the file is left out, loudly
@@ -225,7 +238,7 @@ def load(path: Path) -> Run:
     file that readers can do without (rules.csv) is left out with a warning in Run.warnings."""
     try:
         manifest = json.loads((path / MANIFEST).read_text())
-        cases = upgrade(manifest, pd.read_csv(path / CASES, dtype=TEXT_COLUMNS))
+        cases = upgrade(manifest, _fold_repeats(pd.read_csv(path / CASES, dtype=TEXT_COLUMNS)))
         optional = {name: _read_optional(path / name) for name in (KERNELS, SAMPLES)}
     except (OSError, ValueError) as exc:  # pandas' parser errors are ValueErrors
         raise ProfkitError(f"{path} is not a readable profkit run: {_oneline(exc)}") from exc

@@ -3,6 +3,7 @@ results as a timing-only run with the reason; success reads the report into kern
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import math
@@ -376,3 +377,21 @@ def test_run_capture_with_counters_joins_them(
     )
     assert cases.loc[TRITON_CASE, "device_p50_ms"] == 0.0345  # timing kept beside the counters
     assert run.rules is not None and len(run.rules) > 0
+
+
+def test_measured_table_has_each_column_once(
+    tmp_path: Path, console: Console, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A timed row already holds the timing columns; moving them to the end must not repeat them
+    (Index.drop read a tuple as one label, and every stored schema-2 run had 19 columns twice)."""
+    from profkit import timing
+
+    columns = {c: 1.0 for c in profkit.capture.TIMING_COLUMNS} | {"device_p50_ms": 0.0345}
+    monkeypatch.setattr(timing, "check", lambda *a, **k: timing.Check(True, 0.0, 0.0, None))
+    monkeypatch.setattr(timing, "time_case", lambda *a: timing.CaseTiming(dict(columns), []))
+    monkeypatch.setattr(timing, "copy_gbps", lambda nbytes, cache: 4000.0)
+    spec = dataclasses.replace(SPEC, variants=(Variant("triton", lambda inputs: None),))
+    opts = dataclasses.replace(options(tmp_path), variants=("triton",), shapes=((4096, 8192),))
+    table, _ = profkit.capture.measure_cases(spec, opts, console, {"copy_gbps": 4200.0})
+    assert len(table.columns) == len(set(table.columns))
+    assert table.loc[0, "device_p50_ms"] == 0.0345

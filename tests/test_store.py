@@ -137,3 +137,21 @@ def test_a_kernel_name_resolves_to_its_newest_gpu_run(tmp_path: Path) -> None:
     assert store.resolve(None, tmp_path).name.startswith("k2-")
     with pytest.raises(ProfkitError, match="no run named 'k3'"):
         store.resolve("k3", tmp_path)
+
+
+def test_repeated_timing_columns_of_stored_runs_fold_into_one() -> None:
+    """Runs captured before the fix carry their timing columns twice; readers see each once."""
+    path = Path(__file__).parent.parent / "profiles" / "vector_add-20261130-162740-vm-98c9"
+    raw = pd.read_csv(path / store.CASES)
+    assert "device_p50_ms.1" in raw.columns  # as stored
+    cases = store.load(path).cases
+    assert not [c for c in cases.columns if c.endswith(".1")]
+    assert cases.device_p50_ms.tolist() == raw.device_p50_ms.tolist()
+
+
+def test_a_differing_repeat_is_kept(tmp_path: Path) -> None:
+    path = _write(tmp_path)
+    cases = pd.read_csv(path / store.CASES)
+    cases["device_p50_ms.1"] = 0.7  # not a copy: someone's own column, kept
+    cases.to_csv(path / store.CASES, index=False)
+    assert store.load(path).cases["device_p50_ms.1"].tolist() == [0.7]
