@@ -16,6 +16,11 @@ each call, with the stream held behind a spin kernel (torch.cuda._sleep) until a
 queued, so the event window still holds no host time unless the call itself syncs. The reason for
 the fallback is recorded.
 
+Rounds: the samples come from ROUNDS separate graphs, each over freshly allocated inputs (when
+the caller can make them). On the H200, one graph's replays agreed within ~0.05 us while two
+processes differed by up to 0.4-0.8 us at 3-10 us cases: an offset fixed per capture (where the
+inputs and outputs sit, e.g. which L2 partition homes them), which one graph cannot average out.
+
 Nothing host-side (NVTX, Python bookkeeping) sits between a call's two events.
 """
 
@@ -35,6 +40,7 @@ FLUSH_BYTES = 256 * 1024 * 1024  # > 4x the H200's 60 MB L2
 TARGET_MS = 150.0  # GPU time spent on samples per case (flushes excluded)
 MIN_SAMPLES, MAX_SAMPLES = 30, 500
 CALLS_PER_GRAPH = 50  # calls captured per graph; replayed until enough samples
+ROUNDS = 4  # separate graphs (fresh inputs each) whose samples are pooled
 SPIN_BATCH = 20  # calls queued behind one spin kernel in the fallback
 SPIN_CYCLES_PER_US = 2000  # ~ the H200's 1.98 GHz boost clock; a longer spin only costs time
 
@@ -92,24 +98,43 @@ def sample_count(estimate_ms: float) -> int:
     return int(min(MAX_SAMPLES, max(MIN_SAMPLES, TARGET_MS / estimate_ms)))
 
 
-def measure(fn: Callable[[], Any], *, warm_l2: bool = False, graph: bool = True) -> DeviceTime:
-    """graph=False times with spin-held events directly (a plain copy: a memcpy captured in a graph
+def measure(
+    fn: Callable[[], Any],
+    *,
+    warm_l2: bool = False,
+    graph: bool = True,
+    fresh: Callable[[], Callable[[], Any]] | None = None,
+    rounds: int = ROUNDS,
+) -> DeviceTime:
+    """The samples come from `rounds` graphs: the first times fn, each later one a call made by
+    fresh() (new inputs at new addresses) when given, else fn again in a new graph.
+    graph=False times with spin-held events directly (a plain copy: a memcpy captured in a graph
     may run on a copy engine, slower than the SM copy an eager call gets)."""
     flush = _flusher(warm_l2)
     n = sample_count(_estimate_ms(fn, flush))
+    per_round = [len(part) for part in np.array_split(np.arange(n), max(1, min(rounds, n)))]
+    calls = [fn] + [fresh or (lambda: fn) for _ in per_round[1:]]
     method, note = "graph", ""
-    try:
-        if not graph:
-            raise _NoGraph
-        windows, empty, clock = _graph_samples(fn, flush, n)
-    except Exception as exc:  # capture-unsafe variant: record why, time it with events
-        torch.cuda.synchronize()
-        method = "events"
-        if not isinstance(exc, _NoGraph):
-            note = f"graph capture failed ({type(exc).__name__}: {str(exc).splitlines()[0][:160]})"
-        windows, empty, clock = _spin_event_samples(fn, flush, n)
+    windows, empty, probes = [], [], clocks.Probe()
+    for make, count in zip(calls, per_round, strict=True):
+        call = make if make is fn else make()
+        try:
+            if method == "events" or not graph:
+                raise _NoGraph
+            w, e = _graph_samples(call, flush, count, probes)
+        except Exception as exc:  # capture-unsafe variant: record why, time it with events
+            torch.cuda.synchronize()
+            if method == "graph" and graph and not isinstance(exc, _NoGraph):
+                first_line = (str(exc).splitlines() or [""])[0][:160]
+                note = f"graph capture failed ({type(exc).__name__}: {first_line})"
+            method = "events"
+            w, e = _spin_event_samples(call, flush, count, probes)
+        windows += w
+        empty += e
     overhead = float(np.median(empty))
-    return DeviceTime([w - overhead for w in windows], method, note, clock, overhead * 1e3)
+    return DeviceTime(
+        [w - overhead for w in windows], method, note, probes.summary(), overhead * 1e3
+    )
 
 
 def measure_copy(n: int) -> dict:
@@ -126,7 +151,7 @@ class _NoGraph(Exception):
     """graph=False: straight to the events method."""
 
 
-def _graph_samples(fn, flush, n: int) -> tuple[list[float], list[float], dict]:
+def _graph_samples(fn, flush, n: int, probe: clocks.Probe) -> tuple[list[float], list[float]]:
     k = min(n, CALLS_PER_GRAPH)
     # torch requires a warm-up on a side stream before capture (lazy init, cuBLAS workspaces)
     side = torch.cuda.Stream()
@@ -151,7 +176,6 @@ def _graph_samples(fn, flush, n: int) -> tuple[list[float], list[float], dict]:
             ends[i].record()
     windows: list[float] = []
     empty: list[float] = []
-    probe = clocks.Probe()
     for _ in range(math.ceil(n / k)):
         graph.replay()
         probe.read()  # while the replay runs on the GPU
@@ -159,17 +183,16 @@ def _graph_samples(fn, flush, n: int) -> tuple[list[float], list[float], dict]:
         windows += [s.elapsed_time(e) for s, e in zip(starts, ends, strict=True)]
         empty += [s.elapsed_time(e) for s, e in zip(empty_starts, empty_ends, strict=True)]
     del graph
-    return windows[:n], empty, probe.summary()
+    return windows[:n], empty
 
 
-def _spin_event_samples(fn, flush, n: int) -> tuple[list[float], list[float], dict]:
+def _spin_event_samples(fn, flush, n: int, probe: clocks.Probe) -> tuple[list[float], list[float]]:
     """Events around each call; a spin kernel holds the stream while a batch is queued."""
     from profkit.hostcost import host_cost_us
 
     hold_us = 2 * SPIN_BATCH * host_cost_us(fn, calls=5, batches=1)[0] + 100
     windows: list[float] = []
     empty: list[float] = []
-    probe = clocks.Probe()
     while len(windows) < n:
         b = min(SPIN_BATCH, n - len(windows))
         events = [torch.cuda.Event(enable_timing=True) for _ in range(4 * b)]
@@ -186,4 +209,4 @@ def _spin_event_samples(fn, flush, n: int) -> tuple[list[float], list[float], di
         torch.cuda.synchronize()
         windows += [events[4 * i].elapsed_time(events[4 * i + 1]) for i in range(b)]
         empty += [events[4 * i + 2].elapsed_time(events[4 * i + 3]) for i in range(b)]
-    return windows, empty, probe.summary()
+    return windows, empty

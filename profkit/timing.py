@@ -91,11 +91,17 @@ class CaseTiming:
     samples: list[tuple[str, float]]
 
 
-def measure_call(fn: Callable[[], Any], *, warm_l2: bool = False) -> CaseTiming:
-    """Device time (graph replay, L2 flushed unless warm_l2), host cost and eager-loop time."""
+def measure_call(
+    fn: Callable[[], Any],
+    *,
+    warm_l2: bool = False,
+    fresh: Callable[[], Callable[[], Any]] | None = None,
+) -> CaseTiming:
+    """Device time (graph replay, L2 flushed unless warm_l2; later rounds on fresh() calls when
+    given), host cost and eager-loop time."""
     from profkit import devicetime, hostcost
 
-    device = devicetime.measure(fn, warm_l2=warm_l2)
+    device = devicetime.measure(fn, warm_l2=warm_l2, fresh=fresh)
     columns = device.summary()
     host = hostcost.host_cost_us(fn)
     host_us = hostcost.median(host)
@@ -110,8 +116,14 @@ def time_case(
     spec: KernelSpec, fn: Callable, shape: Shape, dtype: str, seed: int, warm_l2: bool = False
 ) -> CaseTiming:
     gen = torch.Generator(device="cuda").manual_seed(seed)
-    inputs = spec.make_inputs(shape, dtype, "cuda", gen)
-    return measure_call(lambda: fn(inputs), warm_l2=warm_l2)
+    held = []  # every round's inputs stay allocated, so each round's sit at new addresses
+
+    def fresh() -> Callable[[], Any]:
+        held.append(spec.make_inputs(shape, dtype, "cuda", gen))
+        inputs = held[-1]
+        return lambda: fn(inputs)
+
+    return measure_call(fresh(), warm_l2=warm_l2, fresh=fresh)
 
 
 def copy_gbps(nbytes: int, cache: dict[int, float]) -> float:

@@ -150,3 +150,40 @@ def test_measure_call_reports_the_three_figures(cuda: FakeCuda) -> None:
     kinds = {kind for kind, _ in t.samples}
     assert kinds == {"device", "host", "loop"}
     assert sum(kind == "device" for kind, _ in t.samples) == cols["device_reps"]
+
+
+def test_samples_pool_rounds_of_separate_graphs_over_fresh_inputs(cuda: FakeCuda) -> None:
+    """A per-capture offset (where the inputs sit) becomes spread across rounds, not a bias of
+    the whole run: each round is its own graph over a call fresh() made."""
+    captures, made = [], []
+    graph = cuda.graph
+
+    def counting_graph(g):
+        captures.append(g)
+        return graph(g)
+
+    cuda.graph = counting_graph
+
+    def fresh():
+        ms = [0.004, 0.005, 0.006][len(made)]  # each placement runs at its own speed
+        made.append(ms)
+        return lambda: cuda.kernel(ms)
+
+    s = devicetime.measure(lambda: cuda.kernel(0.003), fresh=fresh).summary()
+    assert len(captures) == devicetime.ROUNDS and len(made) == devicetime.ROUNDS - 1
+    assert s["device_reps"] == devicetime.MAX_SAMPLES  # the same sample count, split over rounds
+    assert s["device_p5_ms"] == pytest.approx(0.003) and s["device_p95_ms"] == pytest.approx(0.006)
+
+
+def test_after_a_failed_capture_later_rounds_do_not_retry_the_graph(cuda: FakeCuda) -> None:
+    tries = []
+
+    def syncs_with_the_host() -> None:
+        if cuda.is_current_stream_capturing():
+            tries.append(1)
+            raise RuntimeError("operation not permitted when stream is capturing")
+        cuda.kernel(0.007)
+
+    s = devicetime.measure(syncs_with_the_host, fresh=lambda: syncs_with_the_host).summary()
+    assert len(tries) == 1 and s["device_method"] == "events"
+    assert s["device_note"].startswith("graph capture failed")
