@@ -431,6 +431,7 @@ def test_the_fixture_reports_new_counters_reach_the_findings() -> None:
 
 RMSNORM_H200 = "rmsnorm-20261130-162158-vm-f1ea"
 MATMUL_H200 = "matmul-20261130-162825-vm-cac0"
+VECTOR_ADD_H200 = "vector_add-20261130-162740-vm-98c9"
 
 
 def found(run_id: str, variant: str, dtype: str, shape: str) -> Finding:
@@ -555,3 +556,17 @@ def test_throttled_matmul_cases_are_said_in_verdicts_and_cases() -> None:
 def test_runs_at_full_clocks_or_without_clock_notes_say_nothing_of_throttling(run_id: str) -> None:
     for f in findings(run_id):
         assert Cause.THROTTLED not in [x.cause for x in f.reasons] and "throttled" not in f.text
+
+
+def test_ties_with_intervals_clear_of_one_are_counted_apart() -> None:
+    """vector_add ties torch.add at 15 of 15 by the floor, but from 2^26 up every interval
+    excludes 1 on the slow side (0.4-1.2%): the verdict says so rather than hide it."""
+    run = store.load(ROOT / "profiles" / VECTOR_ADD_H200)
+    v = next(f for f in findings(VECTOR_ADD_H200) if f.kind == Kind.VERDICT)
+    slower = [c for c in v.comparisons if c.outcome == "noise" and c.ci_low > 1]
+    assert v.tally["torch"]["noise"] == 15 and len(slower) >= 6
+    assert v.evidence["ties_slower_cases"] == len(slower)
+    big = [c for c in slower if int(c.shape) >= 1 << 26]
+    assert len(big) == 6  # fp32, fp16 and bf16 at 2^26 and 2^28
+    assert f"Of the ties, {len(slower)} measurably slower" in v.text
+    assert run.samples is not None

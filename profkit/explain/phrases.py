@@ -9,6 +9,7 @@ from __future__ import annotations
 import string
 from collections.abc import Mapping
 
+from profkit import stats
 from profkit.explain.evidence import format_value
 from profkit.explain.model import Action, Cause, Finding, Kind, Reason, Step, Verdict
 
@@ -683,6 +684,21 @@ def verdict_text(f: Finding) -> str:
         bits += [f"unstable at {t['unstable']}"] if t["unstable"] else []
         clauses.append(f"against {baseline} {', '.join(bits)} of {n}")
     text += "; " + "; ".join(clauses) + "."
+    sides = [
+        say(
+            f"{{ties_{side}_cases}} measurably {side} (up to {{ties_{side}_max_pct}}, against "
+            f"{{ties_{side}_baseline}} at {{ties_{side}_where}})",
+            ev,
+        )
+        for side in ("slower", "faster")
+        if _has(ev, f"ties_{side}_cases")
+    ]
+    if sides:
+        text += (
+            f" Of the ties, {' and '.join(sides)}: 95% intervals clear of 1, gaps under the "
+            f"practical floor ({stats.PRACTICAL_FLOOR_PCT:g}% and {stats.PRACTICAL_FLOOR_US:g} "
+            "us)."
+        )
     if _has(ev, "worst_loss_pct"):
         text += say(
             " Worst loss: {worst_loss_pct} slower than {worst_loss_baseline} at {worst_loss_where}",

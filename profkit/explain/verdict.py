@@ -144,11 +144,25 @@ def _verdict(
         ev.put("best_win_where", wins[0].where)
         ev.put("best_win_baseline", wins[0].baseline)
         ev.put("best_win_throttled", _throttled_sides(wins[0], variant))
+    _sub_floor(comparisons, ev)
     _loop_split(f, comparisons, ev)
     _throttled(f, comparisons, [*lab, *base], ev)
     f.next = _steps(variant, losses, comparisons, steps)
     f.evidence = dict(ev)
     return f
+
+
+def _sub_floor(comparisons: list[Comparison], ev: Evidence) -> None:
+    """Ties whose interval excludes 1 all on one side: a measurable gap under the practical
+    floor. Several of them in one direction is a pattern a tie count would hide."""
+    for side, test in (("slower", lambda c: c.ci_low > 1), ("faster", lambda c: c.ci_high < 1)):
+        hit = [c for c in comparisons if c.outcome == "noise" and test(c)]
+        if hit:
+            worst = max(hit, key=lambda c: abs(math.log(c.ratio)))
+            ev.put(f"ties_{side}_cases", len(hit))
+            ev.put(f"ties_{side}_max_pct", abs(worst.delta_pct))
+            ev.put(f"ties_{side}_where", worst.where)
+            ev.put(f"ties_{side}_baseline", worst.baseline)
 
 
 def _throttled_sides(c: Comparison, variant: str) -> list[str] | None:
