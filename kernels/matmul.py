@@ -195,17 +195,18 @@ class Config(tuple):
 
 
 # Decode-like shapes (M <= 128), keyed by M rounded up to a power of two (16..128): the table to
-# edit once bench/probe_matmul.py has timed the candidates. These entries are predictions.
-# The kernel streams B (K x N, 128 MB at N = K = 8192) once and is bound by DRAM bandwidth. With
-# one 128 x 64 tile per program N = 8192 gave 128 programs for 132 SMs, each with ~3 x 24 KB in
-# flight: 60% of DRAM (run cac0). Split-K 2 doubles the programs (256: ~2 per SM, twice the
-# bytes in flight) for 8 MB of fp32 partials written and read back, mostly from L2 (6% of B).
-# BN stays 64: BN = 32 would also give 256 programs but reads A (2 MB, from L2) 256 times.
+# edit once bench/probe_matmul.py has timed the candidates. The M = 64/128 entries are predictions.
+# The kernel streams B (K x N, 128 MB at N = K = 8192) from DRAM once, but every N tile re-reads
+# all of A (M x K) from L2: at M = 128 with BN = 64 that is 128 x 2 MB = 256 MB of L2 reads on
+# top of B's 128 MB, 384 MB in 46 us (8.3 TB/s) in run cac0, where DRAM ran at 60% with only
+# 128 programs. BN = 128 halves A's re-reads; split-K 4 brings the programs back to 256 (~2 per
+# SM, twice the bytes in flight) for 16 MB of fp32 partials, written and read back mostly in L2
+# (the reduce kernel). BN = 32 would give 256 programs too but quadruple A's re-reads.
 DECODE = {
     16: Config(16, 64, 128, 8, 4, 4),  # 34.6 us, 91% of copy, a tie with cuBLAS (run cac0)
     32: Config(32, 64, 128, 8, 4, 4),
-    64: Config(64, 64, 64, 8, 4, 4, 1, 2),
-    128: Config(128, 64, 64, 8, 4, 4, 1, 2),
+    64: Config(64, 128, 64, 8, 4, 4, 1, 4),
+    128: Config(128, 128, 64, 8, 4, 8, 1, 4),
 }
 
 
