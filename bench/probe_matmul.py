@@ -49,8 +49,9 @@ DECODE = {
         C(128, 64, 64, 8, 4, 4),  # run cac0's config: 128 programs, 60% DRAM
         C(128, 32, 128, 8, 3, 4),  # BN 32: 256 programs, but 4x A's L2 re-reads (512 MB)
         C(128, 64, 64, 8, 4, 4, 1, 2),  # split-K 2: 256 programs, 8 MB partials
-        C(128, 128, 64, 8, 4, 8, 1, 4),  # the new default: 256 programs, 16 MB partials
-        C(128, 128, 64, 8, 4, 8, 1, 2),  # split-K 2: 128 programs, half the partials
+        C(128, 128, 64, 8, 3, 8, 1, 4),  # the new default: 256 programs, 2 per SM, 16 MB partials
+        C(128, 128, 64, 8, 4, 8, 1, 4),  # the same in 4 stages: 1 per SM (128 KB), two waves
+        C(128, 128, 64, 8, 3, 8, 1, 2),  # split-K 2: 128 programs, half the partials
         C(128, 256, 64, 8, 3, 8, 1, 8),  # 256 programs, A re-read 32x only, 32 MB partials
     ],
 }

@@ -201,12 +201,14 @@ class Config(tuple):
 # top of B's 128 MB, 384 MB in 46 us (8.3 TB/s) in run cac0, where DRAM ran at 60% with only
 # 128 programs. BN = 128 halves A's re-reads; split-K 4 brings the programs back to 256 (~2 per
 # SM, twice the bytes in flight) for 16 MB of fp32 partials, written and read back mostly in L2
-# (the reduce kernel). BN = 32 would give 256 programs too but quadruple A's re-reads.
+# (the reduce kernel). 3 stages, not 4: 96 KB of shared memory and 127 registers x 256 threads
+# let 2 programs share an SM (offline sm_90 build), so all 256 are resident at once; 4 stages
+# (128 KB) would allow 1, in two waves. BN = 32 gives 256 programs too but 4x A's re-reads.
 DECODE = {
     16: Config(16, 64, 128, 8, 4, 4),  # 34.6 us, 91% of copy, a tie with cuBLAS (run cac0)
     32: Config(32, 64, 128, 8, 4, 4),
-    64: Config(64, 128, 64, 8, 4, 4, 1, 4),
-    128: Config(128, 128, 64, 8, 4, 8, 1, 4),
+    64: Config(64, 128, 64, 8, 3, 4, 1, 4),
+    128: Config(128, 128, 64, 8, 3, 8, 1, 4),
 }
 
 
