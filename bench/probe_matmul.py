@@ -64,7 +64,7 @@ FP8_CANDIDATES = [
 def parse() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True, type=Path)
-    p.add_argument("--budget-s", type=float, default=200.0)
+    p.add_argument("--budget-s", type=float, default=190.0)
     p.add_argument("--dry-run", action="store_true", help="CPU interpreter, tiny shapes, no timing")
     return p.parse_args()
 

@@ -514,8 +514,10 @@ SPEC_FP8 = KernelSpec(
     reference=reference_fp8,
     dtypes=("float8_e4m3fn",),
     shapes=((8192, 8192, 8192), (4096, 4096, 4096), (4096, 14336, 4096), (1024, 8192, 8192)),
-    # bf16 output rounding dominates (as for bf16 above); fast accumulation adds ~1e-4 relative
-    tolerances={"float8_e4m3fn": (2e-2, 2e-2)},
+    # Hopper's fp8 wgmma without promotion keeps ~14 accumulator bits (DeepSeek-V3 report: up to
+    # ~2% error at K = 4096), and K = 8192 adds 256 truncating steps: looser than bf16's 2e-2.
+    # A dropped scale (a factor amax / 448, ~1e-2) or a wrong tile (errors ~1) still fails.
+    tolerances={"float8_e4m3fn": (1e-1, 5e-2)},
     bytes_moved=bytes_moved_fp8,
     flops=flops,
     interpret_shapes=((64, 64, 64), (48, 80, 96), (16, 128, 64)),
