@@ -74,15 +74,17 @@ def _matmul_tiled_kernel(
         # those results are never stored
         am, bn = rm % M, rn % N
     k_tiles = tl.cdiv(K, BK)
-    if SPLIT_K == 1:
+    if SPLIT_K == 1:  # written apart so the large shapes' kernel compiles as before
         k0, k1 = 0, k_tiles
+        a_ptrs = A + am[:, None] * stride_am + rk[None, :]
+        b_ptrs = B + rk[:, None] * stride_bk + bn[None, :]
     else:
         # program (pid, s) sums K tiles [s * per, (s + 1) * per): more programs for a small M x N
         per = tl.cdiv(k_tiles, SPLIT_K)
         k0 = tl.program_id(1) * per
         k1 = tl.minimum(k0 + per, k_tiles)
-    a_ptrs = A + am[:, None] * stride_am + (k0 * BK + rk)[None, :]
-    b_ptrs = B + (k0 * BK + rk)[:, None] * stride_bk + bn[None, :]
+        a_ptrs = A + am[:, None] * stride_am + (k0 * BK + rk)[None, :]
+        b_ptrs = B + (k0 * BK + rk)[:, None] * stride_bk + bn[None, :]
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k in range(k0, k1):
         if EVEN:
