@@ -138,30 +138,56 @@ def jobs_rmsnorm():
                 yield f"{dtype} {const}", mod._rmsnorm_kernel, args, const, warps, 3
 
 
+def _tiled_job(mod, dtype, shape, cfg):
+    (m, n, k), (bm, bn, bk, group_m, stages, warps, _, split_k) = shape, cfg
+    args = {"A": PTR[dtype], "B": PTR[dtype], "C": PTR[dtype], "M": "i32", "N": "i32"}
+    args |= {"K": "i32", "stride_am": "i32", "stride_bk": "i32", "stride_cm": "i32"}
+    even = m % bm == 0 and n % bn == 0 and k % bk == 0
+    const = dict(BM=bm, BN=bn, BK=bk, GROUP_M=group_m, EVEN=even, WIDEN=False, SPLIT_K=split_k)
+    if split_k > 1:
+        args["W"] = "*fp32"
+    else:
+        const["W"] = None
+    label = f"tiled {dtype} {bm}x{bn}x{bk} s{stages} w{warps} split{split_k}"
+    return label, mod._matmul_tiled_kernel, args, const, warps, stages
+
+
+def _persistent_job(mod, dtype, cfg, fp8=False):
+    bm, bn, bk, group_m, stages, warps, sub, _ = cfg
+    ptr = "*fp8e4nv" if fp8 else PTR[dtype]
+    args = {"A": ptr, "B": ptr, "C": "*bf16" if fp8 else PTR[dtype], "M": "i32", "N": "i32"}
+    args |= {"K": "i32"}
+    const = dict(BM=bm, BN=bn, BK=bk, GROUP_M=group_m, NUM_PROGRAMS=mod.SMS)
+    const |= dict(SUBTILE=sub, WS=False, WIDEN=False, B_KMAJOR=fp8)
+    if fp8:
+        args |= {"SA": "*fp32", "SB": "*fp32"}
+    else:
+        const |= {"SA": None, "SB": None}
+    label = f"persistent {'fp8' if fp8 else dtype} {bm}x{bn}x{bk} s{stages} w{warps} sub{sub}"
+    return label, mod._matmul_persistent_kernel, args, const, warps, stages
+
+
 def jobs_matmul():
     mod, spec = lab("matmul"), find_spec("matmul")
     for dtype in spec.dtypes:
-        for m, n, k in spec.shapes:
-            bm, bn, bk, group_m, stages, warps, _ = mod.launch_config(m, n, k)
-            args = {"A": PTR[dtype], "B": PTR[dtype], "C": PTR[dtype], "M": "i32", "N": "i32"}
-            args |= {"K": "i32", "stride_am": "i32", "stride_bk": "i32", "stride_cm": "i32"}
-            even = m % bm == 0 and n % bn == 0 and k % bk == 0
-            const = dict(BM=bm, BN=bn, BK=bk, GROUP_M=group_m, EVEN=even, WIDEN=False)
-            yield (
-                f"tiled {dtype} {bm}x{bn}x{bk} s{stages} w{warps}",
-                (mod._matmul_tiled_kernel),
-                args,
-                const,
-                warps,
-                stages,
-            )
-            bm, bn, bk, group_m, stages, warps, sub = mod.launch_config(m, n, k, True)
-            args = {"A": PTR[dtype], "B": PTR[dtype], "C": PTR[dtype], "M": "i32", "N": "i32"}
-            args |= {"K": "i32"}
-            const = dict(BM=bm, BN=bn, BK=bk, GROUP_M=group_m, NUM_PROGRAMS=mod.SMS)
-            const |= dict(SUBTILE=sub, WS=False, WIDEN=False)
-            label = f"persistent {dtype} {bm}x{bn}x{bk} s{stages} w{warps} sub{sub}"
-            yield label, mod._matmul_persistent_kernel, args, const, warps, stages
+        for shape in spec.shapes:
+            yield _tiled_job(mod, dtype, shape, mod.launch_config(*shape))
+            yield _persistent_job(mod, dtype, mod.launch_config(*shape, True))
+    for shape in find_spec("matmul_fp8").shapes:
+        yield _persistent_job(mod, "fp8", mod.launch_config_fp8(*shape), fp8=True)
+
+
+def jobs_matmul_probe():
+    """The candidates bench/probe_matmul.py times (bf16; fp16 compiles alike)."""
+    mod = lab("matmul")
+    sys.path.insert(0, str(Path(__file__).parent))
+    import probe_matmul
+
+    for m, configs in probe_matmul.DECODE.items():
+        for cfg in configs:
+            yield _tiled_job(mod, "bfloat16", (m, 8192, 8192), cfg)
+    for cfg in probe_matmul.FP8_CANDIDATES:
+        yield _persistent_job(mod, "fp8", cfg, fp8=True)
 
 
 def warp_specialize_check() -> str:
@@ -171,7 +197,7 @@ def warp_specialize_check() -> str:
     ptx = {}
     for ws in (False, True):
         const = dict(BM=128, BN=256, BK=64, GROUP_M=8, NUM_PROGRAMS=132, SUBTILE=2, WS=ws)
-        const["WIDEN"] = False
+        const |= dict(WIDEN=False, B_KMAJOR=False, SA=None, SB=None)
         ptx[ws] = compile_sm90(mod._matmul_persistent_kernel, args, const, 8, 3).asm["ptx"]
     verdict = "identical" if ptx[False] == ptx[True] else "DIFFERS"
     return f"warp_specialize=True on sm_90 (persistent bf16 128x256x64): PTX {verdict}"
@@ -183,13 +209,14 @@ JOBS = {
     "softmax": jobs_softmax,
     "rmsnorm": jobs_rmsnorm,
     "matmul": jobs_matmul,
+    "matmul_probe": jobs_matmul_probe,
 }
 
 
 def main(names: list[str]) -> int:
     bad = 0
     print(f"{'kernel':<11} {'configuration':<58} {'regs':>4} {'spill':>5} {'smem':>7} blocks/SM")
-    for name in names or list(JOBS):
+    for name in names or [j for j in JOBS if j != "matmul_probe"]:
         seen = set()
         for label, fn, args, const, warps, stages in JOBS[name]():
             key = (fn.__name__, tuple(args.values()), tuple(sorted(const.items())), warps, stages)

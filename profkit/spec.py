@@ -20,7 +20,7 @@ from typing import Any
 from profkit.errors import ProfkitError
 
 Shape = tuple[int, ...]
-DTYPE_ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
+DTYPE_ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "float8_e4m3fn": 1}
 DTYPE_ALIASES = {
     "fp16": "float16",
     "half": "float16",
@@ -28,6 +28,8 @@ DTYPE_ALIASES = {
     "fp32": "float32",
     "float": "float32",
     "fp64": "float64",
+    "fp8": "float8_e4m3fn",
+    "e4m3": "float8_e4m3fn",
 }
 
 

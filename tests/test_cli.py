@@ -326,7 +326,10 @@ def test_compare_markdown_and_terminal() -> None:
     [
         (
             ["nope"],
-            ["unknown kernel 'nope'", "known: decode, matmul, rmsnorm, softmax, sum, vector_add"],
+            [
+                "unknown kernel 'nope'",
+                "known: decode, matmul, matmul_fp8, rmsnorm, softmax, sum, vector_add",
+            ],
         ),
         (["rmsnorm", "--shape", "4096by8192"], ["malformed shape '4096by8192'", "MxN"]),
         (["rmsnorm", "--shape", "0x5"], ["malformed shape '0x5'", "positive"]),

@@ -42,7 +42,7 @@ def test_dtype_aliases_and_unsupported():
 
 def test_unknown_kernel_lists_known():
     with pytest.raises(
-        ProfkitError, match="known: decode, matmul, rmsnorm, softmax, sum, vector_add"
+        ProfkitError, match="known: decode, matmul, matmul_fp8, rmsnorm, softmax, sum, vector_add"
     ):
         find_spec("nope")
 
