@@ -24,7 +24,7 @@ n_cols = int(sys.argv[2]) if len(sys.argv) > 2 else 8192
 w_early = (sys.argv[3] if len(sys.argv) > 3 else "v3") == "v3"  # v2: w loaded after the reduction
 find_spec("rmsnorm")
 lab = sys.modules["profkit_lab.rmsnorm"]
-block_n, rows, warps = lab.launch_config(4096, n_cols, DTYPE_ITEMSIZE[dtype])
+_, const, warps = lab.plan(4096, n_cols, DTYPE_ITEMSIZE[dtype], {"W_EARLY": w_early})
 ptr = {"float16": "*fp16", "bfloat16": "*bf16", "float32": "*fp32"}[dtype]
 signature = {
     "X": ptr,
@@ -35,16 +35,14 @@ signature = {
     "stride_x": "i32",
     "stride_y": "i32",
     "eps": "fp32",
-    "BLOCK_N": "constexpr",
-    "ROWS": "constexpr",
-    "W_EARLY": "constexpr",
+    **{k: "constexpr" for k in const},
 }
 # what the launcher specializes at run time: 16-byte-aligned pointers, sizes divisible by 16
 aligned = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 4, 5, 6)}
 source = ASTSource(
     fn=lab._rmsnorm_kernel,
     signature=signature,
-    constexprs={"BLOCK_N": block_n, "ROWS": rows, "W_EARLY": w_early},
+    constexprs=const,
     attrs=aligned,
 )
 kernel = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
@@ -62,7 +60,7 @@ with tempfile.NamedTemporaryFile(suffix=".cubin") as cubin:
         [tools / "nvdisasm", "-c", cubin.name], capture_output=True, text=True, check=True
     ).stdout
 version = "v3" if w_early else "v2"
-print(f"{dtype} N={n_cols} {version}: BLOCK_N={block_n} ROWS={rows} num_warps={warps}")
+print(f"{dtype} N={n_cols} {version}: {const} num_warps={warps}")
 print(re.search(r"REG:\d+.*?LOCAL:\d+", usage).group(0))
 for line in sass.splitlines():
     if re.search(r"\b(LDG|STG|BAR|SHFL|LDS|STS)\b", line):

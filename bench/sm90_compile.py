@@ -130,12 +130,15 @@ def jobs_rmsnorm():
     mod, spec = lab("rmsnorm"), find_spec("rmsnorm")
     for dtype in spec.dtypes:
         for rows, cols in spec.shapes:
-            block_n, per, warps = mod.launch_config(rows, cols, DTYPE_ITEMSIZE[dtype])
             args = {"X": PTR[dtype], "W": PTR[dtype], "Y": PTR[dtype], "n_rows": "i32"}
             args |= {"n_cols": "i32", "stride_x": "i32", "stride_y": "i32", "eps": "fp32"}
-            for early in (True, False):  # v3 (variant triton) and v2 (triton_v2)
-                const = {"BLOCK_N": block_n, "ROWS": per, "W_EARLY": early}
-                yield f"{dtype} {const}", mod._rmsnorm_kernel, args, const, warps, 3
+            itemsize = DTYPE_ITEMSIZE[dtype]
+            # v3 (variant triton), v2 (triton_v2), v4 (triton_v4)
+            for design in ({}, {"W_EARLY": False}, mod.v4_design(cols, itemsize)):
+                _, const, warps = mod.plan(rows, cols, itemsize, design)
+                label = f"{dtype} B{const['BLOCK_N']}x{const['CHUNKS']} r{const['ROWS']} "
+                label += f"early={const['W_EARLY']} even={const['EVEN']}"
+                yield label, mod._rmsnorm_kernel, args, const, warps, 3
 
 
 def _tiled_job(mod, dtype, shape, cfg):

@@ -31,9 +31,14 @@ def _rmsnorm_kernel(
     BLOCK_N: tl.constexpr,
     ROWS: tl.constexpr,
     W_EARLY: tl.constexpr,
+    EVEN: tl.constexpr = False,
+    X_EVICT: tl.constexpr = "evict_first",
+    CHUNKS: tl.constexpr = 1,
 ):
-    # Each program normalizes ROWS whole rows held in registers: x is read from DRAM once and y
-    # written once, which is the whole fusion win over the eager chain.
+    # Each program normalizes ROWS whole rows: x is read from DRAM once and y written once, which
+    # is the whole fusion win over the eager chain. CHUNKS > 1 (v4 candidate) walks a row in
+    # BLOCK_N-wide chunks twice: sum of squares, then normalize with x re-read from L2 (the row
+    # was read a moment ago), so the registers hold one chunk instead of the whole row.
     pid = tl.program_id(0)
     first = pid * ROWS
     # one 64-bit base per program, 32-bit offsets inside it: per-element int64 address math costs
@@ -42,29 +47,70 @@ def _rmsnorm_kernel(
     y_base = Y + first.to(tl.int64) * stride_y
     rows = tl.arange(0, ROWS)
     cols = tl.arange(0, BLOCK_N)
-    col_ok = cols < n_cols
-    mask = ((first + rows) < n_rows)[:, None] & col_ok[None, :]
-    # x is streamed once: evict it first so w (reused by every program) stays in L2. x stays in
-    # its own precision between the reduction and the output: values live across the reduction
-    # cost registers, and at 40 registers this kernel's occupancy was capped at 75% where
-    # torch.compile's 23-25 allowed 100% (run 83a4).
-    if W_EARLY:
-        # v3: w's loads issued with x's (first in the PTX; ptxas still places them after the
-        # first warp-shuffle level, but before the two barriers where v2 had them: NOTES), held
-        # in the input dtype: half the registers of fp32 in fp16/bf16
-        w = tl.load(W + cols, mask=col_ok, other=0.0, eviction_policy="evict_last")
-    x = tl.load(
-        x_base + rows[:, None] * stride_x + cols[None, :],
-        mask=mask,
-        other=0.0,
-        eviction_policy="evict_first",
-    )
-    xf = x.to(tl.float32)
-    rstd = 1.0 / tl.sqrt(tl.sum(xf * xf, axis=1) / n_cols + eps)
-    if not W_EARLY:  # v2: w loaded after the reduction
-        w = tl.load(W + cols, mask=col_ok, other=0.0, eviction_policy="evict_last").to(tl.float32)
-    y = x.to(tl.float32) * rstd[:, None] * w.to(tl.float32)[None, :]
-    tl.store(y_base + rows[:, None] * stride_y + cols[None, :], y.to(Y.dtype.element_ty), mask=mask)
+    x_ptrs = x_base + rows[:, None] * stride_x + cols[None, :]
+    y_ptrs = y_base + rows[:, None] * stride_y + cols[None, :]
+    # EVEN (v4 candidate): the shape fills every block, so no masks: masked loads cost predicate
+    # and select instructions (compile ran 7% fewer instructions than v3, bf16 4096x8192, f1ea)
+    row_ok = ((first + rows) < n_rows)[:, None]
+    if CHUNKS == 1:
+        col_ok = cols < n_cols
+        if EVEN:
+            x = tl.load(x_ptrs, eviction_policy=X_EVICT)
+            if W_EARLY:
+                w = tl.load(W + cols, eviction_policy="evict_last")
+        else:
+            # x is streamed once: evict it first so w (reused by every program) stays in L2
+            if W_EARLY:
+                # v3: w's loads issued with x's, held in the input dtype (half the registers of
+                # fp32 in fp16/bf16); v2 loaded w after the reduction
+                w = tl.load(W + cols, mask=col_ok, other=0.0, eviction_policy="evict_last")
+            x = tl.load(x_ptrs, mask=row_ok & col_ok[None, :], other=0.0, eviction_policy=X_EVICT)
+        # x stays in its own precision between the reduction and the output: values live across
+        # the reduction cost registers (run 83a4)
+        xf = x.to(tl.float32)
+        rstd = 1.0 / tl.sqrt(tl.sum(xf * xf, axis=1) / n_cols + eps)
+        if not W_EARLY:
+            if EVEN:
+                w = tl.load(W + cols, eviction_policy="evict_last")
+            else:
+                w = tl.load(W + cols, mask=col_ok, other=0.0, eviction_policy="evict_last")
+        y = (x.to(tl.float32) * rstd[:, None] * w.to(tl.float32)[None, :]).to(Y.dtype.element_ty)
+        if EVEN:
+            tl.store(y_ptrs, y)
+        else:
+            tl.store(y_ptrs, y, mask=row_ok & col_ok[None, :])
+    else:
+        # pass 1 marks x evict_last so pass 2 finds it in L2, and pass 2 streams it out
+        # (X_EVICT): inductor's looped reduction does the same
+        acc = tl.zeros([ROWS, BLOCK_N], dtype=tl.float32)
+        for c in range(CHUNKS):
+            col_ok = c * BLOCK_N + cols < n_cols
+            if EVEN:
+                xf = tl.load(x_ptrs + c * BLOCK_N, eviction_policy="evict_last").to(tl.float32)
+            else:
+                mask = row_ok & col_ok[None, :]
+                xf = tl.load(
+                    x_ptrs + c * BLOCK_N, mask=mask, other=0.0, eviction_policy="evict_last"
+                )
+                xf = xf.to(tl.float32)
+            acc += xf * xf
+        rstd = 1.0 / tl.sqrt(tl.sum(acc, axis=1) / n_cols + eps)
+        for c in range(CHUNKS):
+            col_ok = c * BLOCK_N + cols < n_cols
+            if EVEN:
+                x = tl.load(x_ptrs + c * BLOCK_N, eviction_policy=X_EVICT)
+                w = tl.load(W + c * BLOCK_N + cols, eviction_policy="evict_last")
+            else:
+                mask = row_ok & col_ok[None, :]
+                x = tl.load(x_ptrs + c * BLOCK_N, mask=mask, other=0.0, eviction_policy=X_EVICT)
+                w = tl.load(
+                    W + c * BLOCK_N + cols, mask=col_ok, other=0.0, eviction_policy="evict_last"
+                )
+            y = x.to(tl.float32) * rstd[:, None] * w.to(tl.float32)[None, :]
+            if EVEN:
+                tl.store(y_ptrs + c * BLOCK_N, y.to(Y.dtype.element_ty))
+            else:
+                tl.store(y_ptrs + c * BLOCK_N, y.to(Y.dtype.element_ty), mask=mask)
 
 
 def launch_config(n_rows: int, n_cols: int, itemsize: int) -> tuple[int, int, int]:
@@ -89,33 +135,64 @@ def launch_config(n_rows: int, n_cols: int, itemsize: int) -> tuple[int, int, in
     return block_n, rows, num_warps
 
 
+# v3's design, what variant `triton` runs. A design is the kernel's constexpr options plus:
+# UNMASKED (drop the masks where the shape fills every block), CHUNK (loop the row in chunks of
+# this many elements, 0 = whole row in registers) and WARPS (0 = launch_config's warp count).
+V3 = dict(W_EARLY=True, UNMASKED=False, X_EVICT="evict_first", CHUNK=0, WARPS=0)
+# v4 (session 3) per row-size class: the first bound >= the row's bytes (N x itemsize). PREDICTED
+# picks, not yet measured (kernels/NOTES.md, "v3 -> v4"); once bench/probe_rmsnorm.py has run on
+# the H200, each class is set to the candidate that won it ({} = v3's design). v3 loses to compile
+# exactly at rows of 16 KB and up (9 of 15 prefill cases), and beats it at 8 KB rows.
+V4_TABLE = {
+    8 * 1024: dict(UNMASKED=True),  # whole rows in registers, as v3
+    # larger rows: inductor's looped reduction (its heuristics for sm_90: 2048-wide chunks at 16
+    # warps, x re-read from L2); 20-31 registers offline vs v3's 40-85
+    1 << 62: dict(UNMASKED=True, CHUNK=2048, WARPS=16),
+}
+
+
+def v4_design(n_cols: int, itemsize: int) -> dict:
+    bound = min(b for b in V4_TABLE if b >= n_cols * itemsize)
+    return {**V3, **V4_TABLE[bound]}
+
+
+def plan(n_rows: int, n_cols: int, itemsize: int, design: dict | None = None, config=None):
+    """(programs, constexpr arguments, num_warps) of one launch of a design (v3 by default)."""
+    d = {**V3, **(design or {})}
+    chunk = d["CHUNK"] if 0 < d["CHUNK"] < n_cols else 0
+    # a chunked row is one row per program, its warps sized for one chunk (or set by WARPS)
+    block_n, rows, num_warps = config or (
+        launch_config(1, chunk, itemsize) if chunk else launch_config(n_rows, n_cols, itemsize)
+    )
+    chunks = triton.cdiv(n_cols, block_n)
+    even = d["UNMASKED"] and n_cols == block_n * chunks and n_rows % rows == 0
+    const = dict(BLOCK_N=block_n, ROWS=rows, W_EARLY=d["W_EARLY"], EVEN=even)
+    const |= dict(X_EVICT=d["X_EVICT"], CHUNKS=chunks)
+    return triton.cdiv(n_rows, rows), const, d["WARPS"] or num_warps
+
+
 def rmsnorm_triton(
-    inputs: dict, config: tuple[int, int, int] | None = None, w_early: bool = True
+    inputs: dict, config: tuple[int, int, int] | None = None, design: dict | None = None
 ) -> torch.Tensor:
     x, w, out = inputs["x"], inputs["w"], inputs["out"]
     x2, y2 = x.reshape(-1, x.shape[-1]), out.reshape(-1, x.shape[-1])
     n_rows, n_cols = x2.shape
-    block_n, rows, num_warps = config or launch_config(n_rows, n_cols, x.element_size())
-    _rmsnorm_kernel[(triton.cdiv(n_rows, rows),)](
-        x2,
-        w,
-        y2,
-        n_rows,
-        n_cols,
-        x2.stride(0),
-        y2.stride(0),
-        EPS,
-        BLOCK_N=block_n,
-        ROWS=rows,
-        W_EARLY=w_early,
-        num_warps=num_warps,
+    programs, const, num_warps = plan(n_rows, n_cols, x.element_size(), design, config)
+    _rmsnorm_kernel[(programs,)](
+        x2, w, y2, n_rows, n_cols, x2.stride(0), y2.stride(0), EPS, **const, num_warps=num_warps
     )
     return out
 
 
 def rmsnorm_triton_v2(inputs: dict) -> torch.Tensor:
     """The previous version (w loaded after the reduction), kept for side-by-side timing."""
-    return rmsnorm_triton(inputs, w_early=False)
+    return rmsnorm_triton(inputs, design={"W_EARLY": False})
+
+
+def rmsnorm_triton_v4(inputs: dict) -> torch.Tensor:
+    """v4 candidate: V4_TABLE's design for the row size (unmasked; rows of 16 KB+ chunked)."""
+    x = inputs["x"]
+    return rmsnorm_triton(inputs, design=v4_design(x.shape[-1], x.element_size()))
 
 
 def rmsnorm_eager(inputs: dict) -> torch.Tensor:
@@ -171,6 +248,11 @@ SPEC = KernelSpec(
             "triton_v2",
             rmsnorm_triton_v2,
             description="v2 of the fused kernel: w loaded after the reduction",
+        ),
+        Variant(
+            "triton_v4",
+            rmsnorm_triton_v4,
+            description="v4 candidate: V4_TABLE design per row size (rows of 16 KB+ chunked)",
         ),
     ),
     make_inputs=make_inputs,

@@ -581,7 +581,7 @@ def test_capture_interpret_every_variant_including_compile(tmp_path: Path, no_gp
     ok(invoke("capture", "rmsnorm", "--interpret", "--out", out, "--dtype", "fp16"))
     [path] = stored_runs(out)
     cases = store.load(path).cases
-    expected = ["triton", "eager", "native", "compile", "triton_v2"]
+    expected = ["triton", "eager", "native", "compile", "triton_v2", "triton_v4"]
     assert cases.variant.unique().tolist() == expected
     assert len(cases) == len(expected) * 3
     assert cases.correct.astype(bool).all(), cases[["case", "error"]]

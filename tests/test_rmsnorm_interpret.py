@@ -16,7 +16,7 @@ LAB = sys.modules["profkit_lab.rmsnorm"]
 
 @pytest.mark.parametrize("dtype", SPEC.dtypes)
 @pytest.mark.parametrize("shape", [(4, 64), (3, 100), (2, 1024), (5, 4096)])
-@pytest.mark.parametrize("variant", ["triton", "triton_v2"])
+@pytest.mark.parametrize("variant", ["triton", "triton_v2", "triton_v4"])
 def test_fused_kernel_matches_float64_reference(variant, dtype, shape):
     result = check(SPEC, SPEC.variant(variant).fn, shape, dtype, "cpu", seed=11)
     assert result.correct, result.error
@@ -28,6 +28,64 @@ def test_rows_per_program_configs_cover_every_row(config):
     # 7 rows with 2 or 4 rows per program: the last program is partly masked
     fn = lambda inputs: LAB.rmsnorm_triton(inputs, config)  # noqa: E731
     assert check(SPEC, fn, (7, 100), "float16", "cpu", seed=3).correct
+
+
+# v4 candidates: unmasked blocks, chunked rows (even, ragged and partial last chunk), warps
+DESIGNS = [
+    {"UNMASKED": True},
+    {"UNMASKED": True, "W_EARLY": False, "X_EVICT": ""},
+    {"CHUNK": 32},
+    {"CHUNK": 32, "UNMASKED": True},
+    {"CHUNK": 256, "WARPS": 2},
+]
+
+
+@pytest.mark.parametrize("design", DESIGNS)
+@pytest.mark.parametrize("shape", [(4, 64), (3, 100), (6, 1024)])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_v4_designs_match_float64_reference(design, shape, dtype):
+    fn = lambda inputs: LAB.rmsnorm_triton(inputs, design=design)  # noqa: E731
+    result = check(SPEC, fn, shape, dtype, "cpu", seed=5)
+    assert result.correct, result.error
+    assert result.rel_err < {"float32": 1e-6, "bfloat16": 1e-2}[dtype]
+
+
+def _launch_args(fn, shape, dtype) -> dict:
+    """The constexpr arguments fn's kernel launch received."""
+    seen = {}
+    real = LAB._rmsnorm_kernel
+
+    class Spy:
+        def __getitem__(self, grid):
+            def launch(*args, **kw):
+                seen.update(kw)
+                return real[grid](*args, **kw)
+
+            return launch
+
+    LAB._rmsnorm_kernel = Spy()
+    try:
+        assert check(SPEC, fn, shape, dtype, "cpu", seed=0).correct
+    finally:
+        LAB._rmsnorm_kernel = real
+    return seen
+
+
+def test_designs_reach_the_paths_they_claim():
+    # otherwise the design tests above could pass on the v3 path alone
+    chunked = _launch_args(
+        lambda i: LAB.rmsnorm_triton(i, design={"CHUNK": 32}), (2, 100), "float32"
+    )
+    assert chunked["CHUNKS"] == 4 and chunked["BLOCK_N"] == 32 and not chunked["EVEN"]
+    even = _launch_args(lambda i: LAB.rmsnorm_triton(i, design=DESIGNS[0]), (4, 64), "float16")
+    assert even["EVEN"] and even["CHUNKS"] == 1
+
+
+@pytest.mark.parametrize("dtype,chunks", [("float32", 2), ("float16", 1)])
+def test_v4_chunks_rows_of_16_kb_and_up(dtype, chunks):
+    # 4096 fp32 = 16 KB per row: V4_TABLE's chunked class; fp16 (8 KB) keeps whole rows
+    got = _launch_args(SPEC.variant("triton_v4").fn, (2, 4096), dtype)
+    assert got["CHUNKS"] == chunks and got["EVEN"]
 
 
 def test_poisoned_output_catches_unwritten_rows():
