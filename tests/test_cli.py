@@ -137,7 +137,7 @@ def test_list_shows_variants_dtypes_and_shapes() -> None:
     out = ok(invoke("list")).stdout
     rmsnorm = list_blocks(out)["rmsnorm"]
     # only baselines starred
-    assert rmsnorm["variants"] == "triton, eager*, native*, compile*, triton_v2  (* = baseline)"
+    assert rmsnorm["variants"] == "triton, eager*, native*, compile*, triton_v2, triton_v4  (* = baseline)"
     assert rmsnorm["dtypes"] == "float16, bfloat16, float32"
     shapes = re.findall(r"\b\d+x\d+\b", rmsnorm["shapes"])
     assert shapes == ["1x4096", "16x8192", "32x16384", "4096x1024", "4096x4096", "4096x8192",
