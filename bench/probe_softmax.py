@@ -30,7 +30,9 @@ def candidates(shape, itemsize: int) -> list[tuple[str, tuple]]:
     out = []
     if cols <= 2048:  # short: more or fewer rows per program, fewer warps
         out += [(f"r{r}w{w}", ("rows", bn, r, w)) for r, w in ((1, 4), (2, 4), (4, 4), (1, 2))]
-    elif 8192 < cols <= 16384:  # wide (the 16384-column class); "narrow": the current config, NARROW
+    elif (
+        8192 < cols <= 16384
+    ):  # wide (the 16384-column class); "narrow": the current config, NARROW
         out += [("narrow", None), ("r1w16", ("rows", bn, 1, 16)), ("r1w32", ("rows", bn, 1, 32))]
         out += [("loop8192w16", ("loop", 8192, 1, 16)), ("loop4096w16", ("loop", 4096, 1, 16))]
     elif cols > 16384:  # long rows
@@ -44,18 +46,71 @@ def candidates(shape, itemsize: int) -> list[tuple[str, tuple]]:
     return out
 
 
+def summarize(df, spec, copy_cache: dict):
+    """Add bandwidth, the same-size copy's, % of it and the time over compile's."""
+    import pandas as pd
+
+    from profkit.spec import DTYPE_ITEMSIZE
+
+    for col in ("p50_us", "iqr_us", "rel_err", "method"):
+        if col not in df:
+            df[col] = None
+        if col != "method":
+            df[col] = pd.to_numeric(df[col], errors="coerce")
+    nbytes = df.apply(
+        lambda r: spec.bytes_moved(
+            tuple(map(int, r["shape"].split("x"))), DTYPE_ITEMSIZE[r["dtype"]]
+        ),
+        axis=1,
+    )
+    df["gbps"] = nbytes / df.p50_us / 1e3
+    df["copy_gbps"] = [copy_cache.get(int(n), float("nan")) for n in nbytes]
+    df["pct_copy"] = 100 * df.gbps / df.copy_gbps
+    comp = df[df.impl == "compile"].set_index(["dtype", "shape"]).p50_us
+    df["vs_compile"] = [
+        r.p50_us / comp.get((r.dtype, r.shape), float("nan")) for r in df.itertuples()
+    ]
+    return df
+
+
+def report(df, elapsed: float) -> None:
+    import pandas as pd
+
+    bad = df[df.correct == False]  # noqa: E712
+    for r in bad.itertuples():
+        print(f"FAILED {r.dtype} {r.shape} {r.impl}: {r.error}"[:100])
+    skipped = int((df.error == "skipped (budget)").sum())
+    print(f"{len(df)} rows, {len(bad)} failed, {skipped} skipped, {elapsed:.0f}s")
+    # per case: baselines, the current config (cur), and the fastest correct Triton config (best,
+    # possibly cur itself) with its % of copy and its time over compile's
+    print("dtype    shape       torch   comp    cur  %cpy  best              us  %cpy vs_comp")
+    nan = float("nan")
+    for (dtype, shape), g in df.groupby(["dtype", "shape"], sort=False):
+        by = g.set_index("impl")
+        tri = g[~g.impl.isin(["torch", "compile"]) & g.p50_us.notna()].sort_values("p50_us")
+        b = tri.iloc[0] if len(tri) else pd.Series(dict(impl="-", p50_us=nan, pct_copy=nan))
+        cur_pct = by.pct_copy.get("triton", nan)
+        print(
+            f"{dtype[:8]:8} {shape:11} {by.p50_us.get('torch', nan):6.1f} "
+            f"{by.p50_us.get('compile', nan):6.1f} {by.p50_us.get('triton', nan):6.1f} "
+            f"{cur_pct:5.1f}  {b.impl[:15]:15} {b.p50_us:6.1f} {b.pct_copy:5.1f} "
+            f"{b.get('vs_compile', nan):6.3f}"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--budget", type=float, default=100.0, help="seconds before skipping the rest")
-    ap.add_argument("--dry-run", action="store_true", help="CPU interpreter, tiny shapes, no timing")
+    ap.add_argument(
+        "--dry-run", action="store_true", help="CPU interpreter, tiny shapes, no timing"
+    )
     args = ap.parse_args()
     if args.dry_run:
         os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported
     t0 = time.monotonic()
 
     import pandas as pd
-    import torch
 
     from profkit.spec import DTYPE_ITEMSIZE, find_spec, format_shape
     from profkit.timing import check, copy_gbps, resolve_callable
@@ -121,46 +176,9 @@ def main() -> None:
             measure(lambda i, c=cfg: lab.softmax_triton(i, c), shape, dtype, name, cfg)
         print(f"[{time.monotonic() - t0:5.1f}s] pass 2 {dtype} {format_shape(shape)}", flush=True)
 
-    df = pd.DataFrame(rows_out)
-    for col in ("p50_us", "iqr_us", "rel_err", "method"):
-        if col not in df:
-            df[col] = None
-        if col != "method":
-            df[col] = pd.to_numeric(df[col], errors="coerce")
-    nbytes = df.apply(
-        lambda r: spec.bytes_moved(tuple(map(int, r["shape"].split("x"))), DTYPE_ITEMSIZE[r["dtype"]]),
-        axis=1,
-    )
-    df["gbps"] = nbytes / df.p50_us / 1e3
-    df["copy_gbps"] = [copy_cache.get(int(n), float("nan")) for n in nbytes]
-    df["pct_copy"] = 100 * df.gbps / df.copy_gbps
-    comp = df[df.impl == "compile"].set_index(["dtype", "shape"]).p50_us
-    df["vs_compile"] = [
-        r.p50_us / comp.get((r.dtype, r.shape), float("nan")) for r in df.itertuples()
-    ]
+    df = summarize(pd.DataFrame(rows_out), spec, copy_cache)
     df.to_csv(args.out / "probe_softmax.csv", index=False)
-
-    bad = df[df.correct == False]  # noqa: E712
-    for r in bad.itertuples():
-        print(f"FAILED {r.dtype} {r.shape} {r.impl}: {r.error}"[:100])
-    skipped = int((df.error == "skipped (budget)").sum())
-    print(f"{len(df)} rows, {len(bad)} failed, {skipped} skipped, {time.monotonic() - t0:.0f}s")
-    print("dtype    shape       torch  comp   cur  %cpy  best             us  %cpy vs_comp")
-    for (dtype, shape), g in df.groupby(["dtype", "shape"], sort=False):
-        us = g.set_index("impl").p50_us
-        tri = g[~g.impl.isin(["torch", "compile"]) & g.p50_us.notna()].sort_values("p50_us")
-        cur = g[g.impl == "triton"]
-        best = tri.iloc[0] if len(tri) else None
-        print(
-            f"{dtype[:8]:8} {shape:11} {us.get('torch', float('nan')):5.1f} "
-            f"{us.get('compile', float('nan')):5.1f} {us.get('triton', float('nan')):5.1f} "
-            f"{cur.pct_copy.iloc[0] if len(cur) else float('nan'):5.1f}  "
-            + (
-                f"{best.impl[:15]:15} {best.p50_us:5.1f} {best.pct_copy:5.1f} {best.vs_compile:6.3f}"
-                if best is not None
-                else "-"
-            )
-        )
+    report(df, time.monotonic() - t0)
 
 
 if __name__ == "__main__":
