@@ -28,8 +28,10 @@ def candidates(shape, itemsize: int) -> list[tuple[str, tuple]]:
     rows, cols = shape
     bn = 1 << (cols - 1).bit_length()
     out = []
-    if cols <= 2048:  # short: more or fewer rows per program, fewer warps
-        out += [(f"r{r}w{w}", ("rows", bn, r, w)) for r, w in ((1, 4), (2, 4), (4, 4), (1, 2))]
+    if cols <= 2048:  # short: more or fewer rows per program, fewer warps; r1w8 is (unverified)
+        # what inductor's persistent reduction picks for an inner 1024-long reduction
+        rw = ((1, 4), (1, 8), (2, 4), (4, 4), (1, 2))
+        out += [(f"r{r}w{w}", ("rows", bn, r, w)) for r, w in rw]
     elif (
         8192 < cols <= 16384
     ):  # wide (the 16384-column class); "narrow": the current config, NARROW
