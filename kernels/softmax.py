@@ -315,7 +315,7 @@ SPEC = KernelSpec(
     make_inputs=make_inputs,
     reference=reference,
     dtypes=("float16", "bfloat16", "float32"),
-    # registers path: 1024 .. 16384 columns; loop path: 32768 and 65536 columns
+    # rows path 1024 .. 16384 columns; long rows 1024x32768 ("long") and 256x65536 ("few_long")
     shapes=((4096, 1024), (4096, 4096), (4096, 16384), (16384, 8192), (1024, 32768), (256, 65536)),
     # outputs lie in (0, 1] and reach ~1e-5 at 65536 columns, so atol stays far below them:
     # fp16 rounds relative 2^-11 (values under 6e-5 are subnormal: absolute 2^-25), bf16 2^-8
