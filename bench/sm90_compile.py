@@ -102,11 +102,12 @@ def jobs_softmax():
     mod, spec = lab("softmax"), find_spec("softmax")
     for dtype in spec.dtypes:
         for rows, cols in spec.shapes:
-            path, block, per, warps = mod.launch_config(rows, cols, DTYPE_ITEMSIZE[dtype])
+            cfg = mod.launch_config(rows, cols, DTYPE_ITEMSIZE[dtype])
+            path, block, per, warps, narrow = cfg
             if path == "rows":
                 args = {"X": PTR[dtype], "Y": PTR[dtype], "n_rows": "i32", "n_cols": "i32"}
                 args |= {"stride_x": "i32", "stride_y": "i32"}
-                const = {"BLOCK_N": block, "ROWS": per}
+                const = {"BLOCK_N": block, "ROWS": per, "NARROW": narrow}
                 yield f"rows {dtype} {const}", mod._softmax_rows_kernel, args, const, warps, 3
             elif path == "loop":
                 args = {"X": PTR[dtype], "Y": PTR[dtype], "n_cols": "i32", "stride_x": "i32"}

@@ -29,7 +29,15 @@ PROGRAMS_TARGET = 4 * 132  # long rows: at least 4 programs per SM of the H200's
 
 @triton.jit
 def _softmax_rows_kernel(
-    X, Y, n_rows, n_cols, stride_x, stride_y, BLOCK_N: tl.constexpr, ROWS: tl.constexpr
+    X,
+    Y,
+    n_rows,
+    n_cols,
+    stride_x,
+    stride_y,
+    BLOCK_N: tl.constexpr,
+    ROWS: tl.constexpr,
+    NARROW: tl.constexpr = False,
 ):
     # ROWS whole rows per program, in registers: one read of x, one write of y
     pid = tl.program_id(0)
@@ -44,11 +52,20 @@ def _softmax_rows_kernel(
         mask=mask,
         other=-float("inf"),
         eviction_policy="evict_first",
-    ).to(tl.float32)
+    )
     # masked lanes are -inf: exp gives 0 and they drop out of the sum; a fully masked row (past
     # n_rows) gives NaN there, but it is never stored
-    e = tl.exp(x - tl.max(x, axis=1)[:, None])
-    y = e / tl.sum(e, axis=1)[:, None]
+    if NARROW:
+        # keep x in its 16-bit type (half the registers of fp32) and recompute exp for y as
+        # exp(x - (max + log sum)): a different expression, so exp(x - max) is not kept alive
+        # across the sum in fp32
+        row_max = tl.max(x.to(tl.float32), axis=1)[:, None]
+        lse = row_max + tl.log(tl.sum(tl.exp(x.to(tl.float32) - row_max), axis=1))[:, None]
+        y = tl.exp(x.to(tl.float32) - lse)
+    else:
+        x = x.to(tl.float32)
+        e = tl.exp(x - tl.max(x, axis=1)[:, None])
+        y = e / tl.sum(e, axis=1)[:, None]
     tl.store(y_base + rows[:, None] * stride_y + cols[None, :], y.to(Y.dtype.element_ty), mask=mask)
 
 
@@ -129,40 +146,67 @@ def _softmax_split_norm_kernel(
     )
 
 
-def launch_config(n_rows: int, n_cols: int, itemsize: int) -> tuple[str, int, int, int]:
-    """(path, BLOCK, ROWS, num_warps) for a shape: "rows" (whole rows in registers), "loop" or
-    "split" (long rows).
+# launch_config's choice per shape class, as (path, BLOCK, ROWS, num_warps, NARROW); None means
+# "derived from the shape" (see launch_config). bench/probe_softmax.py times the alternatives:
+# switching a class is an edit of its line here.
+CONFIG = {
+    "short": ("rows", None, None, None, False),  # <= 2048 columns (4096x1024)
+    "mid": ("rows", None, None, None, False),  # <= 8192 columns
+    "wide": ("rows", None, 1, 32, False),  # 16384 columns: 16 per thread, 32 registers
+    "long": ("loop", 8192, 1, 16, False),  # > 16384 columns, >= 528 rows
+    "few_long": ("split", 8192, None, 16, False),  # > 16384 columns, fewer rows
+}
 
-    - Rows up to 16384 elements stay in registers (BLOCK = the row rounded up to a power of two):
-      x is read once. ~16 values per thread (num_warps = elements / 512, 4..16), as RMSNorm's
-      kernel measured: more per thread capped occupancy by registers (kernels/NOTES.md).
-    - ROWS packs short rows so a program moves ~16 KB (RMSNorm's rule): at 1024 columns a single
-      row is 2-4 KB, and a program's fixed cost (two reductions, their barriers) would dominate.
-    - Longer rows loop in chunks of 8192 elements at 16 warps (16 per thread): each loop
-      iteration has 16-32 KB of loads in flight.
-    - "loop" (one program per row) while there are >= 528 rows (4 programs per SM); fewer, longer
-      rows "split" (ROWS = splits per row): 256 rows of 65536 would be under two programs per
-      SM. Two launches then: chunk statistics, and normalize (combining a row's few pairs).
-      The second read of x comes from L2 when x fits in it (256x65536 fp32: 64 MB, about L2).
-    """
+
+def shape_class(n_rows: int, n_cols: int) -> str:
+    if n_cols <= 2048:
+        return "short"
+    if n_cols <= 8192:
+        return "mid"
     if n_cols <= MAX_ROW_IN_REGISTERS:
-        block_n = triton.next_power_of_2(n_cols)
-        rows = 1
-        while block_n * rows * itemsize < 16384 and n_rows >= rows * 2 * 132 * 4:
-            rows *= 2
-        num_warps = min(16, max(4, block_n * rows // 512))
-        return "rows", block_n, rows, num_warps
-    if n_rows >= PROGRAMS_TARGET:
-        return "loop", 8192, 1, 16
-    splits = min(triton.cdiv(n_cols, 8192), triton.cdiv(PROGRAMS_TARGET, n_rows))
-    return "split", 8192, splits, 16
+        return "wide"
+    return "long" if n_rows >= PROGRAMS_TARGET else "few_long"
 
 
-def softmax_triton(inputs: dict, config: tuple[str, int, int, int] | None = None) -> torch.Tensor:
+def launch_config(n_rows: int, n_cols: int, itemsize: int) -> tuple:
+    """(path, BLOCK, ROWS, num_warps, NARROW) for a shape: its class's CONFIG entry, with the
+    None fields derived. path: "rows" (whole rows in registers), "loop" or "split" (long rows).
+
+    - "rows": BLOCK = the row rounded up to a power of two: x is read once. ROWS packs short
+      rows so a program moves ~16 KB (RMSNorm's rule): at 1024 columns a single row is 2-4 KB,
+      and a program's fixed cost (two reductions, their barriers) would dominate. num_warps:
+      ~16 values per thread (elements / 512, 4..16), as RMSNorm's kernel measured. At 16384
+      columns 16 warps held 32 per thread (64 registers, 50% occupancy, run f2f5); 32 warps hold
+      16 (32 registers offline: two 1024-thread programs per SM, 100%).
+    - "loop": one program per row, chunks of BLOCK: pass 1 online max/sum, pass 2 re-reads x
+      (from L2, mostly) and writes y.
+    - "split" (ROWS = splits per row): few long rows, each over several programs so there are
+      >= 528 programs (4 per SM): 256 rows of 65536 would be under two programs per SM. Two
+      launches: chunk statistics, and normalize (combining a row's few pairs). The second read of
+      x comes from L2 when x fits in it (256x65536 fp32: 64 MB, about L2).
+    - NARROW (rows path, 16-bit): x stays in its 16-bit type in registers (see the kernel).
+    """
+    path, block, rows, num_warps, narrow = CONFIG[shape_class(n_rows, n_cols)]
+    narrow = narrow and itemsize == 2
+    if path == "rows":
+        block = block or triton.next_power_of_2(n_cols)
+        if rows is None:
+            rows = 1
+            while block * rows * itemsize < 16384 and n_rows >= rows * 2 * PROGRAMS_TARGET:
+                rows *= 2
+        num_warps = num_warps or min(16, max(4, block * rows // 512))
+    elif path == "split" and rows is None:
+        rows = min(triton.cdiv(n_cols, block), triton.cdiv(PROGRAMS_TARGET, n_rows))
+    return path, block, rows, num_warps, narrow
+
+
+def softmax_triton(inputs: dict, config: tuple | None = None) -> torch.Tensor:
+    """config: launch_config's tuple; a 4-tuple (no NARROW) is taken as NARROW=False."""
     x, out = inputs["x"], inputs["out"]
     x2, y2 = x.reshape(-1, x.shape[-1]), out.reshape(-1, x.shape[-1])
     n_rows, n_cols = x2.shape
-    path, block, rows, num_warps = config or launch_config(n_rows, n_cols, x.element_size())
+    config = config or launch_config(n_rows, n_cols, x.element_size())
+    path, block, rows, num_warps, *narrow = config
     if path == "rows":
         _softmax_rows_kernel[(triton.cdiv(n_rows, rows),)](
             x2,
@@ -173,6 +217,7 @@ def softmax_triton(inputs: dict, config: tuple[str, int, int, int] | None = None
             y2.stride(0),
             BLOCK_N=block,
             ROWS=rows,
+            NARROW=bool(narrow and narrow[0]),
             num_warps=num_warps,
         )
     elif path == "loop":
@@ -270,7 +315,7 @@ SPEC = KernelSpec(
     make_inputs=make_inputs,
     reference=reference,
     dtypes=("float16", "bfloat16", "float32"),
-    # registers path: 1024 .. 16384 columns; loop path: 32768 and 65536 columns
+    # rows path 1024 .. 16384 columns; long rows 1024x32768 ("long") and 256x65536 ("few_long")
     shapes=((4096, 1024), (4096, 4096), (4096, 16384), (16384, 8192), (1024, 32768), (256, 65536)),
     # outputs lie in (0, 1] and reach ~1e-5 at 65536 columns, so atol stays far below them:
     # fp16 rounds relative 2^-11 (values under 6e-5 are subnormal: absolute 2^-25), bf16 2^-8

@@ -95,8 +95,8 @@ def test_bytes_and_flops_model():
     ],
 )
 def test_launch_config_switches_to_the_loop_past_16384(shape, itemsize, path):
-    got, block, rows, warps = LAB.launch_config(*shape, itemsize)
-    assert got == path and warps in (4, 8, 16)
+    got, block, rows, warps, _ = LAB.launch_config(*shape, itemsize)
+    assert got == path and warps in (4, 8, 16, 32)
     if path == "rows":
         assert block >= shape[1] and block * itemsize * rows >= min(16384, block * itemsize)
     if path == "split":  # 256 rows x 3 splits: at least 4 programs per SM
@@ -109,3 +109,56 @@ def test_a_one_dimensional_shape_is_an_input_error():
     )
     with pytest.raises(ProfkitError, match="softmax takes 2-D shapes"):
         _check_shapes(SPEC, opts)
+
+
+@pytest.mark.parametrize("dtype", SPEC.dtypes)
+@pytest.mark.parametrize("shape,block,rows", [((3, 1000), 1024, 1), ((5, 100), 128, 2)])
+def test_narrow_rows_path_matches_float64_reference(dtype, shape, block, rows):
+    # NARROW: y = exp(x - (max + log sum)) from x kept in its own type; masked lanes and a
+    # partial last program (5 rows in programs of 2)
+    fn = lambda inputs: LAB.softmax_triton(inputs, ("rows", block, rows, 4, True))  # noqa: E731
+    result = check(SPEC, fn, shape, dtype, "cpu", seed=11)
+    assert result.correct, result.error
+    assert result.rel_err < MAX_REL[dtype]
+
+
+def test_narrow_rows_path_survives_a_large_max():
+    # a spike of 30 over logits of spread 2: log sum stays ~0 next to the max, y of the spike ~1
+    def spike(inputs):
+        inputs["x"][:, 17] = 30.0
+        return LAB.softmax_triton(inputs, ("rows", 1024, 1, 4, True))
+
+    result = check(SPEC, spike, (2, 1000), "float16", "cpu", seed=2)
+    assert result.correct and result.rel_err < 1e-3, result
+
+
+@pytest.mark.parametrize(
+    "shape,cls",
+    [
+        ((4096, 1024), "short"),
+        ((4096, 4096), "mid"),
+        ((16384, 8192), "mid"),
+        ((4096, 16384), "wide"),
+        ((1024, 32768), "long"),
+        ((256, 65536), "few_long"),
+    ],
+)
+def test_every_default_shape_has_a_class_and_a_whole_config(shape, cls):
+    assert shape in SPEC.shapes and LAB.shape_class(*shape) == cls
+    for itemsize in (2, 4):
+        path, block, rows, warps, narrow = LAB.launch_config(*shape, itemsize)
+        assert None not in (block, rows, warps) and path in ("rows", "loop", "split")
+        assert narrow in (False, True) and not (narrow and itemsize == 4)
+
+
+def test_wide_rows_take_32_warps_of_16_values():
+    # 16384 columns: 16 per thread (32 registers offline) instead of 32 at 16 warps (64)
+    assert LAB.launch_config(4096, 16384, 2) == ("rows", 16384, 1, 32, False)
+
+
+def test_the_config_table_switches_a_class(monkeypatch):
+    monkeypatch.setitem(LAB.CONFIG, "wide", ("loop", 4096, 1, 16, False))
+    assert LAB.launch_config(4096, 16384, 2) == ("loop", 4096, 1, 16, False)
+    monkeypatch.setitem(LAB.CONFIG, "long", ("rows", None, 1, 32, True))
+    assert LAB.launch_config(1024, 32768, 2) == ("rows", 32768, 1, 32, True)
+    assert LAB.launch_config(1024, 32768, 4) == ("rows", 32768, 1, 32, False)
