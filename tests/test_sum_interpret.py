@@ -114,3 +114,11 @@ def test_a_three_dimensional_shape_is_an_input_error():
     )
     with pytest.raises(ProfkitError, match="sum takes 1-D .N. or 2-D .ROWSxCOLS. shapes"):
         _check_shapes(SPEC, opts)
+
+
+def test_default_sweep_has_every_size_the_goals_name():
+    # run f648 was captured with --shape options that left out 2^28 and 32x2^20; the default
+    # sweep (capture without --shape) must hold 2^16, 2^20, 2^24, 2^28, 2^30 and the row sums
+    one_d = {s[0] for s in SPEC.shapes if len(s) == 1}
+    assert one_d == {1 << 16, 1 << 20, 1 << 24, 1 << 28, 1 << 30}
+    assert {(4096, 4096), (16384, 8192), (32, 1 << 20)} <= set(SPEC.shapes)
