@@ -63,9 +63,13 @@ def jobs_vector_add():
     mod, spec = lab("vector_add"), find_spec("vector_add")
     for dtype in spec.dtypes:
         for (n,) in spec.shapes:
-            block, warps = mod.launch_config(n, DTYPE_ITEMSIZE[dtype])
+            shipped = mod.launch_config(n, DTYPE_ITEMSIZE[dtype])
             args = {"X": PTR[dtype], "Y": PTR[dtype], "OUT": PTR[dtype], "n": "i32"}
-            yield f"{dtype} BLOCK={block}", mod._add_kernel, args, {"BLOCK": block}, warps, 3
+            # the shipped config and torch.add's shape (1024 elements, 4 warps), hints on/off
+            for block, warps in (shipped, (1024, 4)):
+                for hints in (False, True):
+                    const = {"BLOCK": block, "HINTS": hints}
+                    yield f"{dtype} {const} w{warps}", mod._add_kernel, args, const, warps, 3
 
 
 def jobs_sum():
@@ -75,18 +79,14 @@ def jobs_sum():
             rows, cols = mod._rows_cols(shape)
             block, splits, warps = mod.launch_config(rows, cols, DTYPE_ITEMSIZE[dtype])
             args = {"X": PTR[dtype], "P": "*fp32", "cols": "i32", "stride_row": "i32"}
-            yield (
-                f"chunk {dtype} BLOCK={block}",
-                mod._chunk_sum_kernel,
-                {**args, "chunk": "i32"},
-                {"BLOCK": block},
-                warps,
-                3,
-            )
             onepass = {"X": PTR[dtype], "P": "*fp32", "OUT": "*fp32", "COUNT": "*i32"}
             onepass |= {"cols": "i32", "stride_row": "i32", "chunk": "i32"}
-            const = {"BLOCK": block, "BLOCK_S": triton.next_power_of_2(splits)}
-            yield f"onepass {dtype} {const}", mod._onepass_sum_kernel, onepass, const, warps, 3
+            for il in (True, False):  # stage 1's block order: interleaved, contiguous chunks
+                const = {"BLOCK": block, "INTERLEAVE": il}
+                chunk = mod._chunk_sum_kernel
+                yield f"chunk {dtype} {const}", chunk, {**args, "chunk": "i32"}, const, warps, 3
+                const |= {"BLOCK_S": triton.next_power_of_2(splits)}
+                yield f"onepass {dtype} {const}", mod._onepass_sum_kernel, onepass, const, warps, 3
             atomic = {"X": PTR[dtype], "OUT": "*fp32", "cols": "i32", "stride_row": "i32"}
             yield (
                 f"atomic {dtype} BLOCK={block} ATOMIC={splits > 1}",

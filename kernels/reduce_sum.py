@@ -32,57 +32,83 @@ PROGRAMS_TARGET = 4 * SMS  # one resident wave: 4 programs of 16 KB loads in fli
 
 
 @triton.jit
-def _chunk_partial(X, row, split, cols, stride_row, chunk, BLOCK: tl.constexpr):
-    # the sum of x[row, split*chunk : (split+1)*chunk], accumulated in fp32
-    base = X + row.to(tl.int64) * stride_row + split.to(tl.int64) * chunk
-    end = tl.minimum(chunk, cols - split * chunk)
-    # a vector of BLOCK fp32 lanes: each lane adds its own column sequence, one tree at the end
+def _partial(
+    X, row, split, n_splits, cols, stride_row, chunk, BLOCK: tl.constexpr, INTERLEAVE: tl.constexpr
+):
+    # program `split` of a row: the fp32 sum of its blocks, each lane adding its own column
+    # sequence in a fixed order, one tree over the lanes at the end (deterministic either way).
+    # INTERLEAVE: blocks split, split + n_splits, ... (the row's programs read neighbouring blocks
+    # at any moment); else one contiguous chunk x[row, split*chunk : (split+1)*chunk]
     acc = tl.zeros([BLOCK], dtype=tl.float32)
-    for start in tl.range(0, end, BLOCK):
-        offs = start + tl.arange(0, BLOCK)
-        acc += tl.load(base + offs, mask=offs < end, other=0.0).to(tl.float32)
+    if INTERLEAVE:
+        base = X + row.to(tl.int64) * stride_row
+        for start in tl.range(split * BLOCK, cols, n_splits * BLOCK):
+            offs = start + tl.arange(0, BLOCK)
+            acc += tl.load(base + offs, mask=offs < cols, other=0.0).to(tl.float32)
+    else:
+        base = X + row.to(tl.int64) * stride_row + split.to(tl.int64) * chunk
+        end = tl.minimum(chunk, cols - split * chunk)
+        for start in tl.range(0, end, BLOCK):
+            offs = start + tl.arange(0, BLOCK)
+            acc += tl.load(base + offs, mask=offs < end, other=0.0).to(tl.float32)
     return tl.sum(acc, axis=0)
 
 
 @triton.jit
-def _chunk_sum_kernel(X, P, cols, stride_row, chunk, BLOCK: tl.constexpr):
-    # program (row, split) writes its chunk's sum to P[row, split]; with one split P is the output
+def _sum_partials(P, row, n_splits, BLOCK_S: tl.constexpr):
+    # the row's partials in a fixed order. The order of tl.sum follows the register layout
+    # (elements per thread, warps), so the tree's stage 2 and the one-pass kernel must compile
+    # this with the same num_warps and the same divisibility of n_splits to agree bitwise
+    offs = tl.arange(0, BLOCK_S)
+    # .cg: from L2, never a stale L1 line (the one-pass kernel reads partials of other programs)
+    p = tl.load(P + row * n_splits + offs, mask=offs < n_splits, other=0.0, cache_modifier=".cg")
+    return tl.sum(p, axis=0)
+
+
+@triton.jit
+def _chunk_sum_kernel(X, P, cols, stride_row, chunk, BLOCK: tl.constexpr, INTERLEAVE: tl.constexpr):
+    # program (row, split) writes its partial sum to P[row, split]; with one split P is the output
     row = tl.program_id(0)
     split = tl.program_id(1)
-    partial = _chunk_partial(X, row, split, cols, stride_row, chunk, BLOCK)
-    tl.store(P + row * tl.num_programs(1) + split, partial)
+    n_splits = tl.num_programs(1)
+    partial = _partial(X, row, split, n_splits, cols, stride_row, chunk, BLOCK, INTERLEAVE)
+    tl.store(P + row * n_splits + split, partial)
 
 
 @triton.jit
 def _onepass_sum_kernel(
-    X, P, OUT, COUNT, cols, stride_row, chunk, BLOCK: tl.constexpr, BLOCK_S: tl.constexpr
+    X,
+    P,
+    OUT,
+    COUNT,
+    cols,
+    stride_row,
+    chunk,
+    BLOCK: tl.constexpr,
+    BLOCK_S: tl.constexpr,
+    INTERLEAVE: tl.constexpr,
 ):
     # stage 1 and 2 of the tree in one launch: the program that finishes its chunk last (the
     # row's counter says so) sums the row's partials in a fixed order and resets the counter
     row = tl.program_id(0)
     split = tl.program_id(1)
     n_splits = tl.num_programs(1)
-    partial = _chunk_partial(X, row, split, cols, stride_row, chunk, BLOCK)
+    partial = _partial(X, row, split, n_splits, cols, stride_row, chunk, BLOCK, INTERLEAVE)
     tl.store(P + row * n_splits + split, partial)
     tl.debug_barrier()  # the partial is written before this program's arrival is counted
     arrived = tl.atomic_add(COUNT + row, 1, sem="acq_rel")  # release: the partial is visible
     if arrived == n_splits - 1:
-        offs = tl.arange(0, BLOCK_S)
-        # .cg: from L2, never a stale L1 line left by an earlier launch on this SM
-        p = tl.load(
-            P + row * n_splits + offs, mask=offs < n_splits, other=0.0, cache_modifier=".cg"
-        )
-        tl.store(OUT + row, tl.sum(p, axis=0))
+        tl.store(OUT + row, _sum_partials(P, row, n_splits, BLOCK_S))
         tl.store(COUNT + row, 0)  # ready for the next launch (no host-side reset needed)
 
 
-@triton.jit
+# n_splits unspecialized: in the one-pass kernel it is tl.num_programs(1), of unknown divisibility;
+# a 16-divisible argument here (528) would let Triton vectorize the load and change the layout
+@triton.jit(do_not_specialize=["n_splits"])
 def _finalize_kernel(P, OUT, n_splits, BLOCK_S: tl.constexpr):
-    # one program per row: the row's partials, summed in a fixed order (reproducible)
+    # one program per row: the row's partials in the one-pass kernel's fixed order
     row = tl.program_id(0)
-    offs = tl.arange(0, BLOCK_S)
-    p = tl.load(P + row * n_splits + offs, mask=offs < n_splits, other=0.0)
-    tl.store(OUT + row, tl.sum(p, axis=0))
+    tl.store(OUT + row, _sum_partials(P, row, n_splits, BLOCK_S))
 
 
 @triton.jit
@@ -92,12 +118,7 @@ def _atomic_sum_kernel(X, OUT, cols, stride_row, BLOCK: tl.constexpr, ATOMIC: tl
     row = tl.program_id(0)
     split = tl.program_id(1)
     n_splits = tl.num_programs(1)
-    base = X + row.to(tl.int64) * stride_row
-    acc = tl.zeros([BLOCK], dtype=tl.float32)
-    for start in tl.range(split * BLOCK, cols, n_splits * BLOCK):
-        offs = start + tl.arange(0, BLOCK)
-        acc += tl.load(base + offs, mask=offs < cols, other=0.0).to(tl.float32)
-    total = tl.sum(acc, axis=0)
+    total = _partial(X, row, split, n_splits, cols, stride_row, 0, BLOCK, True)
     if ATOMIC:
         # relaxed: nothing else reads OUT inside this kernel; the launch boundary orders the rest
         tl.atomic_add(OUT + row, total, sem="relaxed")
@@ -131,22 +152,42 @@ def _rows(x: torch.Tensor) -> torch.Tensor:
     return x.reshape(1, -1) if x.dim() == 1 else x
 
 
-def sum_tree(inputs: dict, config: tuple[int, int, int] | None = None) -> torch.Tensor:
+# stage 1's block order for the tree and the one-pass kernel (probe both: bench/probe_memory.py)
+INTERLEAVE = True
+
+
+def _partition(cols: int, block: int, splits: int, interleave: bool) -> tuple[int, int]:
+    """(splits, chunk): interleaved, each of `splits` programs strides over the row's blocks;
+    contiguous, chunks of a whole number of blocks (only a row's last chunk is partly masked)."""
+    if interleave:
+        return splits, 0
+    chunk = triton.cdiv(triton.cdiv(cols, splits), block) * block
+    return triton.cdiv(cols, chunk), chunk
+
+
+def sum_tree(
+    inputs: dict, config: tuple[int, int, int] | None = None, interleave: bool | None = None
+) -> torch.Tensor:
     x, out = _rows(inputs["x"]), inputs["out"]
     rows, cols = x.shape
     block, splits, num_warps = config or launch_config(rows, cols, x.element_size())
-    # chunk: a whole number of blocks, so only a row's last chunk is partly masked
-    chunk = triton.cdiv(triton.cdiv(cols, splits), block) * block
-    splits = triton.cdiv(cols, chunk)
+    interleave = INTERLEAVE if interleave is None else interleave
+    splits, chunk = _partition(cols, block, splits, interleave)
     partials = out if splits == 1 else torch.empty(rows * splits, device=x.device)
     _chunk_sum_kernel[(rows, splits)](
-        x, partials, cols, x.stride(0), chunk, BLOCK=block, num_warps=num_warps
+        x,
+        partials,
+        cols,
+        x.stride(0),
+        chunk,
+        BLOCK=block,
+        INTERLEAVE=interleave,
+        num_warps=num_warps,
     )
     if splits > 1:
+        # stage 1's num_warps: the one-pass kernel's finalization runs at it (same sum order)
         block_s = triton.next_power_of_2(splits)
-        _finalize_kernel[(rows,)](
-            partials, out, splits, BLOCK_S=block_s, num_warps=4 if block_s <= 1024 else 8
-        )
+        _finalize_kernel[(rows,)](partials, out, splits, BLOCK_S=block_s, num_warps=num_warps)
     return out
 
 
@@ -162,15 +203,25 @@ def _counters(device: torch.device, rows: int) -> torch.Tensor:
     return _COUNTERS[key]
 
 
-def sum_onepass(inputs: dict, config: tuple[int, int, int] | None = None) -> torch.Tensor:
+def sum_onepass(
+    inputs: dict, config: tuple[int, int, int] | None = None, interleave: bool | None = None
+) -> torch.Tensor:
     x, out = _rows(inputs["x"]), inputs["out"]
     rows, cols = x.shape
     block, splits, num_warps = config or launch_config(rows, cols, x.element_size())
-    chunk = triton.cdiv(triton.cdiv(cols, splits), block) * block
-    splits = triton.cdiv(cols, chunk)
+    interleave = INTERLEAVE if interleave is None else interleave
+    splits, chunk = _partition(cols, block, splits, interleave)
     if splits == 1:  # one program per row: the chunk kernel writes the sums directly
-        grid = (rows, 1)
-        _chunk_sum_kernel[grid](x, out, cols, x.stride(0), chunk, BLOCK=block, num_warps=num_warps)
+        _chunk_sum_kernel[(rows, 1)](
+            x,
+            out,
+            cols,
+            x.stride(0),
+            chunk,
+            BLOCK=block,
+            INTERLEAVE=interleave,
+            num_warps=num_warps,
+        )
         return out
     partials = torch.empty(rows * splits, device=x.device)
     _onepass_sum_kernel[(rows, splits)](
@@ -183,6 +234,7 @@ def sum_onepass(inputs: dict, config: tuple[int, int, int] | None = None) -> tor
         chunk,
         BLOCK=block,
         BLOCK_S=triton.next_power_of_2(splits),
+        INTERLEAVE=interleave,
         num_warps=num_warps,
     )
     return out

@@ -16,19 +16,28 @@ SMS = 132  # H200; only used to size the grid at small n
 
 
 @triton.jit
-def _add_kernel(X, Y, OUT, n, BLOCK: tl.constexpr):
+def _add_kernel(X, Y, OUT, n, BLOCK: tl.constexpr, HINTS: tl.constexpr):
     pid = tl.program_id(0)
     # one 64-bit base per program, 32-bit offsets inside it (2^28 fp32 elements is 1 GiB: the
     # element index still fits in int32, but the byte offsets of larger inputs would not)
     base = pid.to(tl.int64) * BLOCK
     offs = tl.arange(0, BLOCK)
     mask = offs < n - base
-    x = tl.load(X + base + offs, mask=mask)
-    y = tl.load(Y + base + offs, mask=mask)
+    # HINTS: every byte is touched once, so ask L2 to evict inputs first and stream the output
+    # (.cs: evict-first store) rather than keep lines no one rereads
+    if HINTS:
+        x = tl.load(X + base + offs, mask=mask, eviction_policy="evict_first")
+        y = tl.load(Y + base + offs, mask=mask, eviction_policy="evict_first")
+    else:
+        x = tl.load(X + base + offs, mask=mask)
+        y = tl.load(Y + base + offs, mask=mask)
     # fp32 math for every dtype: the same single rounding as torch.add, and the interpreter's
     # bf16 arithmetic is broken (load -> fp32 -> store is what it runs correctly)
-    out = x.to(tl.float32) + y.to(tl.float32)
-    tl.store(OUT + base + offs, out.to(OUT.dtype.element_ty), mask=mask)
+    out = (x.to(tl.float32) + y.to(tl.float32)).to(OUT.dtype.element_ty)
+    if HINTS:
+        tl.store(OUT + base + offs, out, mask=mask, cache_modifier=".cs")
+    else:
+        tl.store(OUT + base + offs, out, mask=mask)
 
 
 def launch_config(n: int, itemsize: int) -> tuple[int, int]:
@@ -49,11 +58,20 @@ def launch_config(n: int, itemsize: int) -> tuple[int, int]:
     return block, num_warps
 
 
-def add_triton(inputs: dict, config: tuple[int, int] | None = None) -> torch.Tensor:
+# streaming cache hints on the loads and the store (probe both: bench/probe_memory.py)
+HINTS = False
+
+
+def add_triton(
+    inputs: dict, config: tuple[int, int] | None = None, hints: bool | None = None
+) -> torch.Tensor:
     x, y, out = inputs["x"], inputs["y"], inputs["out"]
     n = x.numel()
     block, num_warps = config or launch_config(n, x.element_size())
-    _add_kernel[(triton.cdiv(n, block),)](x, y, out, n, BLOCK=block, num_warps=num_warps)
+    hints = HINTS if hints is None else hints
+    _add_kernel[(triton.cdiv(n, block),)](
+        x, y, out, n, BLOCK=block, HINTS=hints, num_warps=num_warps
+    )
     return out
 
 

@@ -26,9 +26,17 @@ def test_triton_add_matches_float64_reference(dtype, shape):
 
 
 @pytest.mark.parametrize("config", [(1024, 4), (2048, 8)])
-def test_blocks_that_do_not_divide_n_leave_no_element_unwritten(config):
-    fn = lambda inputs: LAB.add_triton(inputs, config)  # noqa: E731
+@pytest.mark.parametrize("hints", [False, True])
+def test_blocks_that_do_not_divide_n_leave_no_element_unwritten(config, hints):
+    fn = lambda inputs: LAB.add_triton(inputs, config, hints=hints)  # noqa: E731
     assert check(SPEC, fn, (3 * 1024 + 7,), "float32", "cpu", seed=2).correct
+
+
+@pytest.mark.parametrize("dtype", SPEC.dtypes)
+def test_streaming_hints_variant_matches_float64_reference(dtype):
+    fn = lambda inputs: LAB.add_triton(inputs, hints=True)  # noqa: E731
+    result = check(SPEC, fn, (5000,), dtype, "cpu", seed=6)
+    assert result.correct, result.error
 
 
 def test_wrong_kernel_is_caught():
