@@ -376,8 +376,8 @@ STEP_LATENCY_WORDS = (
 def _step_words(c: Cause, ev: Mapping) -> str:
     if c == Cause.STEP_LATENCY:
         text = say(
-            "Widest tail at {worst_where}: p50 {device_p50_ms}, p95 {device_p95_ms}, "
-            "p99 {device_p99_ms}, p95/p50 {p95_over_p50_ratio}",
+            "Widest tail at {worst_where}: p50 {step_p50_ms}, p95 {step_p95_ms}, "
+            "p99 {step_p99_ms}, p95/p50 {p95_over_p50_ratio}",
             ev,
         )
         if ev.get("step_cases", 0) > 1:
