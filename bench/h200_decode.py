@@ -82,8 +82,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--device", default="cuda", choices=("cuda", "cpu"), help=argparse.SUPPRESS)
     args = p.parse_args()
     args.counter_variants = tuple(v for v in args.counter_variants.split(",") if v)
-    if args.device == "cpu" and not args.cpu_counters:
-        args.no_counters = True
+    if args.device == "cpu":
+        args.no_counters = args.no_counters or not args.cpu_counters
     elif args.steps < 1000:
         p.error("--steps must be >= 1000 (the issue asks for at least a thousand per variant)")
     if len(args.walk) != 2 or not args.walk[0] < args.walk[1]:
