@@ -115,3 +115,16 @@ def test_no_step_views_for_other_runs():
     assert steps.distribution_figure(r) is None and steps.tail_figure(r) is None
     html = page(r)
     assert "Step latency distribution" not in html and "plot-steps" not in html
+
+
+def test_bucket_view_agrees_with_the_bench_and_counts_padding():
+    b = steps.by_bucket(run()).set_index("label")
+    stored = run().manifest["dynamic"]
+    for r in stored["tail_by_bucket"]:  # what the bench computed on the GPU from the same steps
+        assert b.loc[r["label"], "p50_ms"] == pytest.approx(r["p50_ms"], abs=1e-5)
+        assert b.loc[r["label"], "tail_share"] == pytest.approx(r["tail_share"])
+    batches = np.array(stored["batches"])
+    assert b.loc[8, "pad_waste"] == 0.0  # batch 8 fills bucket 8; the walk never goes below 8
+    in16 = batches[(batches > 8) & (batches <= 16)]
+    assert b.loc[16, "pad_waste"] == pytest.approx(((16 - in16) / 16).mean())
+    assert steps.bucket_figure(store.load(RMSNORM)) is None

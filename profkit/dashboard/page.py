@@ -247,15 +247,17 @@ def _run_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
 
 
 def _step_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
-    """Runs that time whole steps: the distribution per case and the tail by stage; none else."""
+    """Runs that time whole steps: the distribution per case, the tail by stage, and dynamic
+    replay per bucket; none else."""
     dist = steps.distribution_figure(run)
     if dist is None:
         return []
     caveat = run.manifest.get("note")
     body = _note(
-        "Step latency: events around each step, so it includes the GPU's wait for the "
-        "host's launches (not one call's device time). Per case, from its stored samples: "
-        "box p25..p75 with the median, whiskers p5..p99, a bar at p95."
+        "Step latency (cases.csv step_p50_ms..step_p99_ms): device events around each step on "
+        "its stream, a synchronize after each, so it includes the GPU's wait for the host's "
+        "launches; not one call's device time, not host-timed. Per case, from its stored "
+        "samples: box p25..p75 with the median, whiskers p5..p99, a bar at p95."
         + (f" This run: {caveat}." if caveat else "")
     ) + plot_div(dist, f"{prefix}-plot-steps")
     out = [("Step latency distribution", body)]
@@ -265,11 +267,26 @@ def _step_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
             (
                 "Where the tail comes from",
                 _note(
-                    f"From the probed run (device events between stages): over the steps at or "
-                    f"above the p{steps.TAIL_PCT}, each stage's mean minus its median over all "
-                    "steps, stacked per case."
+                    "From the probed run (a second run with device events between stages, "
+                    f"probe.* samples): over the steps at or above the p{steps.TAIL_PCT} of the "
+                    "probed step latency, each stage's mean minus its median over all steps, "
+                    "stacked per case."
                 )
                 + plot_div(tail, f"{prefix}-plot-steptail"),
+            )
+        )
+    buckets = steps.bucket_figure(run)
+    if buckets is not None:
+        out.append(
+            (
+                "Dynamic replay by batch bucket",
+                _note(
+                    "Dynamic replay's step latency per batch bucket (the manifest's dynamic "
+                    "section: each timed step's batch, padded to its bucket): p50 per bucket, "
+                    f"each bucket's share of all steps and of the steps at or above the "
+                    f"p{steps.TAIL_PCT}, and its mean padding waste (padded rows / bucket rows)."
+                )
+                + plot_div(buckets, f"{prefix}-plot-stepbuckets"),
             )
         )
     return out
