@@ -193,3 +193,28 @@ def test_constructed_padding_without_a_bucket_table():
     assert "tail_bucket" not in f.evidence
     # within a bucket wider than overall: no claim that the walk between buckets makes the tail
     assert "moving between buckets" not in f.text
+
+
+def test_stored_step_latency_is_read_under_the_step_names():
+    raw = pd.read_csv(DECODE / "cases.csv", dtype={"shape": str})
+    assert "step_p50_ms" not in raw.columns  # stored before the step_* columns
+    read = cases()
+    assert read["device_p50_ms"].isna().all()  # no single call's device time was measured
+    assert read["step_p50_ms"].tolist() == pytest.approx(raw["device_p50_ms"].tolist())
+    assert read["step_p99_ms"].tolist() == pytest.approx(raw["device_p99_ms"].tolist())
+
+
+def test_verdicts_weigh_step_latency_and_say_so():
+    from profkit.explain.phrases import verdict_text
+
+    _, report = decode()
+    by = {v.variant: v for v in report.verdicts}
+    assert set(by) == {"fused", "graph", "graph_fused", "piecewise", "dynamic"}
+    assert by["graph"].evidence["measure"] == "step latency"
+    assert "a win on step latency" in verdict_text(by["graph"])
+    # graph vs eager at 1x512 from the stored columns: the verdict's largest win
+    raw = pd.read_csv(DECODE / "cases.csv", dtype={"shape": str}).set_index(["variant", "shape"])
+    ratio = (
+        raw.loc[("eager", "1x512"), "device_p50_ms"] / raw.loc[("graph", "1x512"), "device_p50_ms"]
+    )
+    assert by["graph"].evidence["best_win_x"] == pytest.approx(ratio, rel=0.05)

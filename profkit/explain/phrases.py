@@ -663,7 +663,8 @@ def verdict_text(f: Finding) -> str:
         Verdict.ACTIVE_TRACK: "is an active track",
         Verdict.NOT_A_WIN: "is not a win",
     }[f.verdict]
-    text = say(f"{v} {head} on device time: correct at all {{lab_cases}} cases", ev)
+    measure = ev.get("measure", "device time")
+    text = say(f"{v} {head} on {measure}: correct at all {{lab_cases}} cases", ev)
     clauses = []
     for baseline, t in f.tally.items():
         n = sum(t.values())

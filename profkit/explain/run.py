@@ -89,8 +89,12 @@ def explain_run(run: Run, history_runs: Sequence[Run] | None = None) -> Report:
             if hosted is not None:
                 report.findings.append(hosted)
         if step_latency.has_step_latency(group):
-            # verdicts weigh device time (device_p50_ms), which a step-latency run does not
-            # measure: its per-variant judgement is the step finding below
+            # the same comparison against the baseline, on step latency (its samples are the
+            # run's `device` kind); the verdict says which measure it weighed
+            judged = verdicts(str(kernel), step_latency.as_timed(rows), steps, run.samples, mode)
+            for v in judged:
+                v.evidence["measure"] = "step latency"
+            report.verdicts += judged
             report.findings += step_latency.step_findings(str(kernel), rows, run.manifest)
             note = step_latency.kernel_note(run.manifest)
             if note:

@@ -28,6 +28,13 @@ def has_step_latency(cases: pd.DataFrame) -> bool:
     )
 
 
+def as_timed(rows: list[dict]) -> list[dict]:
+    """Rows for the verdicts' comparison with the baseline, which reads device_p50_ms, _iqr_ms and
+    _reps: here the step's (the verdict is then marked as weighing step latency)."""
+    keys = ("p50_ms", "p95_ms", "p5_ms", "iqr_ms", "reps")
+    return [r | {f"device_{k}": r.get(f"step_{k}") for k in keys} for r in rows]
+
+
 def step_findings(kernel: str, rows: list[dict], manifest: Mapping) -> list[Finding]:
     """One finding per variant, in the table's order; rows without a p99 are left out."""
     timed = [r for r in rows if num(r, "step_p99_ms") is not None]
