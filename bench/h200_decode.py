@@ -4,11 +4,13 @@ counters for the kernels of one step; stored as one profkit run under --out.
     PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 python3 bench/h200_decode.py --out $OUT
 
 (nvtx must be importable for the counter pass: it runs profkit.worker under ncu, as every capture
-does; --no-counters skips it.) Sweep: batch 1, 8, 64 x cache 512, 2048, 8192 for the fixed-shape
-variants (eager, fused, graph, graph_fused, piecewise) and a dynamic run (batch changing every step
-in a random walk over 8..32 rows, graphs for buckets 1, 2, 4, 8, 16, 24, 32, cache 2048). Cases at
---probe-caches (512, 2048) and the dynamic one are timed a second time with probes (device events
-between stages) to place the p95 tail. Prints a table and the issue's goals as pass/fail last.
+does, over the eager and fused steps at --counter-shape; --no-counters skips it, --ncu-timeout caps
+it: about 60 launches, predicted 60-180 s, so 150-270 s in all.) Sweep: batch 1, 8, 64 x cache
+512, 2048, 8192 for the fixed-shape variants (eager, fused, graph, graph_fused, piecewise) and a
+dynamic run (batch changing every step in a random walk over 8..32 rows, graphs for buckets 1, 2,
+4, 8, 16, 24, 32, cache 2048). Cases at --probe-caches (512, 2048) and the dynamic one are timed
+a second time with probes (device events between stages) to place the p95 tail. Prints a table and
+the issue's goals as pass/fail last.
 A measured upper bound for a synthetic step, not an end-to-end serving claim.
 """
 
@@ -188,7 +190,7 @@ def main() -> int:
     except BaseException:
         writer.abandon()
         raise
-    report(table, dynamic, path)
+    report(table, dynamic, counters, path)
     return 0
 
 
@@ -428,7 +430,7 @@ def _compress_report(writer, name: str) -> None:
         raw.unlink()
 
 
-def report(table: pd.DataFrame, dynamic: dict, path: Path) -> None:
+def report(table: pd.DataFrame, dynamic: dict, counters: dict, path: Path) -> None:
     cols = [
         "variant",
         "batch",
@@ -461,6 +463,13 @@ def report(table: pd.DataFrame, dynamic: dict, path: Path) -> None:
                 f"  bucket {r['label']:>3}: {r['step_share']:.2f} {r['tail_share']:.2f} "
                 f"{r['p50_ms'] * 1e3:8.1f} {r['p95_over_p50']:.3f}"
             )
+    launches = table.get("kernel_count", pd.Series(dtype=float)).dropna()
+    print(
+        f"\ncounters: {counters.get('status')}"
+        + (f", {int(launches.sum())} launches in {len(launches)} cases" if len(launches) else "")
+        + (f" ({counters.get('wall_s')} s)" if counters.get("wall_s") is not None else "")
+        + (f": {counters['reason']}" if counters.get("reason") else "")
+    )
     print("\ngoals (issue 11, batch 1):")
     p50 = table.set_index(["variant", "batch", "cache_len"])["step_p50_ms"]
     if not (table.batch == 1).any():
