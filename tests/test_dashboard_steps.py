@@ -108,6 +108,12 @@ def test_page_has_the_step_sections_deterministically():
     assert "run0-plot-steps" in NEWPLOT.findall(a) and "run0-plot-steptail" in NEWPLOT.findall(a)
     assert "not one call&#x27;s device time" in a or "not one call's device time" in a
     assert run().manifest["note"] in a
+    assert "run0-plot-stepbuckets" in NEWPLOT.findall(a)
+    # speedups over step latency, said so; no view that reads one call's device time
+    assert "Speedup = baseline step p50 / lab step p50" in a
+    assert "run0-plot-speedup" in NEWPLOT.findall(a)
+    for title in ("Roofline", "Device time against host cost", "Device time per shape"):
+        assert f">{title}</h2>" not in a, title
 
 
 def test_no_step_views_for_other_runs():

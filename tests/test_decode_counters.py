@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from profkit import store
+from profkit import dashboard, store
 from profkit.dashboard import launches as launches_view
 from profkit.explain import explain_run
 from profkit.join import aggregate_cases, join
@@ -96,3 +96,5 @@ def test_launches_join_to_the_decode_case_and_drill_down(tmp_path):
     assert len(found) == 1 and len(found[0].launches) == 8
     assert found[0].bottleneck is not None
     assert launches_view.launches_figure(run) is not None
+    html = dashboard.build_dashboard([run], {run.run_id: report}, (), "shared")
+    assert "run0-plot-launches" in html and "run0-plot-counters0" in html

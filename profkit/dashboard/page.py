@@ -13,6 +13,7 @@ import json
 import os
 import secrets
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
@@ -34,6 +35,7 @@ from profkit.dashboard import (
 from profkit.dashboard.common import timed
 from profkit.errors import ProfkitError
 from profkit.explain import Finding, explain_run
+from profkit.explain.steps import as_timed_frame
 from profkit.store import Run
 
 PLOTLY_ASSET = "plotly.min.js"
@@ -150,15 +152,20 @@ def _timing_note(run: Run) -> str:
 def _run_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
     """(title, html) per view of one run, in page order."""
     out: list[tuple[str, str]] = []
-    points = speedup.speedups(run)
-    fig = speedup.speedup_figure(run, points)
+    step_run = steps.applies(run)
+    # a step-latency run measures no call's device time: its speedups are over step latency
+    judged = replace(run, cases=as_timed_frame(run.cases)) if step_run else run
+    measure = "step latency" if step_run else "device time"
+    p50 = "step p50" if step_run else "device p50"
+    points = speedup.speedups(judged)
+    fig = speedup.speedup_figure(judged, points, measure)
     if fig is None:
         body = _note("No lab variant and baseline were both timed at the same dtype and shape.")
     else:
         body = (
             _note(
-                "Speedup = baseline device p50 / lab device p50 (above 1: the lab variant is "
-                f"faster); error bars: {speedup.methods_note(points)} A difference is called only "
+                f"Speedup = baseline {p50} / lab {p50} (above 1: the lab variant is faster); "
+                f"error bars: {speedup.methods_note(points, measure)} A difference is called only "
                 f"when the interval excludes 1 and the gap is at least "
                 f"{stats.PRACTICAL_FLOOR_PCT:g}% and {stats.PRACTICAL_FLOOR_US:g} us; an interval "
                 f"wider than {stats.UNSTABLE_WIDTH:.0%}: unstable. Hollow marks: no difference "
@@ -168,6 +175,8 @@ def _run_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
             + plot_div(fig, f"{prefix}-plot-speedup")
         )
     out.append(("Speedup over the baselines", body))
+    if step_run:
+        return out + _step_sections(run, prefix) + _step_run_counters(run, prefix)
 
     fig, missing = roofline.roofline_figure(run)
     if fig is None:
@@ -242,6 +251,34 @@ def _run_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
         ) + "".join(plot_div(f, f"{prefix}-plot-counters{i}") for i, f in enumerate(counters))
     else:
         body = _no_counters(run)
+    out.append(("Hardware counters", body))
+    return out
+
+
+def _step_run_counters(run: Run, prefix: str) -> list[tuple[str, str]]:
+    """A step-latency run's counter views: the per-launch drill-down of the profiled steps and
+    the counters per case. The device-time views (roofline, host against device, device time per
+    shape, copy bandwidth) are left out: they read one call's device time, not measured here."""
+    fig = launches.launches_figure(run)
+    body = (
+        _note("No profiled step in this run (no kernels.csv): no per-launch drill-down.")
+        if fig is None
+        else _note(
+            "The launches of one step per profiled case (the eager and fused variants, run "
+            "by profkit.worker under Nsight Compute): each launch's ncu duration, stacked in "
+            "launch order (colour: the kernel). ncu serialises launches and flushes caches "
+            "between them; the step latency above also holds the GPU's wait for launches."
+        )
+        + plot_div(fig, f"{prefix}-plot-launches")
+    )
+    out = [("Per-launch drill-down", body)]
+    counters = sweep.counter_figures(run)
+    body = (
+        _note("Nsight Compute, one value per profiled case over all the launches of its step.")
+        + "".join(plot_div(f, f"{prefix}-plot-counters{i}") for i, f in enumerate(counters))
+        if counters
+        else _no_counters(run)
+    )
     out.append(("Hardware counters", body))
     return out
 

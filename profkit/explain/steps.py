@@ -35,6 +35,11 @@ def as_timed(rows: list[dict]) -> list[dict]:
     return [r | {f"device_{k}": r.get(f"step_{k}") for k in keys} for r in rows]
 
 
+def as_timed_frame(cases: pd.DataFrame) -> pd.DataFrame:
+    """as_timed over a whole cases table."""
+    return pd.DataFrame(as_timed(cases.to_dict("records")), index=cases.index)
+
+
 def step_findings(kernel: str, rows: list[dict], manifest: Mapping) -> list[Finding]:
     """One finding per variant, in the table's order; rows without a p99 are left out."""
     timed = [r for r in rows if num(r, "step_p99_ms") is not None]
