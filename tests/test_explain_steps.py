@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import shutil
 from functools import cache
 from pathlib import Path
 
@@ -218,3 +219,17 @@ def test_verdicts_weigh_step_latency_and_say_so():
         raw.loc[("eager", "1x512"), "device_p50_ms"] / raw.loc[("graph", "1x512"), "device_p50_ms"]
     )
     assert by["graph"].evidence["best_win_x"] == pytest.approx(ratio, rel=0.05)
+
+
+def test_history_compares_step_runs_on_step_latency(tmp_path):
+    from profkit.explain.history import history_finding
+
+    later = tmp_path / "decode-20261130-180000-vm-0000"
+    shutil.copytree(DECODE, later)
+    m = json.loads((later / "manifest.json").read_text())
+    m.update(run_id=later.name, created="2026-11-30T18:00:00+00:00")
+    (later / "manifest.json").write_text(json.dumps(m))
+    found, _ = history_finding(store.load(later), store.load(DECODE), "graph")
+    assert found is not None  # device_p50_ms is empty in both: compared on step latency
+    assert found.evidence["cases_compared"] == 9
+    assert found.evidence["cases_noise"] == 9  # the same samples twice
