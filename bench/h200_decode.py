@@ -4,11 +4,13 @@ counters for the kernels of one step; stored as one profkit run under --out.
     PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 python3 bench/h200_decode.py --out $OUT
 
 (nvtx must be importable for the counter pass: it runs profkit.worker under ncu, as every capture
-does; --no-counters skips it.) Sweep: batch 1, 8, 64 x cache 512, 2048, 8192 for the fixed-shape
-variants (eager, fused, graph, graph_fused, piecewise) and a dynamic run (batch changing every step
-in a random walk over 8..32 rows, graphs for buckets 1, 2, 4, 8, 16, 24, 32, cache 2048). Cases at
---probe-caches (512, 2048) and the dynamic one are timed a second time with probes (device events
-between stages) to place the p95 tail. Prints a table and the issue's goals as pass/fail last.
+does, over the eager and fused steps at --counter-shape; --no-counters skips it, --ncu-timeout caps
+it: about 60 launches, predicted 60-180 s, so 150-270 s in all.) Sweep: batch 1, 8, 64 x cache
+512, 2048, 8192 for the fixed-shape variants (eager, fused, graph, graph_fused, piecewise) and a
+dynamic run (batch changing every step in a random walk over 8..32 rows, graphs for buckets 1, 2,
+4, 8, 16, 24, 32, cache 2048). Cases at --probe-caches (512, 2048) and the dynamic one are timed
+a second time with probes (device events between stages) to place the p95 tail. Prints a table and
+the issue's goals as pass/fail last.
 A measured upper bound for a synthetic step, not an end-to-end serving claim.
 """
 
@@ -63,13 +65,27 @@ def parse_args() -> argparse.Namespace:
     )
     p.add_argument("--no-counters", action="store_true")
     p.add_argument("--counter-shape", type=ints, default=(1, 2048), help="BATCH,CACHE for ncu")
+    p.add_argument(
+        "--counter-variants",
+        default="eager,fused",
+        help="variants profiled under ncu (each step ~20-40 launches, a few seconds each)",
+    )
+    p.add_argument(
+        "--ncu-timeout",
+        type=float,
+        default=180.0,
+        help="seconds before ncu is stopped (the run is then stored as timing only)",
+    )
+    # the CPU tests' path to the counter pass (a fake ncu on PATH runs no program)
+    p.add_argument("--cpu-counters", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--seed", type=int, default=0)
     # the CPU path (tests): tiny layer, no capture (the graph variants run their step eagerly),
     # host-clock timing, no counters
     p.add_argument("--device", default="cuda", choices=("cuda", "cpu"), help=argparse.SUPPRESS)
     args = p.parse_args()
+    args.counter_variants = tuple(v for v in args.counter_variants.split(",") if v)
     if args.device == "cpu":
-        args.no_counters = True
+        args.no_counters = args.no_counters or not args.cpu_counters
     elif args.steps < 1000:
         p.error("--steps must be >= 1000 (the issue asks for at least a thousand per variant)")
     if len(args.walk) != 2 or not args.walk[0] < args.walk[1]:
@@ -78,6 +94,14 @@ def parse_args() -> argparse.Namespace:
         p.error("--warmup must not exceed --steps")
     if len(args.counter_shape) != 2:
         p.error("--counter-shape takes BATCH,CACHE")
+    batch, cache = args.counter_shape
+    if not args.no_counters and (batch not in args.batches or cache not in args.caches):
+        # counters join to the timed case of the same name: a shape outside the sweep joins nothing
+        p.error(f"--counter-shape {batch},{cache} is not in the sweep (--batches x --caches)")
+    # the worker runs the spec's variants: the captured ones exist only in bench's own runners
+    unknown = [v for v in args.counter_variants if v not in ("eager", "fused")]
+    if unknown or not args.counter_variants:
+        p.error(f"--counter-variants takes eager and/or fused, got {args.counter_variants}")
     return args
 
 
@@ -166,7 +190,7 @@ def main() -> int:
     except BaseException:
         writer.abandon()
         raise
-    report(table, dynamic, path)
+    report(table, dynamic, counters, path)
     return 0
 
 
@@ -223,8 +247,9 @@ class Lab:
                 external=variant not in ("eager", "fused"),
                 probe=cache_len in self.args.probe_caches,
             )
-            if "device_p50_ms" in row and nbytes:
-                row.update(rates(nbytes, flops, row["device_p50_ms"], self.ceilings))
+            if "step_p50_ms" in row and nbytes:
+                # rates over the step's latency: a lower bound on what the kernels reach
+                row.update(rates(nbytes, flops, row["step_p50_ms"], self.ceilings))
             self.rows.append(row)
 
     def free(self) -> None:
@@ -355,7 +380,7 @@ class Lab:
             "walk": {"lo": lo, "hi": hi, "seed": args.seed, "jump": 3},
             "pad_waste_mean": float(np.mean(waste)),
         }
-        if "device_p50_ms" in row:
+        if "step_p50_ms" in row:
             device = self.last_device_ms
             by = steps.tail_by(device, bucket_of)
             # each step over its own bucket's median: what is left once the work's size is out
@@ -381,16 +406,16 @@ class Lab:
         opts = CaptureOptions(
             dtypes=(self.args.dtype,),
             shapes=(shape,),
-            variants=("eager", "fused"),
+            variants=self.args.counter_variants,
             root=Path(self.args.out),
             seed=self.args.seed,
+            ncu_timeout_s=self.args.ncu_timeout,
         )
-        todo = pd.DataFrame(
-            [
-                {"variant": v, "dtype": self.args.dtype, "shape": format_shape(shape), "correct": 1}
-                for v in opts.variants
-            ]
-        )
+        # the timed rows of those cases: counter_pass profiles only the correct ones, and their
+        # case names (profkit.spec.case_name, the worker's NVTX ranges) are the join key
+        todo = table[
+            table.variant.isin(opts.variants) & (table["shape"] == format_shape(shape))
+        ].reindex(columns=["variant", "dtype", "shape", "correct"])
         block, kernels = counter_pass(self.spec, opts, todo, writer, console)
         if block.get("status") == "ok":
             writer.path("ncu.log").unlink(missing_ok=True)  # kept only to explain a failure
@@ -405,28 +430,28 @@ def _compress_report(writer, name: str) -> None:
         raw.unlink()
 
 
-def report(table: pd.DataFrame, dynamic: dict, path: Path) -> None:
+def report(table: pd.DataFrame, dynamic: dict, counters: dict, path: Path) -> None:
     cols = [
         "variant",
         "batch",
         "cache_len",
         "correct",
-        "device_p50_ms",
-        "device_p95_ms",
-        "device_p99_ms",
-        "device_p95_over_p50",
+        "step_p50_ms",
+        "step_p95_ms",
+        "step_p99_ms",
+        "step_p95_over_p50",
         "host_us",
         "tail_stage",
     ]
     shown = table.reindex(columns=cols).copy()
-    for c in ("device_p50_ms", "device_p95_ms", "device_p99_ms"):
+    for c in ("step_p50_ms", "step_p95_ms", "step_p99_ms"):
         shown[c] = shown[c] * 1e3
     shown = shown.rename(
         columns={
-            "device_p50_ms": "p50_us",
-            "device_p95_ms": "p95_us",
-            "device_p99_ms": "p99_us",
-            "device_p95_over_p50": "p95/p50",
+            "step_p50_ms": "p50_us",
+            "step_p95_ms": "p95_us",
+            "step_p99_ms": "p99_us",
+            "step_p95_over_p50": "p95/p50",
         }
     )
     print(f"\nstored {path}   ({NOTE})")
@@ -438,8 +463,15 @@ def report(table: pd.DataFrame, dynamic: dict, path: Path) -> None:
                 f"  bucket {r['label']:>3}: {r['step_share']:.2f} {r['tail_share']:.2f} "
                 f"{r['p50_ms'] * 1e3:8.1f} {r['p95_over_p50']:.3f}"
             )
+    launches = table.get("kernel_count", pd.Series(dtype=float)).dropna()
+    print(
+        f"\ncounters: {counters.get('status')}"
+        + (f", {int(launches.sum())} launches in {len(launches)} cases" if len(launches) else "")
+        + (f" ({counters.get('wall_s')} s)" if counters.get("wall_s") is not None else "")
+        + (f": {counters['reason']}" if counters.get("reason") else "")
+    )
     print("\ngoals (issue 11, batch 1):")
-    p50 = table.set_index(["variant", "batch", "cache_len"])["device_p50_ms"]
+    p50 = table.set_index(["variant", "batch", "cache_len"])["step_p50_ms"]
     if not (table.batch == 1).any():
         print("  n/a graph vs eager and graph_fused vs graph: batch 1 is not in the sweep")
     for cache_len in sorted(table.loc[table.batch == 1, "cache_len"].unique()):
@@ -458,11 +490,11 @@ def report(table: pd.DataFrame, dynamic: dict, path: Path) -> None:
             f"{cache_len}: {graph * 1e3:.1f} -> {fused * 1e3:.1f} us"
         )
     dyn = table[table.variant == "dynamic"]
-    if not dyn.empty and pd.notna(dyn.iloc[0].get("device_p95_over_p50")):
+    if not dyn.empty and pd.notna(dyn.iloc[0].get("step_p95_over_p50")):
         r = dyn.iloc[0]
-        ok = r.device_p95_over_p50 <= GOAL_DYNAMIC_TAIL
+        ok = r.step_p95_over_p50 <= GOAL_DYNAMIC_TAIL
         print(
-            f"  {'PASS' if ok else 'FAIL'} dynamic p95/p50 {r.device_p95_over_p50:.3f} "
+            f"  {'PASS' if ok else 'FAIL'} dynamic p95/p50 {r.step_p95_over_p50:.3f} "
             f"(goal <= {GOAL_DYNAMIC_TAIL}); within its bucket "
             f"{r.get('within_bucket_p95_over_p50', float('nan')):.3f}; tail stage "
             f"{r.get('tail_stage', '?')}"

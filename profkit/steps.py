@@ -54,17 +54,18 @@ def tail_ratio(ms: Sequence[float]) -> float:
     return p["p95"] / p["p50"]
 
 
-def device_columns(device_ms: Sequence[float]) -> dict:
-    """The case's device columns, schema 2 names plus p99 and p95/p50."""
-    p = percentiles(device_ms)
+def step_columns(step_ms: Sequence[float]) -> dict:
+    """The case's step-latency columns (docs/tables.md). Kept apart from device_p50_ms, which is one
+    call's device time with the host off the critical path: a step's latency includes the host."""
+    p = percentiles(step_ms)
     return {
-        "device_reps": p["n"],
-        "device_p50_ms": p["p50"],
-        "device_p95_ms": p["p95"],
-        "device_p5_ms": p["p5"],
-        "device_iqr_ms": p["p75"] - p["p25"],
-        "device_p99_ms": p["p99"],
-        "device_p95_over_p50": p["p95"] / p["p50"],
+        "step_reps": p["n"],
+        "step_p50_ms": p["p50"],
+        "step_p95_ms": p["p95"],
+        "step_p99_ms": p["p99"],
+        "step_p5_ms": p["p5"],
+        "step_iqr_ms": p["p75"] - p["p25"],
+        "step_p95_over_p50": p["p95"] / p["p50"],
     }
 
 
@@ -246,13 +247,14 @@ def _verdict(ok: bool, rel: float | None, max_abs: float | None, error: str) -> 
 
 
 def case_row(identity: dict, s: StepSamples) -> dict:
-    """A cases.csv row: identity columns, device columns, host and loop cost, clocks."""
+    """A cases.csv row: identity columns, step-latency columns, host and loop cost, clocks. The
+    device_* columns stay empty: no single call's device time is measured here."""
     host = percentiles(s.host_ms)
     return {
         **identity,
-        **device_columns(s.device_ms),
-        "device_method": METHOD,
-        "device_note": METHOD_NOTE,
+        **step_columns(s.device_ms),
+        "step_method": METHOD,
+        "step_note": METHOD_NOTE,
         "host_us": host["p50"] * 1e3,
         "host_p95_us": host["p95"] * 1e3,
         "loop_us": s.loop_ms * 1e3,

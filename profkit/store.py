@@ -197,8 +197,28 @@ TEXT_COLUMNS = {"shape": str}
 SCHEMA1_METHOD = "events (schema 1: event window around the Python call)"
 
 
+# step-latency runs (decode) stored before the step_* columns kept a step's latency (host included)
+# under the device_* names; device_p99_ms marks them. Read under the step_* names, device_* empty.
+_STEP_COLUMNS = {
+    "device_reps": "step_reps",
+    "device_p50_ms": "step_p50_ms",
+    "device_p95_ms": "step_p95_ms",
+    "device_p99_ms": "step_p99_ms",
+    "device_p5_ms": "step_p5_ms",
+    "device_iqr_ms": "step_iqr_ms",
+    "device_p95_over_p50": "step_p95_over_p50",
+    "device_method": "step_method",
+    "device_note": "step_note",
+}
+_EMPTY_IN_STEP_RUNS = ("device_p50_ms", "device_p95_ms", "device_p5_ms", "device_iqr_ms")
+
+
 def upgrade(manifest: dict, cases: pd.DataFrame) -> pd.DataFrame:
-    """A run stored by an earlier schema, read as the current one."""
+    """A run stored by an earlier schema (or layout), read as the current one."""
+    if "device_p99_ms" in cases.columns and "step_p50_ms" not in cases.columns:
+        cases = cases.rename(columns=_STEP_COLUMNS)
+        for col in _EMPTY_IN_STEP_RUNS:
+            cases[col] = float("nan")
     schema = manifest.get("schema", 1) if isinstance(manifest, dict) else 1
     if int(schema) >= 2:
         return cases
@@ -228,7 +248,15 @@ def _fold_repeats(cases: pd.DataFrame) -> pd.DataFrame:
 
 
 # timing columns every reader does arithmetic on: text in them is damage, not a value
-NUMERIC_CASE_COLUMNS = ("device_p50_ms", "device_p95_ms", "device_p5_ms", "device_iqr_ms")
+NUMERIC_CASE_COLUMNS = (
+    "device_p50_ms",
+    "device_p95_ms",
+    "device_p5_ms",
+    "device_iqr_ms",
+    "step_p50_ms",
+    "step_p95_ms",
+    "step_p99_ms",
+)
 # what explain reads from rules.csv (docs/tables.md); without them the file is left out, loudly
 RULE_COLUMNS_READ = ("launch", "case", "type", "message")
 

@@ -108,6 +108,12 @@ def test_page_has_the_step_sections_deterministically():
     assert "run0-plot-steps" in NEWPLOT.findall(a) and "run0-plot-steptail" in NEWPLOT.findall(a)
     assert "not one call&#x27;s device time" in a or "not one call's device time" in a
     assert run().manifest["note"] in a
+    assert "run0-plot-stepbuckets" in NEWPLOT.findall(a)
+    # speedups over step latency, said so; no view that reads one call's device time
+    assert "Speedup = baseline step p50 / lab step p50" in a
+    assert "run0-plot-speedup" in NEWPLOT.findall(a)
+    for title in ("Roofline", "Device time against host cost", "Device time per shape"):
+        assert f">{title}</h2>" not in a, title
 
 
 def test_no_step_views_for_other_runs():
@@ -115,3 +121,16 @@ def test_no_step_views_for_other_runs():
     assert steps.distribution_figure(r) is None and steps.tail_figure(r) is None
     html = page(r)
     assert "Step latency distribution" not in html and "plot-steps" not in html
+
+
+def test_bucket_view_agrees_with_the_bench_and_counts_padding():
+    b = steps.by_bucket(run()).set_index("label")
+    stored = run().manifest["dynamic"]
+    for r in stored["tail_by_bucket"]:  # what the bench computed on the GPU from the same steps
+        assert b.loc[r["label"], "p50_ms"] == pytest.approx(r["p50_ms"], abs=1e-5)
+        assert b.loc[r["label"], "tail_share"] == pytest.approx(r["tail_share"])
+    batches = np.array(stored["batches"])
+    assert b.loc[8, "pad_waste"] == 0.0  # batch 8 fills bucket 8; the walk never goes below 8
+    in16 = batches[(batches > 8) & (batches <= 16)]
+    assert b.loc[16, "pad_waste"] == pytest.approx(((16 - in16) / 16).mean())
+    assert steps.bucket_figure(store.load(RMSNORM)) is None

@@ -26,7 +26,7 @@ def test_bench_stores_a_decode_run(tmp_path):
         ["eager", "fused", "graph", "graph_fused", "piecewise", "dynamic"]
     )
     assert cases.correct.astype(bool).all()
-    for col in ("device_p50_ms", "device_p95_ms", "device_p99_ms", "host_us", "tail_stage"):
+    for col in ("step_p50_ms", "step_p95_ms", "step_p99_ms", "host_us", "tail_stage"):
         assert cases[col].notna().all(), col
     assert cases.loc["dynamic", "shape"] == "4x12" and cases.loc["graph", "shape"] == "1x8"
     kinds = run.samples.groupby("case").kind.apply(set)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import shutil
 from functools import cache
 from pathlib import Path
 
@@ -41,7 +42,8 @@ def step_of(variant: str):
 
 
 def cases() -> pd.DataFrame:
-    return pd.read_csv(DECODE / "cases.csv")
+    # read through store.load: the stored run predates the step_* columns (store.upgrade)
+    return store.load(DECODE).cases
 
 
 def manifest() -> dict:
@@ -57,14 +59,14 @@ def test_one_step_finding_per_variant_in_the_run():
 @pytest.mark.parametrize("variant", ["eager", "fused", "graph", "graph_fused", "piecewise"])
 def test_distribution_is_the_widest_tail_case(variant):
     mine = cases()[cases()["variant"] == variant]
-    worst = mine.loc[mine["device_p95_over_p50"].idxmax()]
+    worst = mine.loc[mine["step_p95_over_p50"].idxmax()]
     f = step_of(variant)
     ev = f.evidence
     assert f.case == worst["case"]
-    for col in ("device_p50_ms", "device_p95_ms", "device_p99_ms"):
+    for col in ("step_p50_ms", "step_p95_ms", "step_p99_ms"):
         assert ev[col] == pytest.approx(worst[col])
-    assert ev["p95_over_p50_ratio"] == pytest.approx(worst["device_p95_over_p50"])
-    assert ev["p95_over_p50_min_ratio"] == pytest.approx(mine["device_p95_over_p50"].min())
+    assert ev["p95_over_p50_ratio"] == pytest.approx(worst["step_p95_over_p50"])
+    assert ev["p95_over_p50_min_ratio"] == pytest.approx(mine["step_p95_over_p50"].min())
     assert ev["step_cases"] == len(mine)
     # labelled as step latency, with what it measures
     assert f.text.startswith("Step latency (events around each step")
@@ -76,7 +78,7 @@ def test_distribution_is_the_widest_tail_case(variant):
 @pytest.mark.parametrize("variant", ["eager", "graph", "piecewise", "dynamic"])
 def test_tail_stage_from_the_probes(variant):
     mine = cases()[(cases()["variant"] == variant) & cases()["tail_stage"].notna()]
-    top = mine.loc[mine["device_p95_over_p50"].idxmax()]
+    top = mine.loc[mine["step_p95_over_p50"].idxmax()]
     ev = step_of(variant).evidence
     assert ev["tail_stage"] == top["tail_stage"]
     assert ev["tail_stage_excess_us"] == pytest.approx(top["tail_stage_excess_ms"] * 1000)
@@ -104,7 +106,7 @@ def test_dynamic_padding_and_tail_bucket():
     padding = next(r for r in f.reasons if r.cause == Cause.PADDING)
     assert [b["label"] for b in padding.detail["buckets"]] == [b["label"] for b in buckets]
     # within a bucket the ratio is below the whole run's: the text says where the tail is
-    assert row["within_bucket_p95_over_p50"] < row["device_p95_over_p50"]
+    assert row["within_bucket_p95_over_p50"] < row["step_p95_over_p50"]
     assert "moving between buckets" in f.text
     # no other variant is padded
     assert all(Cause.PADDING not in [r.cause for r in step_of(v).reasons] for v in ("graph",))
@@ -153,10 +155,10 @@ def _row(variant: str, shape: str, p50: float, p95: float, p99: float, **more) -
         "dtype": "float32",
         "shape": shape,
         "case": f"k.{variant}.float32.{shape}",
-        "device_p50_ms": p50,
-        "device_p95_ms": p95,
-        "device_p99_ms": p99,
-        "device_p95_over_p50": p95 / p50,
+        "step_p50_ms": p50,
+        "step_p95_ms": p95,
+        "step_p99_ms": p99,
+        "step_p95_over_p50": p95 / p50,
         "tail_stage": math.nan,
         **more,
     }
@@ -192,3 +194,42 @@ def test_constructed_padding_without_a_bucket_table():
     assert "tail_bucket" not in f.evidence
     # within a bucket wider than overall: no claim that the walk between buckets makes the tail
     assert "moving between buckets" not in f.text
+
+
+def test_stored_step_latency_is_read_under_the_step_names():
+    raw = pd.read_csv(DECODE / "cases.csv", dtype={"shape": str})
+    assert "step_p50_ms" not in raw.columns  # stored before the step_* columns
+    read = cases()
+    assert read["device_p50_ms"].isna().all()  # no single call's device time was measured
+    assert read["step_p50_ms"].tolist() == pytest.approx(raw["device_p50_ms"].tolist())
+    assert read["step_p99_ms"].tolist() == pytest.approx(raw["device_p99_ms"].tolist())
+
+
+def test_verdicts_weigh_step_latency_and_say_so():
+    from profkit.explain.phrases import verdict_text
+
+    _, report = decode()
+    by = {v.variant: v for v in report.verdicts}
+    assert set(by) == {"fused", "graph", "graph_fused", "piecewise", "dynamic"}
+    assert by["graph"].evidence["measure"] == "step latency"
+    assert "a win on step latency" in verdict_text(by["graph"])
+    # graph vs eager at 1x512 from the stored columns: the verdict's largest win
+    raw = pd.read_csv(DECODE / "cases.csv", dtype={"shape": str}).set_index(["variant", "shape"])
+    ratio = (
+        raw.loc[("eager", "1x512"), "device_p50_ms"] / raw.loc[("graph", "1x512"), "device_p50_ms"]
+    )
+    assert by["graph"].evidence["best_win_x"] == pytest.approx(ratio, rel=0.05)
+
+
+def test_history_compares_step_runs_on_step_latency(tmp_path):
+    from profkit.explain.history import history_finding
+
+    later = tmp_path / "decode-20261130-180000-vm-0000"
+    shutil.copytree(DECODE, later)
+    m = json.loads((later / "manifest.json").read_text())
+    m.update(run_id=later.name, created="2026-11-30T18:00:00+00:00")
+    (later / "manifest.json").write_text(json.dumps(m))
+    found, _ = history_finding(store.load(later), store.load(DECODE), "graph")
+    assert found is not None  # device_p50_ms is empty in both: compared on step latency
+    assert found.evidence["cases_compared"] == 9
+    assert found.evidence["cases_noise"] == 9  # the same samples twice

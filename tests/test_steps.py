@@ -13,15 +13,16 @@ def test_percentiles_of_1_to_1001_are_exact():
     assert steps.tail_ratio(np.arange(1, 1002)) == pytest.approx(951 / 501)
 
 
-def test_device_columns_use_schema_2_names_plus_p99_and_the_tail_ratio():
-    cols = steps.device_columns(np.arange(1, 1002) / 1000)
-    assert cols["device_reps"] == 1001
-    assert cols["device_p50_ms"] == pytest.approx(0.501)
-    assert cols["device_p95_ms"] == pytest.approx(0.951)
-    assert cols["device_p99_ms"] == pytest.approx(0.991)
-    assert cols["device_p5_ms"] == pytest.approx(0.051)
-    assert cols["device_iqr_ms"] == pytest.approx(0.5)
-    assert cols["device_p95_over_p50"] == pytest.approx(951 / 501)
+def test_step_columns_have_their_own_names_never_device_time():
+    cols = steps.step_columns(np.arange(1, 1002) / 1000)
+    assert not any(c.startswith("device_") for c in cols)
+    assert cols["step_reps"] == 1001
+    assert cols["step_p50_ms"] == pytest.approx(0.501)
+    assert cols["step_p95_ms"] == pytest.approx(0.951)
+    assert cols["step_p99_ms"] == pytest.approx(0.991)
+    assert cols["step_p5_ms"] == pytest.approx(0.051)
+    assert cols["step_iqr_ms"] == pytest.approx(0.5)
+    assert cols["step_p95_over_p50"] == pytest.approx(951 / 501)
 
 
 def test_a_flat_distribution_has_tail_ratio_one_and_a_spiky_one_more():
@@ -99,4 +100,5 @@ def test_samples_frame_is_profkits_long_format():
         {"case": "c"}, steps.StepSamples(np.arange(1, 1002) / 1e3, np.full(1001, 0.02), 0.6)
     )
     assert row["host_us"] == pytest.approx(20.0) and row["loop_us"] == pytest.approx(600.0)
-    assert row["device_method"] == "events" and row["device_p50_ms"] == pytest.approx(0.501)
+    assert row["step_method"] == "events" and row["step_p50_ms"] == pytest.approx(0.501)
+    assert "device_p50_ms" not in row  # no single call's device time is measured

@@ -27,6 +27,7 @@ from profkit.dashboard.common import (
 )
 from profkit.errors import ProfkitError
 from profkit.explain import as_bool
+from profkit.explain.steps import as_timed_frame
 from profkit.store import Run
 
 KEY = ["variant", "dtype", "shape"]
@@ -78,7 +79,7 @@ def created(run: Run) -> str:
 
 
 def _table(run: Run) -> pd.DataFrame:
-    cases = timed(run.cases).astype({k: str for k in KEY})
+    cases = timed(as_timed_frame(run.cases)).astype({k: str for k in KEY})
     return cases.drop_duplicates(KEY, keep="last").set_index(KEY)
 
 

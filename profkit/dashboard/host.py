@@ -23,6 +23,11 @@ HOVER: tuple[Field, ...] = (
 
 def missing_reason(run: Run) -> str | None:
     """Why the view cannot be drawn for this run, or None when it can."""
+    if not has_data(run.cases, "device_p50_ms") and has_data(run.cases, "step_p50_ms"):
+        return (
+            "a step-latency run: no single call's device time was measured (step latency and "
+            "host cost per step are in the step-latency sections)"
+        )
     if not has_data(run.cases, "host_us"):
         schema = run.manifest.get("schema", 1)
         return (

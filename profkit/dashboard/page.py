@@ -13,6 +13,7 @@ import json
 import os
 import secrets
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
@@ -34,6 +35,7 @@ from profkit.dashboard import (
 from profkit.dashboard.common import timed
 from profkit.errors import ProfkitError
 from profkit.explain import Finding, explain_run
+from profkit.explain.steps import as_timed_frame
 from profkit.store import Run
 
 PLOTLY_ASSET = "plotly.min.js"
@@ -150,15 +152,20 @@ def _timing_note(run: Run) -> str:
 def _run_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
     """(title, html) per view of one run, in page order."""
     out: list[tuple[str, str]] = []
-    points = speedup.speedups(run)
-    fig = speedup.speedup_figure(run, points)
+    step_run = steps.applies(run)
+    # a step-latency run measures no call's device time: its speedups are over step latency
+    judged = replace(run, cases=as_timed_frame(run.cases)) if step_run else run
+    measure = "step latency" if step_run else "device time"
+    p50 = "step p50" if step_run else "device p50"
+    points = speedup.speedups(judged)
+    fig = speedup.speedup_figure(judged, points, measure)
     if fig is None:
         body = _note("No lab variant and baseline were both timed at the same dtype and shape.")
     else:
         body = (
             _note(
-                "Speedup = baseline device p50 / lab device p50 (above 1: the lab variant is "
-                f"faster); error bars: {speedup.methods_note(points)} A difference is called only "
+                f"Speedup = baseline {p50} / lab {p50} (above 1: the lab variant is faster); "
+                f"error bars: {speedup.methods_note(points, measure)} A difference is called only "
                 f"when the interval excludes 1 and the gap is at least "
                 f"{stats.PRACTICAL_FLOOR_PCT:g}% and {stats.PRACTICAL_FLOOR_US:g} us; an interval "
                 f"wider than {stats.UNSTABLE_WIDTH:.0%}: unstable. Hollow marks: no difference "
@@ -168,6 +175,8 @@ def _run_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
             + plot_div(fig, f"{prefix}-plot-speedup")
         )
     out.append(("Speedup over the baselines", body))
+    if step_run:
+        return out + _step_sections(run, prefix) + _step_run_counters(run, prefix)
 
     fig, missing = roofline.roofline_figure(run)
     if fig is None:
@@ -246,16 +255,46 @@ def _run_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
     return out
 
 
+def _step_run_counters(run: Run, prefix: str) -> list[tuple[str, str]]:
+    """A step-latency run's counter views: the per-launch drill-down of the profiled steps and
+    the counters per case. The device-time views (roofline, host against device, device time per
+    shape, copy bandwidth) are left out: they read one call's device time, not measured here."""
+    fig = launches.launches_figure(run)
+    body = (
+        _note("No profiled step in this run (no kernels.csv): no per-launch drill-down.")
+        if fig is None
+        else _note(
+            "The launches of one step per profiled case (the eager and fused variants, run "
+            "by profkit.worker under Nsight Compute): each launch's ncu duration, stacked in "
+            "launch order (colour: the kernel). ncu serialises launches and flushes caches "
+            "between them; the step latency above also holds the GPU's wait for launches."
+        )
+        + plot_div(fig, f"{prefix}-plot-launches")
+    )
+    out = [("Per-launch drill-down", body)]
+    counters = sweep.counter_figures(run)
+    body = (
+        _note("Nsight Compute, one value per profiled case over all the launches of its step.")
+        + "".join(plot_div(f, f"{prefix}-plot-counters{i}") for i, f in enumerate(counters))
+        if counters
+        else _no_counters(run)
+    )
+    out.append(("Hardware counters", body))
+    return out
+
+
 def _step_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
-    """Runs that time whole steps: the distribution per case and the tail by stage; none else."""
+    """Runs that time whole steps: the distribution per case, the tail by stage, and dynamic
+    replay per bucket; none else."""
     dist = steps.distribution_figure(run)
     if dist is None:
         return []
     caveat = run.manifest.get("note")
     body = _note(
-        "Step latency: events around each step, so it includes the GPU's wait for the "
-        "host's launches (not one call's device time). Per case, from its stored samples: "
-        "box p25..p75 with the median, whiskers p5..p99, a bar at p95."
+        "Step latency (cases.csv step_p50_ms..step_p99_ms): device events around each step on "
+        "its stream, a synchronize after each, so it includes the GPU's wait for the host's "
+        "launches; not one call's device time, not host-timed. Per case, from its stored "
+        "samples: box p25..p75 with the median, whiskers p5..p99, a bar at p95."
         + (f" This run: {caveat}." if caveat else "")
     ) + plot_div(dist, f"{prefix}-plot-steps")
     out = [("Step latency distribution", body)]
@@ -265,11 +304,26 @@ def _step_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
             (
                 "Where the tail comes from",
                 _note(
-                    f"From the probed run (device events between stages): over the steps at or "
-                    f"above the p{steps.TAIL_PCT}, each stage's mean minus its median over all "
-                    "steps, stacked per case."
+                    "From the probed run (a second run with device events between stages, "
+                    f"probe.* samples): over the steps at or above the p{steps.TAIL_PCT} of the "
+                    "probed step latency, each stage's mean minus its median over all steps, "
+                    "stacked per case."
                 )
                 + plot_div(tail, f"{prefix}-plot-steptail"),
+            )
+        )
+    buckets = steps.bucket_figure(run)
+    if buckets is not None:
+        out.append(
+            (
+                "Dynamic replay by batch bucket",
+                _note(
+                    "Dynamic replay's step latency per batch bucket (the manifest's dynamic "
+                    "section: each timed step's batch, padded to its bucket): p50 per bucket, "
+                    f"each bucket's share of all steps and of the steps at or above the "
+                    f"p{steps.TAIL_PCT}, and its mean padding waste (padded rows / bucket rows)."
+                )
+                + plot_div(buckets, f"{prefix}-plot-stepbuckets"),
             )
         )
     return out

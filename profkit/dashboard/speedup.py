@@ -86,11 +86,11 @@ def _inv(x: float) -> float:
     return 1.0 / x if x > 0 else math.inf
 
 
-def methods_note(points: list[Speedup]) -> str:
+def methods_note(points: list[Speedup], measure: str = "device time") -> str:
     """How the intervals were computed, in words for the page (plain text, escaped there)."""
     methods = sorted({p.method for p in points})
     if methods == ["bootstrap"]:
-        return "95% intervals: bootstrap over the run's raw device-time samples."
+        return f"95% intervals: bootstrap over the run's raw {measure.replace(' ', '-')} samples."
     if "normal approximation" in methods:
         return (
             "95% intervals: normal approximation from the stored p50, IQR and repetition count "
@@ -99,14 +99,16 @@ def methods_note(points: list[Speedup]) -> str:
     return "95% intervals: " + ", ".join(methods) + "."
 
 
-def speedup_figure(run: Run, points: list[Speedup] | None = None) -> go.Figure | None:
+def speedup_figure(
+    run: Run, points: list[Speedup] | None = None, measure: str = "device time"
+) -> go.Figure | None:
     """One panel per dtype: x the sweep's shapes, y speedup (log), one series per lab-baseline
     pair with its 95% interval as error bars and the speedup written beside each point."""
     points = speedups(run) if points is None else points
     if not points:
         return None
     lay = layout(run)
-    fig = grid(lay, ["speedup of the lab variant over each baseline (device time)"])
+    fig = grid(lay, [f"speedup of the lab variant over each baseline ({measure})"])
     pairs = list(dict.fromkeys((p.lab, p.baseline) for p in points))
     labs = list(dict.fromkeys(p.lab for p in points))
     bases = list(dict.fromkeys(p.baseline for p in points))

@@ -12,10 +12,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from profkit.dashboard.common import layout
 from profkit.explain.steps import has_step_latency
-from profkit.steps import TAIL_PCT, attribute_tail
+from profkit.steps import TAIL_PCT, attribute_tail, tail_by
 from profkit.store import Run
 
 BOX_PCTS = (5, 25, 50, 75, 95, 99)
@@ -169,4 +170,81 @@ def tail_figure(run: Run) -> go.Figure | None:
     fig.update_yaxes(title_text="tail steps' mean over the median (us)")
     fig.update_layout(template="plotly_white", height=460, margin={"t": 30, "b": 120},
                       barmode="relative")  # fmt: skip
+    return fig
+
+
+def by_bucket(run: Run) -> pd.DataFrame:
+    """Dynamic replay per batch bucket, from its stored `device` samples (step order) and the
+    manifest's dynamic section (each timed step's batch, the buckets): step share, tail share,
+    p50 and p95 of step latency (ms), mean padding waste (padded rows / bucket rows). Empty when
+    the run has no dynamic case or the counts disagree."""
+    dyn = run.manifest.get("dynamic") or {}
+    batches, buckets = dyn.get("batches") or [], sorted(dyn.get("buckets") or [])
+    cases = run.cases[run.cases["variant"].astype(str) == "dynamic"]
+    if not batches or not buckets or cases.empty or run.samples is None:
+        return pd.DataFrame()
+    s = run.samples
+    sel = (s["case"].astype(str) == str(cases.iloc[0]["case"])) & (s["kind"] == "device")
+    x = s.loc[sel, "ms"].to_numpy(float)
+    if x.size != len(batches) or max(batches) > buckets[-1]:
+        return pd.DataFrame()
+    bucket = np.array([next(b for b in buckets if b >= n) for n in batches])
+    waste = (bucket - np.asarray(batches)) / bucket
+    out = tail_by(x, bucket, TAIL_PCT)
+    out["p95_ms"] = [float(np.percentile(x[bucket == b], 95)) for b in out["label"]]
+    out["pad_waste"] = [float(waste[bucket == b].mean()) for b in out["label"]]
+    return out
+
+
+def bucket_figure(run: Run) -> go.Figure | None:
+    if not applies(run):
+        return None
+    b = by_bucket(run)
+    if b.empty:
+        return None
+    x = [str(v) for v in b["label"]]
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    fig.add_trace(
+        go.Bar(
+            x=x,
+            y=(b["p50_ms"] * 1e3).tolist(),
+            name="step latency p50 (us)",
+            marker={"color": STAGE_COLORS[0]},
+            error_y={
+                "type": "data",
+                "symmetric": False,
+                "array": ((b["p95_ms"] - b["p50_ms"]) * 1e3).tolist(),
+                "arrayminus": [0.0] * len(b),
+            },
+            customdata=np.stack(
+                [b["p95_ms"] * 1e3, b["step_share"] * 100, b["tail_share"] * 100], axis=-1
+            ).tolist(),
+            hovertemplate=(
+                "bucket %{x}<br>p50 %{y:.1f} us, p95 %{customdata[0]:.1f} us<br>"
+                "%{customdata[1]:.1f}% of steps, %{customdata[2]:.1f}% of tail steps"
+                "<extra></extra>"
+            ),
+        ),
+        secondary_y=False,
+    )
+    for col, name, color in (
+        ("step_share", "share of steps (%)", STAGE_COLORS[2]),
+        ("tail_share", f"share of steps >= p{TAIL_PCT} (%)", STAGE_COLORS[3]),
+        ("pad_waste", "padding waste (%)", STAGE_COLORS[1]),
+    ):
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=(b[col] * 100).tolist(),
+                mode="lines+markers",
+                name=name,
+                marker={"color": color},
+                hovertemplate=f"bucket %{{x}}<br>{name}: %{{y:.1f}}<extra></extra>",
+            ),
+            secondary_y=True,
+        )
+    fig.update_xaxes(title_text="batch bucket (rows per captured graph)", type="category")
+    fig.update_yaxes(title_text="step latency (us), bar p50, whisker p95", secondary_y=False)
+    fig.update_yaxes(title_text="percent", range=[0, 100], secondary_y=True)
+    fig.update_layout(template="plotly_white", height=420, margin={"t": 30, "b": 40})
     return fig

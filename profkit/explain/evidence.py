@@ -133,3 +133,8 @@ def has_counters(row: Mapping) -> bool:
 
 def timed(row: Mapping) -> bool:
     return as_bool(row.get("correct")) and num(row, "device_p50_ms") is not None
+
+
+def step_timed(row: Mapping) -> bool:
+    """A correct case of a step-latency run (decode): timed as whole steps, not as one call."""
+    return as_bool(row.get("correct")) and num(row, "step_p50_ms") is not None

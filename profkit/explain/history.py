@@ -20,6 +20,7 @@ from profkit import stats
 from profkit import thresholds as th
 from profkit.explain.evidence import Evidence, as_bool, num, timed, where
 from profkit.explain.model import Action, Finding, Kind
+from profkit.explain.steps import as_timed_frame
 from profkit.store import Run, is_run, load
 
 RULED_OUT_FILE = "ruled_out.json"
@@ -77,9 +78,9 @@ def history_finding(
     run: Run, previous: Run, variant: str
 ) -> tuple[Finding | None, dict[Action, str]]:
     """What changed for one lab variant against the previous run, and the steps it rules out."""
-    pairs = _pairs(
-        run.cases.astype({"variant": str}), previous.cases.astype({"variant": str}), variant
-    )
+    # step-latency runs are compared on step latency (explain.steps.as_timed_frame)
+    now, before = (as_timed_frame(r.cases).astype({"variant": str}) for r in (run, previous))
+    pairs = _pairs(now, before, variant)
     if not pairs:
         return None, {}
     ev = Evidence()

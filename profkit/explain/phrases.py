@@ -387,8 +387,8 @@ STEP_LATENCY_WORDS = (
 def _step_words(c: Cause, ev: Mapping) -> str:
     if c == Cause.STEP_LATENCY:
         text = say(
-            "Widest tail at {worst_where}: p50 {device_p50_ms}, p95 {device_p95_ms}, "
-            "p99 {device_p99_ms}, p95/p50 {p95_over_p50_ratio}",
+            "Widest tail at {worst_where}: p50 {step_p50_ms}, p95 {step_p95_ms}, "
+            "p99 {step_p99_ms}, p95/p50 {p95_over_p50_ratio}",
             ev,
         )
         if ev.get("step_cases", 0) > 1:
@@ -674,7 +674,8 @@ def verdict_text(f: Finding) -> str:
         Verdict.ACTIVE_TRACK: "is an active track",
         Verdict.NOT_A_WIN: "is not a win",
     }[f.verdict]
-    text = say(f"{v} {head} on device time: correct at all {{lab_cases}} cases", ev)
+    measure = ev.get("measure", "device time")
+    text = say(f"{v} {head} on {measure}: correct at all {{lab_cases}} cases", ev)
     clauses = []
     for baseline, t in f.tally.items():
         n = sum(t.values())

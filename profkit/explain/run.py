@@ -17,7 +17,16 @@ from profkit.explain import history, host, launches, rules
 from profkit.explain import steps as step_latency
 from profkit.explain.context import Context
 from profkit.explain.diagnose import diagnose, fit_steps
-from profkit.explain.evidence import Evidence, as_bool, has_counters, num, text, timed, where
+from profkit.explain.evidence import (
+    Evidence,
+    as_bool,
+    has_counters,
+    num,
+    step_timed,
+    text,
+    timed,
+    where,
+)
 from profkit.explain.library import Family, family
 from profkit.explain.memory import chain_traffic, dram_level
 from profkit.explain.model import (
@@ -36,7 +45,7 @@ from profkit.explain.verdict import verdicts
 from profkit.spec import lab_dir
 from profkit.store import Run
 
-_TIMING = ("device_p50_ms", "device_iqr_ms", "device_p95_ms", "pct_peak_bw")
+_TIMING = ("device_p50_ms", "device_iqr_ms", "device_p95_ms", "pct_peak_bw", "step_p50_ms")
 
 
 def explain_run(run: Run, history_runs: Sequence[Run] | None = None) -> Report:
@@ -79,12 +88,19 @@ def explain_run(run: Run, history_runs: Sequence[Run] | None = None) -> Report:
             hosted = host.host_finding(row, finding.subject)
             if hosted is not None:
                 report.findings.append(hosted)
-        report.verdicts += verdicts(str(kernel), rows, steps, run.samples, mode)
         if step_latency.has_step_latency(group):
+            # the same comparison against the baseline, on step latency (its samples are the
+            # run's `device` kind); the verdict says which measure it weighed
+            judged = verdicts(str(kernel), step_latency.as_timed(rows), steps, run.samples, mode)
+            for v in judged:
+                v.evidence["measure"] = "step latency"
+            report.verdicts += judged
             report.findings += step_latency.step_findings(str(kernel), rows, run.manifest)
             note = step_latency.kernel_note(run.manifest)
             if note:
                 report.notes[str(kernel)] = note
+        else:
+            report.verdicts += verdicts(str(kernel), rows, steps, run.samples, mode)
     return report
 
 
@@ -155,7 +171,7 @@ def case_finding(row: Mapping, ctx: Context, tables: _Tables, no_counters: str |
     ev = Evidence()
     for col in _TIMING:
         ev.put(col, num(row, col))
-    if not timed(row):
+    if not timed(row) and not step_timed(row):
         _not_judged(f, row, ev)
         return f
     rows = tables.launches.get(f.case or "", [])

@@ -1,6 +1,6 @@
 """Step latency: runs that time a whole step (decode, issue 11) rather than one call's device time.
 
-Such runs carry device_p99_ms, device_p95_over_p50 and the probes' tail_stage in cases.csv; they are
+Such runs carry step_p99_ms, step_p95_over_p50 and the probes' tail_stage in cases.csv; they are
 recognised by those columns, not by the kernel's name. Per variant, one finding: the distribution
 at the case with the widest tail (p50, p95, p99, p95/p50), the range of p95/p50 across its cases,
 and where the tail comes from (the probes' stage with the largest p95 excess; for dynamic replay,
@@ -18,19 +18,34 @@ import pandas as pd
 from profkit.explain.evidence import Evidence, num, text
 from profkit.explain.model import Cause, Finding, Kind, Reason
 
-STEP_COLUMNS = ("device_p99_ms", "device_p95_over_p50", "tail_stage")
+STEP_COLUMNS = ("step_p99_ms", "step_p95_over_p50", "tail_stage")
 
 
 def has_step_latency(cases: pd.DataFrame) -> bool:
     """Whether the table times steps: the step columns exist and some case has a p99."""
     return all(c in cases.columns for c in STEP_COLUMNS) and bool(
-        pd.to_numeric(cases["device_p99_ms"], errors="coerce").notna().any()
+        pd.to_numeric(cases["step_p99_ms"], errors="coerce").notna().any()
     )
+
+
+def as_timed(rows: list[dict]) -> list[dict]:
+    """Rows for the verdicts' comparison with the baseline, which reads device_p50_ms, _iqr_ms and
+    _reps: here the step's (the verdict is then marked as weighing step latency)."""
+    keys = ("p50_ms", "p95_ms", "p5_ms", "iqr_ms", "reps")
+    return [r | {f"device_{k}": r.get(f"step_{k}") for k in keys} for r in rows]
+
+
+def as_timed_frame(cases: pd.DataFrame) -> pd.DataFrame:
+    """as_timed over a whole cases table; other runs' tables unchanged. For the comparisons that
+    read device_p50_ms (speedups, history), which a step-latency run leaves empty."""
+    if "step_p50_ms" not in cases.columns or cases["device_p50_ms"].notna().any():
+        return cases
+    return pd.DataFrame(as_timed(cases.to_dict("records")), index=cases.index)
 
 
 def step_findings(kernel: str, rows: list[dict], manifest: Mapping) -> list[Finding]:
     """One finding per variant, in the table's order; rows without a p99 are left out."""
-    timed = [r for r in rows if num(r, "device_p99_ms") is not None]
+    timed = [r for r in rows if num(r, "step_p99_ms") is not None]
     out = []
     for variant in dict.fromkeys(str(r["variant"]) for r in timed):
         mine = [r for r in timed if str(r["variant"]) == variant]
@@ -39,10 +54,10 @@ def step_findings(kernel: str, rows: list[dict], manifest: Mapping) -> list[Find
 
 
 def _ratio(row: Mapping) -> float:
-    r = num(row, "device_p95_over_p50")
+    r = num(row, "step_p95_over_p50")
     if r is not None:
         return r
-    return (num(row, "device_p95_ms") or 0.0) / (num(row, "device_p50_ms") or float("inf"))
+    return (num(row, "step_p95_ms") or 0.0) / (num(row, "step_p50_ms") or float("inf"))
 
 
 def _variant_finding(kernel: str, variant: str, rows: list[dict], manifest: Mapping) -> Finding:
@@ -53,7 +68,7 @@ def _variant_finding(kernel: str, variant: str, rows: list[dict], manifest: Mapp
     ev.put("step_cases", len(rows))
     ev.put("worst_case", text(worst, "case"))
     ev.put("worst_where", f"{worst['dtype']} {worst['shape']}")
-    for col in ("device_p50_ms", "device_p95_ms", "device_p99_ms"):
+    for col in ("step_p50_ms", "step_p95_ms", "step_p99_ms"):
         ev.put(col, num(worst, col))
     ev.put("p95_over_p50_ratio", _ratio(worst))
     ratios = [_ratio(r) for r in rows]
@@ -64,7 +79,7 @@ def _variant_finding(kernel: str, variant: str, rows: list[dict], manifest: Mapp
     reasons = [
         Reason(
             Cause.STEP_LATENCY,
-            ["device_p50_ms", "device_p95_ms", "device_p99_ms", "p95_over_p50_ratio"],
+            ["step_p50_ms", "step_p95_ms", "step_p99_ms", "p95_over_p50_ratio"],
             {"cases": [_case_detail(r) for r in rows]},
         )
     ]
@@ -128,9 +143,9 @@ def _case_detail(row: Mapping) -> dict:
     return {
         "case": text(row, "case"),
         "shape": str(row["shape"]),
-        "p50_ms": num(row, "device_p50_ms"),
-        "p95_ms": num(row, "device_p95_ms"),
-        "p99_ms": num(row, "device_p99_ms"),
+        "p50_ms": num(row, "step_p50_ms"),
+        "p95_ms": num(row, "step_p95_ms"),
+        "p99_ms": num(row, "step_p99_ms"),
         "p95_over_p50": _ratio(row),
         "tail_stage": text(row, "tail_stage"),
         "tail_stage_excess_ms": num(row, "tail_stage_excess_ms"),

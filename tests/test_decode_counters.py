@@ -1,0 +1,100 @@
+"""The decode lab's counter pass (bench/h200_decode.py, Lab.counters) off the GPU.
+
+- Its failure path end to end: the CPU path of the bench with a fake ncu on PATH that prints
+  NVIDIA's permission text; the run is stored as timing only, with the reason and the fix.
+- Its join: a real per-launch table (the 8 launches of eager RMSNorm at bfloat16 1x4096, from the
+  stored H200 run rmsnorm-20261130-162158-vm-f1ea) relabelled as the decode case
+  decode.eager.bfloat16.1x2048, through the same aggregate_cases + join the bench uses, into a copy
+  of the stored decode run: explain and the dashboard must drill down per launch for that case.
+  The relabelled launches are rmsnorm's, not decode's: this checks the join, not any figure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from profkit import dashboard, store
+from profkit.dashboard import launches as launches_view
+from profkit.explain import explain_run
+from profkit.join import aggregate_cases, join
+
+ROOT = Path(__file__).resolve().parent.parent
+DECODE = ROOT / "profiles" / "decode-20261130-164018-vm-d2d4"
+RMSNORM = ROOT / "profiles" / "rmsnorm-20261130-162158-vm-f1ea"
+SOURCE_CASE = "rmsnorm.eager.bfloat16.1x4096"
+TARGET_CASE = "decode.eager.bfloat16.1x2048"
+
+
+def _bench(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
+    argv = [sys.executable, str(ROOT / "bench" / "h200_decode.py"), "--device", "cpu"]
+    argv += ["--out", str(tmp_path), "--steps", "12", "--warmup", "2", "--batches", "1"]
+    argv += ["--caches", "8", "--probe-caches", "8", "--dynamic-cache", "12", "--walk", "2,4"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([*argv, *extra], capture_output=True, text=True, env=env, timeout=300)
+
+
+@pytest.mark.parametrize("mode", ["perm", "no_kernels"])
+def test_ncu_failure_stores_the_run_as_timing_only(tmp_path, fake_ncu_on_path, monkeypatch, mode):
+    monkeypatch.setenv("FAKE_NCU_MODE", mode)
+    argv_file = tmp_path.parent / f"argv-{mode}.json"
+    monkeypatch.setenv("FAKE_NCU_ARGV", str(argv_file))
+    done = _bench(tmp_path, "--cpu-counters", "--counter-shape", "1,8", "--no-probes")
+    assert done.returncode == 0, done.stderr[-2000:]
+    run = store.load(store.resolve(None, tmp_path))
+    block = run.manifest["counters"]
+    assert block["status"] == "timing_only" and run.timing_only
+    assert block["problem"] == {"perm": "no_permission", "no_kernels": "no_kernels"}[mode]
+    assert block["reason"] and block["fix"].startswith("Fix:")
+    assert (run.path / "ncu.log").is_file()  # kept: it explains the failure
+    assert not (run.path / "ncu-job.json").exists()
+    # profkit's own counter pass: the worker under ncu, filtered to profkit's push/pop ranges
+    argv = json.loads(argv_file.read_text())
+    assert argv[argv.index("--nvtx-include") + 1] == "regex:profkit@.+/"
+    assert argv[-3:-1] == ["-m", "profkit.worker"]
+    assert run.cases["ncu_duration_ms"].isna().all()  # counter columns present, empty
+
+
+def test_counter_shape_outside_the_sweep_is_refused(tmp_path):
+    done = _bench(tmp_path, "--cpu-counters", "--counter-shape", "1,2048")
+    assert done.returncode == 2 and "not in the sweep" in done.stderr
+
+
+def _decode_run_with_launches(tmp_path: Path) -> store.Run:
+    path = tmp_path / DECODE.name
+    shutil.copytree(DECODE, path)
+    kernels = pd.read_csv(RMSNORM / "kernels.csv", dtype={"shape": str})
+    kernels = kernels[kernels["case"] == SOURCE_CASE].copy()
+    assert len(kernels) == 8
+    kernels = kernels.assign(case=TARGET_CASE, kernel="decode", variant="eager", shape="1x2048")
+    kernels.to_csv(path / store.KERNELS, index=False)
+    timing = store.load(path).cases  # the stored run, read as the current layout
+    joined = join(timing, aggregate_cases(kernels))
+    joined.to_csv(path / store.CASES, index=False)
+    manifest = json.loads((path / store.MANIFEST).read_text())
+    manifest["counters"] = {"status": "ok"}
+    (path / store.MANIFEST).write_text(json.dumps(manifest))
+    return store.load(path)
+
+
+def test_launches_join_to_the_decode_case_and_drill_down(tmp_path):
+    run = _decode_run_with_launches(tmp_path)
+    row = run.cases.set_index("case").loc[TARGET_CASE]
+    assert row["kernel_count"] == 8
+    assert row["step_p50_ms"] > 0 and pd.isna(row["device_p50_ms"])
+    others = run.cases[run.cases["case"] != TARGET_CASE]
+    assert others["kernel_count"].isna().all()
+    report = explain_run(run)
+    found = [f for f in report.findings if f.case == TARGET_CASE and f.kind.value == "case"]
+    assert len(found) == 1 and len(found[0].launches) == 8
+    assert found[0].bottleneck is not None
+    assert launches_view.launches_figure(run) is not None
+    html = dashboard.build_dashboard([run], {run.run_id: report}, (), "shared")
+    assert "run0-plot-launches" in html and "run0-plot-counters0" in html
