@@ -9,7 +9,8 @@
 # Steps (a step's log is $J/<step>.log, its wall time in $J/<step>.time):
 #   rms_a, rms_b  the RMSNorm sweep twice back to back (issue 7): A timing only, B with counters
 #   decode        the decode-step lab with its counter pass (issue 11)
-#   softmax sum vector_add matmul   the lab's captures with counters (issue 10), default sweeps
+#   softmax sum matmul matmul_fp8 vector_add   the lab's captures with counters (issue 10)
+#   memprobe      bench/probe_memory.py again (its first run lost its table to a bug)
 #   sum_det       repeatability of each sum variant (atomics reorder the additions)
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -29,12 +30,13 @@ step() {  # name, then the command
   "$@" > $J/$name.log 2>&1
   echo "rc $? wall $(( $(date +%s) - t0 )) s" > $J/$name.time
 }
-for s in ${STEPS:-rms_a rms_b decode softmax sum sum_det vector_add matmul}; do
+for s in ${STEPS:-rms_a rms_b decode softmax sum matmul matmul_fp8 vector_add memprobe sum_det}; do
   case $s in
-    rms_a) step $s python3 -m profkit capture rmsnorm $RMS --no-counters --out $P ;;
+    rms_a) step $s python3 -m profkit capture rmsnorm $RMS --variant triton_v3 --no-counters --out $P ;;
     rms_b) step $s python3 -m profkit capture rmsnorm $RMS --out $P ;;
-    decode) step $s python3 bench/h200_decode.py --out /tmp/decode-runs ;;
-    softmax|sum|vector_add|matmul) step $s python3 -m profkit capture $s --out $P ;;
+    decode) step $s python3 bench/h200_decode.py --out /tmp/decode-runs --ncu-timeout 150 ;;
+    softmax|sum|vector_add|matmul|matmul_fp8) step $s python3 -m profkit capture $s --out $P ;;
+    memprobe) step $s python3 bench/probe_memory.py --out $J/memprobe ;;
     sum_det) step $s python3 bench/sum_determinism.py ;;
   esac
   echo $s >> $J/done.txt
@@ -59,6 +61,7 @@ for run in $P/*/ /tmp/decode-runs/*/; do
   touch $J/sent-$name
 done
 cp $J/*.log $J/*.time $J/*.txt /tmp/pack/ 2>/dev/null
+[ -d $J/memprobe ] && cp -r $J/memprobe /tmp/pack/
 tar -C /tmp/pack -cf /tmp/batch.tar .
 if [ $(stat -c %s /tmp/batch.tar) -gt 15000000 ]; then split -b 15M -d /tmp/batch.tar $OUT/batch.tar.part; else cp /tmp/batch.tar $OUT/; fi
 for f in $J/*.log; do echo "== $(basename $f)"; tail -n 4 "$f" | cut -c1-200; done

@@ -201,9 +201,10 @@ def main() -> None:
             print(f"add {dtype} {format_shape(shape)} done at {p.elapsed():.0f} s", flush=True)
 
     df = pd.DataFrame(p.rows)
+    df.to_csv(args.out / "probe_memory.csv", index=False)  # first: a failure below loses nothing
     if "us" in df:  # time over the same case's torch baseline (< 1: faster than torch)
         base = df[df.candidate == "torch"].set_index(["section", "dtype", "shape"]).us
-        key = list(zip(df.section, df.dtype, df.shape, strict=True))
+        key = list(zip(df.section, df.dtype, df["shape"], strict=True))  # df.shape: the size
         df["vs_torch"] = [us / base.get(k, float("nan")) for us, k in zip(df.us, key, strict=True)]
     df.to_csv(args.out / "probe_memory.csv", index=False)
 

@@ -63,7 +63,7 @@ def sm90_registers() -> None:
             designs = {
                 "triton(v3)": {},
                 **candidates(n),
-                "triton_v4": lab.v4_design(n, DTYPE_ITEMSIZE[dtype]),
+                "triton_v4": lab.v4_design(m, n, DTYPE_ITEMSIZE[dtype]),
             }
             for name, design in designs.items():
                 grid, const, warps = lab.plan(m, n, DTYPE_ITEMSIZE[dtype], design)
@@ -170,7 +170,7 @@ def main() -> int:
             n = 8192 if opts.dry_run else shape[1]
             for name, design in candidates(n).items():
                 d = {k: scale.get(k, lambda v: v)(v) for k, v in design.items()}
-                impls[name] = lambda inputs, d=d: lab.rmsnorm_triton(inputs, design=d)
+                impls[name] = lambda inputs, d=d: lab.rmsnorm_triton_v3(inputs, design=d)
             for name, fn in impls.items():
                 row = dict(dtype=dtype, shape=format_shape(shape), impl=name)
                 if time.monotonic() - t0 > BUDGET_S:

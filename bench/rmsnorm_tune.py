@@ -56,7 +56,7 @@ for dtype in spec.dtypes:
                     continue
                 cfg = (block_n, rows, warps)
                 measure(
-                    lambda inputs, cfg=cfg: rmsnorm.rmsnorm_triton(inputs, cfg),
+                    lambda inputs, cfg=cfg: rmsnorm.rmsnorm_triton_v3(inputs, cfg),
                     shape,
                     dtype,
                     nbytes,

@@ -134,8 +134,8 @@ def jobs_rmsnorm():
             args = {"X": PTR[dtype], "W": PTR[dtype], "Y": PTR[dtype], "n_rows": "i32"}
             args |= {"n_cols": "i32", "stride_x": "i32", "stride_y": "i32", "eps": "fp32"}
             itemsize = DTYPE_ITEMSIZE[dtype]
-            # v3 (variant triton), v2 (triton_v2), v4 (triton_v4)
-            for design in ({}, {"W_EARLY": False}, mod.v4_design(cols, itemsize)):
+            # v3 (triton_v3), v2 (triton_v2), v4 (variant triton)
+            for design in ({}, {"W_EARLY": False}, mod.v4_design(rows, cols, itemsize)):
                 _, const, warps = mod.plan(rows, cols, itemsize, design)
                 label = f"{dtype} B{const['BLOCK_N']}x{const['CHUNKS']} r{const['ROWS']} "
                 label += f"early={const['W_EARLY']} even={const['EVEN']}"

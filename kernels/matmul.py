@@ -197,7 +197,9 @@ class Config(tuple):
 
 
 # Decode-like shapes (M <= 128), keyed by M rounded up to a power of two (16..128): the table to
-# edit once bench/probe_matmul.py has timed the candidates. The M = 64/128 entries are predictions.
+# entries measured by bench/probe_matmul.py on the H200 (session 3; kernels/NOTES.md): at M = 128
+# the split-K entry was the fastest of 7 candidates, 43.3 / 43.6 us (bf16 / fp16) against run
+# cac0's 45.9 / 46.1 us, still 0.83 of cuBLAS's 35.8-36.3 us. M = 64 is not measured.
 # The kernel streams B (K x N, 128 MB at N = K = 8192) from DRAM once, but every N tile re-reads
 # all of A (M x K) from L2: at M = 128 with BN = 64 that is 128 x 2 MB = 256 MB of L2 reads on
 # top of B's 128 MB, 384 MB in 46 us (8.3 TB/s) in run cac0, where DRAM ran at 60% with only
@@ -212,13 +214,16 @@ DECODE = {
     64: Config(64, 128, 64, 8, 3, 4, 1, 4),
     128: Config(128, 128, 64, 8, 3, 8, 1, 4),
 }
+# the persistent kernel has no split-K: without it BN = 128 leaves 64 programs (70 us at M = 128
+# in the probe); BN = 64 keeps 128 of them (49 us in run cac0)
+PERSISTENT_DECODE = {bm: Config(bm, 64, 128 if bm <= 32 else 64, 8, 4, 4, 1) for bm in DECODE}
 
 
 def launch_config(m: int, n: int, k: int, persistent: bool = False) -> Config:
     """The configuration for a shape class (predictions; bench/probe_matmul.py measures others).
 
     - Decode-like (M <= 128): the DECODE table above (BM = M rounded up, so no rows are wasted
-      on padding). The persistent kernel has no split-K: it takes the entry with SPLIT_K = 1.
+      on padding). The persistent kernel has no split-K: PERSISTENT_DECODE, BN = 64.
     - Everything else: 128 x 256 x 64 tiles, 8 warps (two warpgroups, each a 64 x 256 wgmma),
       3 stages: 3 x 48 KB = 144 KB of shared memory for operands. A 128x256 tile does
       2*128*256 FLOPs per (128+256)*2 bytes of operands (85 FLOP/B from L2), the highest
@@ -227,8 +232,8 @@ def launch_config(m: int, n: int, k: int, persistent: bool = False) -> Config:
       its 32 KB staging buffer still fits beside 3 stages.
     """
     if m <= 128:
-        cfg = DECODE[max(16, triton.next_power_of_2(m))]
-        return Config(*cfg[:7], 1) if persistent else cfg
+        bm = max(16, triton.next_power_of_2(m))
+        return PERSISTENT_DECODE[bm] if persistent else DECODE[bm]
     return Config(128, 256, 64, 8, 3, 8, 2 if persistent else 1)
 
 

@@ -139,21 +139,27 @@ def launch_config(n_rows: int, n_cols: int, itemsize: int) -> tuple[int, int, in
 # UNMASKED (drop the masks where the shape fills every block), CHUNK (loop the row in chunks of
 # this many elements, 0 = whole row in registers) and WARPS (0 = launch_config's warp count).
 V3 = dict(W_EARLY=True, UNMASKED=False, X_EVICT="evict_first", CHUNK=0, WARPS=0)
-# v4 (session 3) per row-size class: the first bound >= the row's bytes (N x itemsize). PREDICTED
-# picks, not yet measured (kernels/NOTES.md, "v3 -> v4"); once bench/probe_rmsnorm.py has run on
-# the H200, each class is set to the candidate that won it ({} = v3's design). v3 loses to compile
-# exactly at rows of 16 KB and up (9 of 15 prefill cases), and beats it at 8 KB rows.
+# v4 (session 3), what variant `triton` runs: a design per row-size class, the first bound >= the
+# row's bytes (N x itemsize), picked from bench/probe_rmsnorm.py on the H200 (kernels/NOTES.md,
+# "v3 -> v4"). HALVES loops the row in two chunks (x's second read from L2): 20-31 registers
+# against v3's 40-85, and inductor's own design; it tied compile at every 16 KB+ row where v3 lost.
 V4_TABLE = {
-    8 * 1024: dict(UNMASKED=True),  # whole rows in registers, as v3
-    # larger rows: inductor's looped reduction (its heuristics for sm_90: 2048-wide chunks at 16
-    # warps, x re-read from L2); 20-31 registers offline vs v3's 40-85
-    1 << 62: dict(UNMASKED=True, CHUNK=2048, WARPS=16),
+    4 * 1024: dict(UNMASKED=True, WARPS=4),  # 4096x1024: 0.944-0.992 of compile (v3 1.005-1.057)
+    8 * 1024: dict(UNMASKED=True),  # whole rows in registers, as v3: 0.890-0.921 of compile
+    1 << 62: dict(UNMASKED=True, HALVES=True, WARPS=16),
 }
+# under one wave of programs (4 per SM on 132 SMs) a row's second pass is pure latency: keep v3
+FEW_ROWS = 4 * 132
 
 
-def v4_design(n_cols: int, itemsize: int) -> dict:
+def v4_design(n_rows: int, n_cols: int, itemsize: int) -> dict:
     bound = min(b for b in V4_TABLE if b >= n_cols * itemsize)
-    return {**V3, **V4_TABLE[bound]}
+    d = dict(V4_TABLE[bound])
+    if d.pop("HALVES", False):
+        if n_rows < FEW_ROWS:
+            return dict(V3)
+        d["CHUNK"] = n_cols // 2
+    return {**V3, **d}
 
 
 def plan(n_rows: int, n_cols: int, itemsize: int, design: dict | None = None, config=None):
@@ -171,9 +177,10 @@ def plan(n_rows: int, n_cols: int, itemsize: int, design: dict | None = None, co
     return triton.cdiv(n_rows, rows), const, d["WARPS"] or num_warps
 
 
-def rmsnorm_triton(
+def rmsnorm_triton_v3(
     inputs: dict, config: tuple[int, int, int] | None = None, design: dict | None = None
 ) -> torch.Tensor:
+    """v3's design unless a design or config is given (the probes pass candidates here)."""
     x, w, out = inputs["x"], inputs["w"], inputs["out"]
     x2, y2 = x.reshape(-1, x.shape[-1]), out.reshape(-1, x.shape[-1])
     n_rows, n_cols = x2.shape
@@ -186,13 +193,16 @@ def rmsnorm_triton(
 
 def rmsnorm_triton_v2(inputs: dict) -> torch.Tensor:
     """The previous version (w loaded after the reduction), kept for side-by-side timing."""
-    return rmsnorm_triton(inputs, design={"W_EARLY": False})
+    return rmsnorm_triton_v3(inputs, design={"W_EARLY": False})
 
 
-def rmsnorm_triton_v4(inputs: dict) -> torch.Tensor:
-    """v4 candidate: V4_TABLE's design for the row size (unmasked; rows of 16 KB+ chunked)."""
+def rmsnorm_triton(inputs: dict) -> torch.Tensor:
+    """v4: V4_TABLE's design for the row size (unmasked; rows of 16 KB+ in two halves)."""
     x = inputs["x"]
-    return rmsnorm_triton(inputs, design=v4_design(x.shape[-1], x.element_size()))
+    n_cols = x.shape[-1]
+    return rmsnorm_triton_v3(
+        inputs, design=v4_design(x.numel() // n_cols, n_cols, x.element_size())
+    )
 
 
 def rmsnorm_eager(inputs: dict) -> torch.Tensor:
@@ -231,7 +241,7 @@ SPEC = KernelSpec(
         Variant(
             "triton",
             rmsnorm_triton,
-            description="fused Triton kernel, whole rows in registers, w loaded with x (v3)",
+            description="fused Triton kernel (v4): a design per row size, 16 KB+ rows in halves",
         ),
         Variant("eager", rmsnorm_eager, baseline=True, description="unfused eager PyTorch"),
         Variant(
@@ -250,9 +260,9 @@ SPEC = KernelSpec(
             description="v2 of the fused kernel: w loaded after the reduction",
         ),
         Variant(
-            "triton_v4",
-            rmsnorm_triton_v4,
-            description="v4 candidate: V4_TABLE design per row size (rows of 16 KB+ chunked)",
+            "triton_v3",
+            rmsnorm_triton_v3,
+            description="v3 of the fused kernel: whole rows in registers, w loaded with x",
         ),
     ),
     make_inputs=make_inputs,

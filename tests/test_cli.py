@@ -137,7 +137,8 @@ def test_list_shows_variants_dtypes_and_shapes() -> None:
     out = ok(invoke("list")).stdout
     rmsnorm = list_blocks(out)["rmsnorm"]
     # only baselines starred
-    assert rmsnorm["variants"] == "triton, eager*, native*, compile*, triton_v2, triton_v4  (* = baseline)"
+    variants = "triton, eager*, native*, compile*, triton_v2, triton_v3  (* = baseline)"
+    assert rmsnorm["variants"] == variants
     assert rmsnorm["dtypes"] == "float16, bfloat16, float32"
     shapes = re.findall(r"\b\d+x\d+\b", rmsnorm["shapes"])
     assert shapes == ["1x4096", "16x8192", "32x16384", "4096x1024", "4096x4096", "4096x8192",
@@ -581,7 +582,7 @@ def test_capture_interpret_every_variant_including_compile(tmp_path: Path, no_gp
     ok(invoke("capture", "rmsnorm", "--interpret", "--out", out, "--dtype", "fp16"))
     [path] = stored_runs(out)
     cases = store.load(path).cases
-    expected = ["triton", "eager", "native", "compile", "triton_v2", "triton_v4"]
+    expected = ["triton", "eager", "native", "compile", "triton_v2", "triton_v3"]
     assert cases.variant.unique().tolist() == expected
     assert len(cases) == len(expected) * 3
     assert cases.correct.astype(bool).all(), cases[["case", "error"]]

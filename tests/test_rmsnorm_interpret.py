@@ -16,7 +16,7 @@ LAB = sys.modules["profkit_lab.rmsnorm"]
 
 @pytest.mark.parametrize("dtype", SPEC.dtypes)
 @pytest.mark.parametrize("shape", [(4, 64), (3, 100), (2, 1024), (5, 4096)])
-@pytest.mark.parametrize("variant", ["triton", "triton_v2", "triton_v4"])
+@pytest.mark.parametrize("variant", ["triton", "triton_v2", "triton_v3"])
 def test_fused_kernel_matches_float64_reference(variant, dtype, shape):
     result = check(SPEC, SPEC.variant(variant).fn, shape, dtype, "cpu", seed=11)
     assert result.correct, result.error
@@ -26,7 +26,7 @@ def test_fused_kernel_matches_float64_reference(variant, dtype, shape):
 @pytest.mark.parametrize("config", [(128, 1, 4), (128, 2, 4), (128, 4, 8)])
 def test_rows_per_program_configs_cover_every_row(config):
     # 7 rows with 2 or 4 rows per program: the last program is partly masked
-    fn = lambda inputs: LAB.rmsnorm_triton(inputs, config)  # noqa: E731
+    fn = lambda inputs: LAB.rmsnorm_triton_v3(inputs, config)  # noqa: E731
     assert check(SPEC, fn, (7, 100), "float16", "cpu", seed=3).correct
 
 
@@ -44,7 +44,7 @@ DESIGNS = [
 @pytest.mark.parametrize("shape", [(4, 64), (3, 100), (6, 1024)])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_v4_designs_match_float64_reference(design, shape, dtype):
-    fn = lambda inputs: LAB.rmsnorm_triton(inputs, design=design)  # noqa: E731
+    fn = lambda inputs: LAB.rmsnorm_triton_v3(inputs, design=design)  # noqa: E731
     result = check(SPEC, fn, shape, dtype, "cpu", seed=5)
     assert result.correct, result.error
     assert result.rel_err < {"float32": 1e-6, "bfloat16": 1e-2}[dtype]
@@ -74,18 +74,33 @@ def _launch_args(fn, shape, dtype) -> dict:
 def test_designs_reach_the_paths_they_claim():
     # otherwise the design tests above could pass on the v3 path alone
     chunked = _launch_args(
-        lambda i: LAB.rmsnorm_triton(i, design={"CHUNK": 32}), (2, 100), "float32"
+        lambda i: LAB.rmsnorm_triton_v3(i, design={"CHUNK": 32}), (2, 100), "float32"
     )
     assert chunked["CHUNKS"] == 4 and chunked["BLOCK_N"] == 32 and not chunked["EVEN"]
-    even = _launch_args(lambda i: LAB.rmsnorm_triton(i, design=DESIGNS[0]), (4, 64), "float16")
+    even = _launch_args(lambda i: LAB.rmsnorm_triton_v3(i, design=DESIGNS[0]), (4, 64), "float16")
     assert even["EVEN"] and even["CHUNKS"] == 1
 
 
-@pytest.mark.parametrize("dtype,chunks", [("float32", 2), ("float16", 1)])
-def test_v4_chunks_rows_of_16_kb_and_up(dtype, chunks):
-    # 4096 fp32 = 16 KB per row: V4_TABLE's chunked class; fp16 (8 KB) keeps whole rows
-    got = _launch_args(SPEC.variant("triton_v4").fn, (2, 4096), dtype)
-    assert got["CHUNKS"] == chunks and got["EVEN"]
+@pytest.mark.parametrize(
+    "rows,cols,itemsize,expect",
+    [
+        (4096, 1024, 2, dict(CHUNK=0, WARPS=4)),  # 2 KB rows: whole, 4 warps
+        (4096, 4096, 2, dict(CHUNK=0, WARPS=0)),  # 8 KB: whole rows, launch_config's warps
+        (4096, 4096, 4, dict(CHUNK=2048, WARPS=16)),  # 16 KB: two halves at 16 warps
+        (2048, 16384, 2, dict(CHUNK=8192, WARPS=16)),
+        (16384, 8192, 4, dict(CHUNK=4096, WARPS=16)),
+        (32, 16384, 2, dict(CHUNK=0, WARPS=0, UNMASKED=False)),  # decode rows: v3 as it was
+    ],
+)
+def test_v4_table_picks_the_measured_design(rows, cols, itemsize, expect):
+    design = LAB.v4_design(rows, cols, itemsize)
+    assert {k: design[k] for k in expect} == expect
+
+
+def test_v4_halves_a_16_kb_row_when_rows_fill_a_wave():
+    # 4096 fp32 = 16 KB per row at >= 528 rows: two chunks, unmasked
+    got = _launch_args(SPEC.variant("triton").fn, (LAB.FEW_ROWS, 4096), "float32")
+    assert got["CHUNKS"] == 2 and got["EVEN"]
 
 
 def test_poisoned_output_catches_unwritten_rows():

@@ -86,21 +86,22 @@ def test_bytes_and_flops_model():
 
 
 @pytest.mark.parametrize(
-    "shape,itemsize,path",
+    "shape,itemsize,path,warps",
     [
-        ((4096, 1024), 2, "rows"),
-        ((4096, 16384), 4, "rows"),
-        ((1024, 32768), 2, "loop"),  # >= 4 rows per SM: one program per row
-        ((256, 65536), 2, "split"),  # fewer: rows split over programs
+        ((4096, 1024), 2, "rows", 2),  # one short row per 64-thread program
+        ((4096, 16384), 4, "rows", 32),
+        ((1024, 32768), 2, "rows", 32),  # >= 4 rows per SM, <= 32768 columns: still registers
+        ((1024, 65536), 2, "loop", 16),  # longer rows: the online loop
+        ((256, 65536), 2, "loop", 16),  # fewer rows: the loop too (the split path lost)
     ],
 )
-def test_launch_config_switches_to_the_loop_past_16384(shape, itemsize, path):
-    got, block, rows, warps, _ = LAB.launch_config(*shape, itemsize)
-    assert got == path and warps in (4, 8, 16, 32)
+def test_launch_config_per_shape_class(shape, itemsize, path, warps):
+    got, block, rows, num_warps, _ = LAB.launch_config(*shape, itemsize)
+    assert (got, num_warps) == (path, warps)
     if path == "rows":
-        assert block >= shape[1] and block * itemsize * rows >= min(16384, block * itemsize)
-    if path == "split":  # 256 rows x 3 splits: at least 4 programs per SM
-        assert shape[0] * rows >= 4 * 132 and rows == 3
+        assert block >= shape[1] and rows == 1
+    else:
+        assert block == 8192
 
 
 def test_a_one_dimensional_shape_is_an_input_error():
