@@ -187,22 +187,25 @@ def counter_pass(
         ],
     }
     job_path = writer.path("ncu-job.json")
-    job_path.write_text(json.dumps(job))
-    program = [sys.executable, "-m", "profkit.worker", str(job_path)]
     console.print(f"counter pass: ncu over {len(job['cases'])} cases (kernel replay) ...")
-    # a spinner on a terminal: the pass runs for minutes (each kernel replayed ~13 times)
-    with console.status("ncu is profiling ..."):
-        result = ncu.run_counter_pass(
-            program,
-            writer.path(store.REPORT),
-            timeout_s=opts.ncu_timeout_s,
-            log_path=writer.path("ncu.log"),
-            metrics=opts.ncu_metrics,
-            set_name=opts.ncu_set,
-            clock_control=opts.clock_control,
+    crashed: list[str] = []
+    while True:
+        job_path.write_text(json.dumps(job))
+        result = _ncu_once(job_path, opts, writer, console)
+        culprit = _crashed_case(result, job, writer.path("ncu.log"))
+        if culprit is None or len(crashed) >= MAX_CRASH_RETRIES:
+            break
+        # one case took ncu (or the program) down: profile the others again without it
+        crashed.append(culprit)
+        job["cases"] = [c for c in job["cases"] if _job_case_name(spec, c) != culprit]
+        console.print(
+            f"[yellow]ncu crashed while profiling {culprit}[/] ({result.message.splitlines()[0]}); "
+            f"profiling the other {len(job['cases'])} cases again"
         )
     job_path.unlink()
     block = result.to_manifest()
+    if crashed:
+        block["crashed_cases"] = crashed  # no counters for these: ncu died on each
     if not result.ok:
         console.print(f"[yellow]timing only:[/] {result.message}")
         return block, None
@@ -229,6 +232,48 @@ def counter_pass(
         writer.write_table(store.RULES, tables.rules)
     console.print(f"counter pass: {len(tables.kernels)} kernel launches in {result.wall_s:.1f} s")
     return block, tables.kernels
+
+
+MAX_CRASH_RETRIES = 3  # each retry is a whole counter pass again
+
+
+def _ncu_once(job_path: Path, opts: CaptureOptions, writer: store.RunWriter, console: Console):
+    program = [sys.executable, "-m", "profkit.worker", str(job_path)]
+    # a spinner on a terminal: the pass runs for minutes (each kernel replayed ~13 times)
+    with console.status("ncu is profiling ..."):
+        return ncu.run_counter_pass(
+            program,
+            writer.path(store.REPORT),
+            timeout_s=opts.ncu_timeout_s,
+            log_path=writer.path("ncu.log"),
+            metrics=opts.ncu_metrics,
+            set_name=opts.ncu_set,
+            clock_control=opts.clock_control,
+        )
+
+
+def _job_case_name(spec: KernelSpec, case: dict) -> str:
+    return case_name(spec.name, case["variant"], case["dtype"], tuple(case["shape"]))
+
+
+def _crashed_case(result: ncu.CounterPass, job: dict, log_path: Path) -> str | None:
+    """The case the worker had started when ncu died, if the pass crashed (a signal, or an exit
+    without a report) part-way through a job of several cases; None otherwise."""
+    if result.ok or len(job["cases"]) < 2:
+        return None
+    code = re.search(r"error code \((-?\d+)\)", result.message)
+    # the program died of a signal (exit >= 128), or ncu itself failed mid-pass; an ordinary
+    # error exit means every case failed in Python (the worker's own rule): nothing to isolate
+    if not (result.problem == "ncu_failed" or (code and int(code.group(1)) >= 128)):
+        return None
+    from profkit.worker import CASE_MARK
+
+    try:
+        lines = log_path.read_text(errors="replace").splitlines()
+    except OSError:
+        return None
+    started = [line.split(CASE_MARK, 1)[1].strip() for line in lines if CASE_MARK in line]
+    return started[-1] if started else None
 
 
 # ---- input checks, before any work ---------------------------------------------------------------

@@ -18,6 +18,8 @@ import torch
 from profkit.spec import case_name, find_spec
 from profkit.timing import nvtx_range, resolve_callable
 
+CASE_MARK = "profkit.worker: case "
+
 
 def run(job: dict) -> int:
     spec = find_spec(job["kernel"], job.get("from_file"))
@@ -26,6 +28,9 @@ def run(job: dict) -> int:
     for case in job["cases"]:
         shape = tuple(case["shape"])
         name = case_name(spec.name, case["variant"], case["dtype"], shape)
+        # names the case ncu is on, in ncu's log: if ncu or the program crashes, profkit retries
+        # the pass without it (capture.counter_pass)
+        print(f"{CASE_MARK}{name}", file=sys.stderr, flush=True)
         try:
             fn = resolve_callable(spec.variant(case["variant"]), prepared)
             gen = torch.Generator(device="cuda").manual_seed(job.get("seed", 0))

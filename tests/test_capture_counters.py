@@ -395,3 +395,42 @@ def test_measured_table_has_each_column_once(
     table, _ = profkit.capture.measure_cases(spec, opts, console, {"copy_gbps": 4200.0})
     assert len(table.columns) == len(set(table.columns))
     assert table.loc[0, "device_p50_ms"] == 0.0345
+
+
+def test_a_case_that_crashes_ncu_is_left_out_and_the_pass_rerun(
+    tmp_path: Path,
+    console: Console,
+    fake_gpu: None,
+    real_report: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On the H200 ncu died (exit 139) on one softmax case and took every case's counters with
+    it; now the pass runs again without the case the worker had started."""
+    jobs = tmp_path / "jobs.txt"
+    monkeypatch.setenv("FAKE_NCU_MODE", "crash_on_case")
+    monkeypatch.setenv("FAKE_NCU_CRASH_ON", EAGER_CASE)
+    monkeypatch.setenv("FAKE_NCU_JOBS", str(jobs))
+    run = store.load(run_capture(SPEC, options(tmp_path), console))
+    assert jobs.read_text().split() == ["2", "1"]  # both correct cases, then all but the crash
+    counters = run.manifest["counters"]
+    assert counters["status"] == "ok" and counters["crashed_cases"] == [EAGER_CASE]
+    assert "ncu crashed while profiling " + EAGER_CASE in console.file.getvalue()
+
+
+def test_a_crash_with_nothing_left_to_isolate_is_timing_only(
+    tmp_path: Path,
+    console: Console,
+    fake_gpu: None,
+    fake_ncu_on_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    jobs = tmp_path / "jobs.txt"
+    monkeypatch.setenv("FAKE_NCU_MODE", "crash_on_case")
+    monkeypatch.setenv("FAKE_NCU_CRASH_ON", TRITON_CASE)  # the first case: retried once, alone
+    monkeypatch.setenv("FAKE_NCU_JOBS", str(jobs))
+    monkeypatch.setattr(profkit.capture, "MAX_CRASH_RETRIES", 0)
+    run = store.load(run_capture(SPEC, options(tmp_path), console))
+    assert jobs.read_text().split() == ["2"]
+    counters = run.manifest["counters"]
+    assert counters["status"] == "timing_only" and counters["returncode"] == 139
+    assert "crashed_cases" not in counters
