@@ -193,3 +193,48 @@ def test_dashboard_in_chromium(tmp_path: Path) -> None:
     assert errors == [] and dialogs == []
     allowed = {page_path.as_uri(), (page_path.parent / dashboard.PLOTLY_ASSET).as_uri()}
     assert set(requests) == allowed, sorted(set(requests) - allowed)
+
+
+def test_every_committed_page_draws_in_chromium(tmp_path: Path) -> None:
+    """Each page under dashboards/ (every kernel's, the decode step's and the FP8 run's): no
+    console or page error, no request beyond the page and its plotly.min.js, every plot drawn
+    with the traces it was sent."""
+    exe = chromium()
+    from playwright.sync_api import sync_playwright
+
+    pages = sorted((ROOT / "dashboards").glob("*.html"))
+    assert len(pages) >= 10
+    with sync_playwright() as p:
+        browser = p.chromium.launch_persistent_context(
+            str(tmp_path / "user-data"), executable_path=exe, headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            for path in pages:
+                console, errors, requests = [], [], []
+                page = browser.new_page()
+                page.set_default_timeout(TIMEOUT_MS)
+                page.on("console", lambda m, c=console: c.append((m.type, m.text)))
+                page.on("pageerror", lambda e, c=errors: c.append(str(e)))
+                page.on("request", lambda r, c=requests: c.append(r.url))
+                page.goto(path.as_uri(), wait_until="load")
+                ids = re.findall(r'Plotly\.newPlot\("([^"]+)"', path.read_text())
+                assert ids, path.name
+                page.wait_for_function(
+                    "ids => ids.every(id => { const d = document.getElementById(id);"
+                    " return d && d._fullData && d.querySelector('.main-svg'); })",
+                    arg=ids,
+                )
+                drawn = page.evaluate(
+                    "ids => ids.map(id => { const d = document.getElementById(id);"
+                    " return [id, d.data.length, d._fullData.length]; })",
+                    ids,
+                )
+                for div_id, sent, full in drawn:
+                    assert sent > 0 and full == sent, (path.name, div_id)
+                assert not errors, (path.name, errors)
+                assert not [m for m in console if m[0] == "error"], (path.name, console)
+                allowed = {path.as_uri(), (path.parent / "plotly.min.js").as_uri()}
+                assert set(requests) <= allowed, (path.name, set(requests) - allowed)
+                page.close()
+        finally:
+            browser.close()
