@@ -193,8 +193,10 @@ def grid(lay: Layout, titles: Sequence[str]) -> go.Figure:
     fig.update_layout(
         template="plotly_white",
         height=ROW_HEIGHT_PX * max(len(lay.dtypes), 1),
-        margin={"t": 60, "b": 40},
-        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
+        margin={"t": 90, "b": 40},
+        # the legend at the top of the figure, above the panel titles (in paper coordinates it sat
+        # on the first title whenever its entries were long)
+        legend={"orientation": "h", "yref": "container", "y": 1, "yanchor": "top", "x": 0},
     )
     return fig
 

@@ -204,8 +204,10 @@ def history_figure(h: History) -> go.Figure | None:
     fig.update_layout(
         template="plotly_white",
         height=ROW_HEIGHT_PX * len(dtypes),
-        margin={"t": 60, "b": 40},
-        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
+        margin={"t": 90, "b": 40},
+        # the legend at the top of the figure, above the panel titles (in paper coordinates it sat
+        # on the first title whenever its entries were long)
+        legend={"orientation": "h", "yref": "container", "y": 1, "yanchor": "top", "x": 0},
     )
     return fig
 

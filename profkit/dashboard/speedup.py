@@ -127,6 +127,13 @@ def speedup_figure(
     return fig
 
 
+def _label(v: float) -> str:
+    """The speedup written beside a point: two significant digits, three near 1 (1.04x, not 1x)."""
+    if v >= 10:
+        return f"{v:.0f}x"
+    return f"{v:.3g}x" if 0.9 <= v < 1.1 else f"{v:.2g}x"
+
+
 def _trace(lay: Layout, sel: list[Speedup], j: int, n: int, lab_i: int, base_i: int) -> go.Scatter:
     step = 0.8 / max(n, 1)
     offset = (j - (n - 1) / 2) * step
@@ -151,7 +158,7 @@ def _trace(lay: Layout, sel: list[Speedup], j: int, n: int, lab_i: int, base_i: 
         x=x,
         y=y,
         mode="markers+text",
-        text=[f"{v:.2g}x" if v < 10 else f"{v:.0f}x" for v in y],
+        text=[_label(v) for v in y],
         textposition="middle right",
         textfont={"size": 9},
         name=label,

@@ -36,6 +36,11 @@ def _bytes(value: float) -> str:
 
 
 # Key suffix -> formatter; the first match wins, so specific suffixes come first.
+def _times(v: float) -> str:
+    """A ratio as 'N.Nx'; near 1 with two decimals, so a 4% gap never reads as '1.0x slower'."""
+    return f"{v:.2f}x" if f"{v:.1f}" == "1.0" else f"{v:.1f}x"
+
+
 _FORMATS: tuple[tuple[str, Callable[[float], str]], ...] = (
     ("pct_peak_bw", _pct),
     ("pct_peak_flops", _pct),
@@ -49,7 +54,7 @@ _FORMATS: tuple[tuple[str, Callable[[float], str]], ...] = (
     ("_tflops", lambda v: f"{sig(v)} TFLOP/s"),
     ("_mhz", lambda v: f"{v:.0f} MHz"),
     ("flop_per_byte", lambda v: f"{sig(v)} FLOP/B"),
-    ("_x", lambda v: f"{v:.1f}x"),
+    ("_x", lambda v: _times(v)),
     ("_ratio", lambda v: f"{v:.2f}"),
 )
 
