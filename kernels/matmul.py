@@ -296,10 +296,10 @@ def _tma_scratch(size: int, alignment: int, stream) -> torch.Tensor:
     return torch.empty(size, device="cuda", dtype=torch.int8)
 
 
-def matmul_persistent(inputs: dict, config: Config | None = None) -> torch.Tensor:
-    a, b, out = inputs["a"], inputs["b"], inputs["out"]
-    m, n, k = _check_operands(a, b, out)
-    bm, bn, bk, group_m, stages, warps, subtile, _ = config or launch_config(m, n, k, True)
+def _launch_persistent(a, b, out, cfg: Config, *, widen: bool, **extra) -> torch.Tensor:
+    """One persistent launch: a program per SM (or per tile, when fewer), looping over tiles."""
+    m, n, k = out.shape[0], out.shape[1], a.shape[1]
+    bm, bn, bk, group_m, stages, warps, subtile, _ = cfg
     if a.is_cuda:
         triton.set_allocator(_tma_scratch)
     programs = min(SMS, triton.cdiv(m, bm) * triton.cdiv(n, bn))
@@ -317,11 +317,19 @@ def matmul_persistent(inputs: dict, config: Config | None = None) -> torch.Tenso
         NUM_PROGRAMS=programs,
         SUBTILE=subtile,
         WS=False,  # identical PTX on sm_90 with Triton 3.6 (module docstring)
-        WIDEN=_widen(a),
+        WIDEN=widen,
         num_stages=stages,
         num_warps=warps,
+        **extra,
     )
     return out
+
+
+def matmul_persistent(inputs: dict, config: Config | None = None) -> torch.Tensor:
+    a, b, out = inputs["a"], inputs["b"], inputs["out"]
+    m, n, k = _check_operands(a, b, out)
+    cfg = config or launch_config(m, n, k, True)
+    return _launch_persistent(a, b, out, cfg, widen=_widen(a))
 
 
 def matmul_cublas(inputs: dict) -> torch.Tensor:
@@ -442,32 +450,11 @@ def matmul_fp8_persistent(inputs: dict, config: Config | None = None) -> torch.T
     bt = b.t()
     assert k == k2 and a.is_contiguous() and bt.is_contiguous(), "A row-major, B column-major"
     assert a.dtype == FP8 and b.dtype == FP8 and out.dtype == torch.bfloat16
-    bm, bn, bk, group_m, stages, warps, subtile, _ = config or launch_config_fp8(m, n, k)
-    if a.is_cuda:
-        triton.set_allocator(_tma_scratch)
-    programs = min(SMS, triton.cdiv(m, bm) * triton.cdiv(n, bn))
-    _matmul_persistent_kernel[(programs,)](
-        a,
-        bt,
-        out,
-        m,
-        n,
-        k,
-        BM=bm,
-        BN=bn,
-        BK=bk,
-        GROUP_M=group_m,
-        NUM_PROGRAMS=programs,
-        SUBTILE=subtile,
-        WS=False,
-        WIDEN=False,  # the interpreter's fp8 dot is exact (tests/test_matmul_fp8_interpret.py)
-        B_KMAJOR=True,
-        SA=inputs["scale_a"],
-        SB=inputs["scale_b"],
-        num_stages=stages,
-        num_warps=warps,
+    cfg = config or launch_config_fp8(m, n, k)
+    # WIDEN off: the interpreter's fp8 dot is exact (tests/test_matmul_fp8_interpret.py)
+    return _launch_persistent(
+        a, bt, out, cfg, widen=False, B_KMAJOR=True, SA=inputs["scale_a"], SB=inputs["scale_b"]
     )
-    return out
 
 
 def _scaled_mm(inputs: dict, fast_accum: bool) -> torch.Tensor:

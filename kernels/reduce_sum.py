@@ -174,21 +174,20 @@ def sum_tree(
     interleave = INTERLEAVE if interleave is None else interleave
     splits, chunk = _partition(cols, block, splits, interleave)
     partials = out if splits == 1 else torch.empty(rows * splits, device=x.device)
-    _chunk_sum_kernel[(rows, splits)](
-        x,
-        partials,
-        cols,
-        x.stride(0),
-        chunk,
-        BLOCK=block,
-        INTERLEAVE=interleave,
-        num_warps=num_warps,
-    )
+    _chunk_sums(x, partials, splits, chunk, block, interleave, num_warps)
     if splits > 1:
         # stage 1's num_warps: the one-pass kernel's finalization runs at it (same sum order)
         block_s = triton.next_power_of_2(splits)
         _finalize_kernel[(rows,)](partials, out, splits, BLOCK_S=block_s, num_warps=num_warps)
     return out
+
+
+def _chunk_sums(x, dest, splits: int, chunk: int, block: int, interleave: bool, warps: int) -> None:
+    """Stage 1: each (row, split) program sums its blocks into dest[row * splits + split]."""
+    rows, cols = x.shape
+    _chunk_sum_kernel[(rows, splits)](
+        x, dest, cols, x.stride(0), chunk, BLOCK=block, INTERLEAVE=interleave, num_warps=warps
+    )
 
 
 _COUNTERS: dict[tuple[str, int], torch.Tensor] = {}
@@ -212,16 +211,7 @@ def sum_onepass(
     interleave = INTERLEAVE if interleave is None else interleave
     splits, chunk = _partition(cols, block, splits, interleave)
     if splits == 1:  # one program per row: the chunk kernel writes the sums directly
-        _chunk_sum_kernel[(rows, 1)](
-            x,
-            out,
-            cols,
-            x.stride(0),
-            chunk,
-            BLOCK=block,
-            INTERLEAVE=interleave,
-            num_warps=num_warps,
-        )
+        _chunk_sums(x, out, 1, chunk, block, interleave, num_warps)
         return out
     partials = torch.empty(rows * splits, device=x.device)
     _onepass_sum_kernel[(rows, splits)](
