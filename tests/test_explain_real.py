@@ -570,3 +570,14 @@ def test_ties_with_intervals_clear_of_one_are_counted_apart() -> None:
     assert len(big) == 6  # fp32, fp16 and bf16 at 2^26 and 2^28
     assert f"Of the ties, {len(slower)} measurably slower" in v.text
     assert run.samples is not None
+
+
+def test_a_matmul_stalled_on_its_pipeline_is_told_to_deepen_it() -> None:
+    """Session 3's split-K matmul at M = 128 stalls on barriers (45% of active cycles): in a
+    tl.dot loop those are the waits for the next stage's tiles, so the step is more stages, never
+    'reduce within warps' (a reduction's remedy)."""
+    f = found("matmul-20261130-185405-vm-57a102", "triton", "bfloat16", "128x8192x8192")
+    stall = next(r for r in f.reasons if r.cause == Cause.STALL)
+    assert stall.detail["stall"] == "barrier"
+    assert f.next[0].action == Action.DEEPER_PIPELINE
+    assert "reduce within warps" not in f.text + " ".join(s.to_dict()["text"] for s in f.next)

@@ -117,6 +117,7 @@ class Action(StrEnum):
     CUT_INSTRUCTIONS = "cut_instructions"
     HIDE_LATENCY = "hide_latency"  # long scoreboard: prefetch, more independent loads
     FEWER_BARRIERS = "fewer_barriers"
+    DEEPER_PIPELINE = "deeper_pipeline"  # a tl.dot loop waiting on its stage buffers
     SHARED_PRESSURE = "shared_pressure"  # mio throttle
     ILP = "ilp"  # short scoreboard / wait: more independent work
     PROFILE_STALLS = "profile_stalls"  # capture WarpStateStats

@@ -507,6 +507,8 @@ STEPS: dict[Action, str] = {
     "loads in flight per thread (software pipelining, more stages)",
     Action.FEWER_BARRIERS: "wait less at barriers: reduce within warps first, or split the work "
     "so fewer warps wait on one another",
+    Action.DEEPER_PIPELINE: "keep more K tiles in flight: more pipeline stages (num_stages, "
+    "shared memory permitting) so the Tensor Cores never wait on the next tile's loads",
     Action.SHARED_PRESSURE: "ease the MIO queue: fewer, wider shared-memory accesses and fewer "
     "special-function ops",
     Action.ILP: "more independent instructions per thread (unroll, interleave independent work)",

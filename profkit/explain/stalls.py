@@ -54,6 +54,10 @@ def dominant_stall(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
     ev.put("stall_share_pct", share * 100)
     keys = [key, "stall_share_pct"]
     detail = {"stall": reason}
+    if ctx.matmul_like(m) and reason in ("barrier", "long_scoreboard"):
+        # in a tiled tl.dot loop these are the waits for the next stage's tiles, not a
+        # reduction's barriers: the remedy is a deeper pipeline, not fewer block-wide syncs
+        return Reason(Cause.STALL, keys, detail), [Step(Action.DEEPER_PIPELINE, keys, detail)]
     if STEPS[reason] == Action.OPEN_NCU:
         return Reason(Cause.STALL, keys, detail), [
             Step(Action.OPEN_NCU, keys, {"section": "WarpStateStats"})
