@@ -17,9 +17,13 @@ queued, so the event window still holds no host time unless the call itself sync
 the fallback is recorded.
 
 Rounds: the samples come from ROUNDS separate graphs, each over freshly allocated inputs (when
-the caller can make them). On the H200, one graph's replays agreed within ~0.05 us while two
-processes differed by up to 0.4-0.8 us at 3-10 us cases: an offset fixed per capture (where the
-inputs and outputs sit, e.g. which L2 partition homes them), which one graph cannot average out.
+the caller can make them). On the H200 the medians of one graph's replays spread 0.05-0.19 us,
+those of separate graphs of the same case 0.08-0.37 us, and in one earlier session two processes
+differed by 0.4-0.8 us at 3-10 us cases: an offset fixed per capture, which one graph cannot
+average out. Its source is not identified: a new graph over the same inputs moved the median as
+much as one over fresh inputs (bench/timing_rounds.py, kernels/NOTES.md "Timing (issue 7),
+session 3", which also retracts this docstring's first guess, the inputs' addresses); pooling
+graphs spreads it over the samples whatever it is.
 
 Nothing host-side (NVTX, Python bookkeeping) sits between a call's two events.
 """
