@@ -98,3 +98,52 @@ def test_launches_join_to_the_decode_case_and_drill_down(tmp_path):
     assert launches_view.launches_figure(run) is not None
     html = dashboard.build_dashboard([run], {run.run_id: report}, (), "shared")
     assert "run0-plot-launches" in html and "run0-plot-counters0" in html
+
+
+COUNTED = ROOT / "profiles" / "decode-20261130-184819-vm-acb534"
+
+
+def test_fused_step_drill_down_names_aten_kernels_as_aten():
+    """The stored H200 run with counters (eager and fused at bfloat16 1x2048): the fused step is a
+    lab variant, but only its two _rmsnorm_kernel launches are Triton; the PyTorch ops around them
+    (elementwise, index, softmax) stay ATen and the GEMMs cuBLAS, as in the eager step."""
+    report = explain_run(store.load(COUNTED))
+    by_case = {f.case: f for f in report.findings if f.launches}
+    assert set(by_case) == {"decode.eager.bfloat16.1x2048", "decode.fused.bfloat16.1x2048"}
+    fused = by_case["decode.fused.bfloat16.1x2048"].launches
+    assert len(fused) == 27 and len(by_case["decode.eager.bfloat16.1x2048"].launches) == 41
+    triton = {x.name for x in fused if x.family == "triton"}
+    assert triton == {"_rmsnorm_kernel"}
+    fams = {x.name: x.family for x in fused}
+    assert fams["vectorized_elementwise_kernel"] == "aten_elementwise"
+    assert fams["index_elementwise_kernel"] == "aten_other"
+    assert fams["cunn_SoftMaxForwardReg"] == "aten_norm"
+    assert fams["splitKreduce_kernel"] == "cublas"
+
+
+def test_lab_kernels_resembling_aten_names_stay_triton():
+    from profkit.explain.launches import launch_family
+
+    for name in ("_softmax_rows_kernel", "_splitk_reduce_kernel", "_rmsnorm_kernel"):
+        assert launch_family({"kernel_name": name}, lab=True) == "triton"
+    assert launch_family({"kernel_name": "reduce_kernel"}, lab=True) == "aten_reduce"
+    assert launch_family({"kernel_name": "nvjet_sm90_tst_x"}, lab=True) == "cublas"
+
+
+def test_summary_names_the_profiled_steps_largest_launches():
+    """`profkit explain RUN` (no --variant): the profiled eager and fused steps each get a line of
+    their drill-down, their largest launches first (here the MLP's up projection, a cuBLAS GEMM)."""
+    import io
+
+    from rich.console import Console
+
+    from profkit.explain.render import render_terminal
+
+    console = Console(file=io.StringIO(), width=400, record=True)
+    render_terminal(explain_run(store.load(COUNTED)), console)
+    text = console.export_text()
+    for variant, n in (("eager", 41), ("fused", 27)):
+        assert f"decode {variant} bfloat16 1x2048  " in text
+        assert f"(--variant {variant} for all {n})" in text
+    first = text.split("largest launches: ")[1]
+    assert first.startswith("nvjet_sm90_tst_256x8_64x6_4x1_v_bz_TNT [cublas] 20% (memory)")

@@ -108,6 +108,13 @@ def test_dynamic_padding_and_tail_bucket():
     # within a bucket the ratio is below the whole run's: the text says where the tail is
     assert row["within_bucket_p95_over_p50"] < row["step_p95_over_p50"]
     assert "moving between buckets" in f.text
+    # the tail bucket's own median against the run's, and each bucket's own p95/p50
+    assert ev["tail_bucket_p50_over_run_ratio"] == pytest.approx(top["p50_ms"] / row["step_p50_ms"])
+    within = [b["p95_over_p50"] for b in buckets]
+    assert ev["bucket_p95_over_p50_min_ratio"] == pytest.approx(min(within))
+    assert ev["bucket_p95_over_p50_max_ratio"] == pytest.approx(max(within))
+    assert ev["tail_bucket_p50_over_run_ratio"] > 1
+    assert "the larger bucket's extra work" in f.text
     # no other variant is padded
     assert all(Cause.PADDING not in [r.cause for r in step_of(v).reasons] for v in ("graph",))
 

@@ -47,12 +47,32 @@ def by_case(kernels: pd.DataFrame | None) -> dict[str, list[dict]]:
     return out
 
 
+# ATen's own kernel names, exactly: a lab variant that runs PyTorch ops around its Triton kernels
+# (the decode step's fused variant) launches these, and they are not the user's code. A lab
+# kernel merely resembling them (_softmax_rows_kernel, _splitk_reduce_kernel) is not one of them.
+_ATEN_NAMES = frozenset(
+    {
+        "elementwise_kernel",
+        "vectorized_elementwise_kernel",
+        "unrolled_elementwise_kernel",
+        "vectorized_templated_elementwise_kernel",
+        "index_elementwise_kernel",
+        "reduce_kernel",
+        "cunn_SoftMaxForward",
+        "cunn_SoftMaxForwardReg",
+        "cunn_SoftMaxForwardSmem",
+    }
+)
+
+
 def launch_family(row: Mapping, lab: bool = False) -> Family:
     """A lab variant's own kernels are the user's (Triton) code, whatever their names resemble;
-    only a library GEMM or cuDNN kernel it calls stays a library kernel. A baseline's kernels are
-    library code even when the name is not recognised."""
-    fam = family(text(row, "kernel_name") or "")
-    if lab and fam not in (Family.CUBLAS, Family.CUTLASS, Family.CUDNN):
+    only a library GEMM or cuDNN kernel it calls, or an ATen kernel by its exact name, stays a
+    library kernel. A baseline's kernels are library code even when the name is not recognised."""
+    name = text(row, "kernel_name") or ""
+    fam = family(name)
+    lib = (Family.CUBLAS, Family.CUTLASS, Family.CUDNN)
+    if lab and fam not in lib and short_name(name, width=200) not in _ATEN_NAMES:
         return Family.TRITON
     if not lab and fam == Family.OTHER:  # a baseline's kernel is library code, named or not
         return Family.ATEN_OTHER

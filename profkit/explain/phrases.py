@@ -432,6 +432,23 @@ def _step_words(c: Cause, ev: Mapping) -> str:
                 ": the tail comes from the batch moving between buckets more than from "
                 "jitter within one"
             )
+        if _has(ev, "tail_bucket_p50_over_run_ratio"):
+            text += say(
+                ". Bucket {tail_bucket}'s own p50 ({tail_bucket_p50_ms}) is "
+                "{tail_bucket_p50_over_run_ratio} times the run's",
+                ev,
+            )
+            if _has(ev, "bucket_p95_over_p50_max_ratio"):
+                text += say(
+                    "; each bucket's own p95/p50 is {bucket_p95_over_p50_min_ratio} to "
+                    "{bucket_p95_over_p50_max_ratio}",
+                    ev,
+                )
+            if (ev.get("tail_bucket_p50_over_run_ratio") or 0) > 1 and _has(ev, "tail_stage"):
+                text += (
+                    ", so the probes' tail stage, read against the run's median step, "
+                    "largely measures the larger bucket's extra work"
+                )
     return text + "."
 
 

@@ -203,11 +203,30 @@ def _summary(out: _Out, group: list[Finding]) -> None:
 
 
 def _steps(out: _Out, group: list[Finding]) -> None:
-    """Step-latency runs: each variant's distribution and where its tail comes from."""
+    """Step-latency runs: each variant's distribution and where its tail comes from, then the
+    profiled steps (cases with a per-launch drill-down): their reading and largest launches."""
+    if not any(f.kind == Kind.STEPS for f in group):
+        return
     for f in group:
         if f.kind == Kind.STEPS:
             out.head(f.subject, label(f), "cyan")
             out.para(f.text)
+    for f in group:
+        if f.kind == Kind.CASE and f.launches:
+            out.head(f.subject, label(f), "cyan")
+            out.para(next((t for r in f.reasons if (t := reason_text(r, f.evidence))), ""))
+            top = sorted(f.launches, key=lambda x: -(x.share_pct or 0.0))[:_TOP_LAUNCHES]
+            out.para(
+                "; ".join(
+                    f"{x.name} [{x.family}] {x.share_pct or 0:.0f}% ({x.bottleneck or '?'})"
+                    for x in top
+                )
+                + f" (--variant {f.variant} for all {len(f.launches)})",
+                first="largest launches: ",
+            )
+
+
+_TOP_LAUNCHES = 3
 
 
 def _losses(out: _Out, v: Finding, mine: dict) -> None:

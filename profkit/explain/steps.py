@@ -135,6 +135,15 @@ def _padding(row: Mapping, manifest: Mapping, ev: Evidence) -> Reason:
         ev.put("tail_bucket_steps_pct", (top.get("step_share") or 0.0) * 100)
         ev.put("tail_bucket_p50_ms", top.get("p50_ms"))
         keys += ["tail_bucket", "tail_bucket_tail_pct", "tail_bucket_steps_pct"]
+        # the tail bucket's own median against the whole run's: above 1, its steps sit in the
+        # run's tail by their size alone (the mix of buckets), before any jitter
+        run_p50, bucket_p50 = num(row, "step_p50_ms"), top.get("p50_ms")
+        if run_p50 and bucket_p50 is not None:
+            ev.put("tail_bucket_p50_over_run_ratio", bucket_p50 / run_p50)
+        within = [b["p95_over_p50"] for b in by_bucket if b.get("p95_over_p50") is not None]
+        if within:
+            ev.put("bucket_p95_over_p50_min_ratio", min(within))
+            ev.put("bucket_p95_over_p50_max_ratio", max(within))
     detail = {"buckets": [_bucket_detail(b) for b in by_bucket]} if by_bucket else {}
     return Reason(Cause.PADDING, keys, detail)
 
