@@ -107,6 +107,10 @@ def main(argv: list[str]) -> int:
     except (ProfkitError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    if "device_p50_ms" not in run.cases or run.cases.device_p50_ms.isna().all():
+        print(f"error: {args.run} has no device times (a step-latency run? read it with "
+              "`profkit explain`)", file=sys.stderr)  # fmt: skip
+        return 1
     vs = args.vs or sorted(set(run.cases[run.cases.baseline.astype(bool)].variant))
     print(
         f"{run.manifest.get('kernel')} ({Path(args.run).name}; copy ceiling "
