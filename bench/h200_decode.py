@@ -17,6 +17,7 @@ A measured upper bound for a synthetic step, not an end-to-end serving claim.
 from __future__ import annotations
 
 import argparse
+import importlib
 import lzma
 import os
 import random
@@ -122,7 +123,7 @@ def main() -> int:
     from profkit.spec import lab_specs
 
     spec = lab_specs()["decode"]
-    dec = sys.modules["profkit_lab.decode"]
+    dec = importlib.import_module("profkit_lab.decode")
     console = Console(stderr=True)
     t_start = time.perf_counter()
     try:

@@ -12,6 +12,7 @@ minutes, mostly compilation. Prints the fastest per (variant, shape) and where t
 from __future__ import annotations
 
 import csv
+import importlib
 import sys
 
 import torch
@@ -20,7 +21,7 @@ import triton
 from profkit.spec import find_spec
 
 find_spec("matmul")
-LAB = sys.modules["profkit_lab.matmul"]
+LAB = importlib.import_module("profkit_lab.matmul")
 C = LAB.Config
 LARGE = [
     C(128, 256, 64, 8, 3, 8, 2),

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import importlib
 import os
 import sys
 import time
@@ -31,7 +32,7 @@ from profkit.spec import find_spec, format_shape
 from profkit.timing import check
 
 SPEC, SPEC_FP8 = find_spec("matmul"), find_spec("matmul_fp8")
-LAB = sys.modules["profkit_lab.matmul"]
+LAB = importlib.import_module("profkit_lab.matmul")
 C = LAB.Config
 ROUNDS = 3
 TC_FLOP_PER_CLK_SM = {"bfloat16": 4096, "float16": 4096, "float8_e4m3fn": 8192}  # dense wgmma

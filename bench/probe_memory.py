@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import argparse
 import functools
-import sys
+import importlib
 import time
 from pathlib import Path
 
@@ -33,8 +33,8 @@ from profkit.timing import check
 
 BUDGET_S = 110.0  # stop timing (record 'skipped') past this; the task's limit is 120 s
 SUM, ADD = find_spec("sum"), find_spec("vector_add")
-rs = sys.modules["profkit_lab.reduce_sum"]
-va = sys.modules["profkit_lab.vector_add"]
+rs = importlib.import_module("profkit_lab.reduce_sum")
+va = importlib.import_module("profkit_lab.vector_add")
 ITEMSIZE = {"float32": 4, "bfloat16": 2}
 
 

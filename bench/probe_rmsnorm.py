@@ -15,6 +15,7 @@ prints ratio vs compile (p50 / compile's p50) per case and candidate last.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import re
 import sys
@@ -53,7 +54,7 @@ def sm90_registers() -> None:
     from profkit.spec import DTYPE_ITEMSIZE, find_spec
 
     find_spec("rmsnorm")
-    lab = sys.modules["profkit_lab.rmsnorm"]
+    lab = importlib.import_module("profkit_lab.rmsnorm")
     args = {"X": "", "W": "", "Y": "", "n_rows": "i32", "n_cols": "i32", "stride_x": "i32"}
     args |= {"stride_y": "i32", "eps": "fp32"}
     print(f"{'dtype':<9} {'shape':<11} {'design':<15} {'launch':<24} regs spill progs/SM")
@@ -145,7 +146,7 @@ def main() -> int:
 
     t0 = time.monotonic()
     spec = find_spec("rmsnorm")
-    lab = sys.modules["profkit_lab.rmsnorm"]
+    lab = importlib.import_module("profkit_lab.rmsnorm")
     out = opts.out
     out.mkdir(parents=True, exist_ok=True)
     device = "cpu" if opts.dry_run else "cuda"

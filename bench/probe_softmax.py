@@ -17,8 +17,8 @@ Writes DIR/probe_softmax.csv (one row per case x implementation) and prints one 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
-import sys
 import time
 from pathlib import Path
 
@@ -118,7 +118,7 @@ def main() -> None:
     from profkit.timing import check, copy_gbps, resolve_callable
 
     spec = find_spec("softmax")
-    lab = sys.modules["profkit_lab.softmax"]
+    lab = importlib.import_module("profkit_lab.softmax")
     device = "cpu" if args.dry_run else "cuda"
     if not args.dry_run:
         from profkit import devicetime

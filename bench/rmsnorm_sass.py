@@ -6,6 +6,7 @@ XX
 
 from __future__ import annotations
 
+import importlib
 import re
 import subprocess
 import sys
@@ -23,7 +24,7 @@ n_cols = int(sys.argv[2]) if len(sys.argv) > 2 else 8192
 # third argument: v3 (the lab's kernel, variant triton) or v2 (variant triton_v2)
 w_early = (sys.argv[3] if len(sys.argv) > 3 else "v3") == "v3"  # v2: w loaded after the reduction
 find_spec("rmsnorm")
-lab = sys.modules["profkit_lab.rmsnorm"]
+lab = importlib.import_module("profkit_lab.rmsnorm")
 _, const, warps = lab.plan(4096, n_cols, DTYPE_ITEMSIZE[dtype], {"W_EARLY": w_early})
 ptr = {"float16": "*fp16", "bfloat16": "*bf16", "float32": "*fp32"}[dtype]
 signature = {

@@ -9,6 +9,7 @@ dropped, produced bench/results/rmsnorm-tune-persistent-h200-20261130b.csv; see 
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import pandas as pd
@@ -19,7 +20,7 @@ from profkit.spec import find_spec, format_shape
 from profkit.timing import check, resolve_callable, time_case
 
 spec = find_spec("rmsnorm")
-rmsnorm = sys.modules["profkit_lab.rmsnorm"]
+rmsnorm = importlib.import_module("profkit_lab.rmsnorm")
 rows_out = []
 cache: dict = {}
 

@@ -148,7 +148,7 @@ def lab_files() -> list[Path]:
     return sorted(lab_dir().glob("[!_]*.py"))
 
 
-def lab_specs() -> dict[str, KernelSpec]:
+def _lab_package() -> None:
     # register the folder as package `profkit_lab` so its modules import (and pickle, as
     # torch.compile's cache does) by name even when profkit runs from a checkout
     if "profkit_lab" not in sys.modules:
@@ -157,6 +157,10 @@ def lab_specs() -> dict[str, KernelSpec]:
         )
         package.__path__ = [str(lab_dir())]
         sys.modules["profkit_lab"] = package
+
+
+def lab_specs() -> dict[str, KernelSpec]:
+    _lab_package()
     specs: dict[str, KernelSpec] = {}
     for path in lab_files():
         specs.update(load_module_specs(path, f"profkit_lab.{path.stem}"))
@@ -164,6 +168,20 @@ def lab_specs() -> dict[str, KernelSpec]:
 
 
 def find_spec(name: str, from_file: str | Path | None = None) -> KernelSpec:
+    if not from_file:  # a name the lab does not have is an error before any import (torch)
+        known = list_specs()
+        if name not in known:
+            raise ProfkitError(
+                f"unknown kernel {name!r} in the lab; known: {', '.join(sorted(known))}"
+            )
+        # import only the module that defines it: another lab module's failing import (a
+        # missing package, a broken file) is not this kernel's problem
+        home = [p for p in lab_files() if name in (read_summaries(p) or {})]
+        if home:
+            _lab_package()
+            specs = load_module_specs(home[0], f"profkit_lab.{home[0].stem}")
+            if name in specs:
+                return specs[name]
     specs = load_module_specs(Path(from_file)) if from_file else lab_specs()
     if name not in specs:
         where = f"in {from_file}" if from_file else "in the lab"

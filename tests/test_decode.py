@@ -1,8 +1,8 @@
 """The decode-step lab on the CPU: buckets and padding, each variant's math against float64 (the
 graph variants run their captured step eagerly: capture and replay are exercised on the H200)."""
 
+import importlib
 import os
-import sys
 
 import pytest
 
@@ -14,7 +14,7 @@ from profkit import steps  # noqa: E402
 from profkit.spec import find_spec  # noqa: E402
 
 SPEC = find_spec("decode")  # re-executes kernels/*.py with the interpreter on
-DEC = sys.modules["profkit_lab.decode"]
+DEC = importlib.import_module("profkit_lab.decode")
 TINY = DEC.Dims(hidden=64, heads=4, intermediate=96)
 # rel_err bound per dtype at these sizes: output rounding, a few ulps
 REL = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 2e-2}

@@ -2,8 +2,8 @@
 tl.dot exactly (fp32 accumulation), and CPU torch has _scaled_mm, so both the Triton kernel and
 the baselines are checked against the float64 product of the dequantized inputs."""
 
+import importlib
 import os
-import sys
 
 import pytest
 import torch
@@ -14,7 +14,7 @@ from profkit.spec import DTYPE_ITEMSIZE, find_spec, normalize_dtype  # noqa: E40
 from profkit.timing import check  # noqa: E402
 
 SPEC = find_spec("matmul_fp8")
-LAB = sys.modules["profkit_lab.matmul"]
+LAB = importlib.import_module("profkit_lab.matmul")
 DT = "float8_e4m3fn"
 
 

@@ -3,8 +3,8 @@ interpreter (small shapes). bf16 runs with its operands widened to fp32 before t
 interpreter's bf16 dot is broken; kernels/matmul.py _widen): addressing, masks, descriptors and
 the bf16 output cast are exercised, the bf16 Tensor Core product only on the GPU."""
 
+import importlib
 import os
-import sys
 
 import pytest
 
@@ -16,7 +16,7 @@ from profkit.spec import find_spec, parse_shape  # noqa: E402
 from profkit.timing import check  # noqa: E402
 
 SPEC = find_spec("matmul")
-LAB = sys.modules["profkit_lab.matmul"]
+LAB = importlib.import_module("profkit_lab.matmul")
 MAX_REL = {"float16": 1e-3, "bfloat16": 8e-3}  # output rounding: ~2^-12 / 2^-8 (truncated)
 
 

@@ -106,3 +106,16 @@ def test_user_file_errors_are_one_line(tmp_path):
     broken.write_text("raise RuntimeError('boom')\n")
     with pytest.raises(ProfkitError, match="could not import .*RuntimeError: boom"):
         find_spec("x", broken)
+
+
+def test_an_unknown_lab_kernel_is_named_before_any_lab_module_is_imported(monkeypatch) -> None:
+    """Without torch a capture of a misspelled kernel must say the name is unknown, not that
+    some other lab module failed to import."""
+    from profkit import spec as spec_module
+
+    def no_import(*args, **kwargs):
+        raise AssertionError("imported a lab module")
+
+    monkeypatch.setattr(spec_module, "lab_specs", no_import)
+    with pytest.raises(ProfkitError, match="unknown kernel 'nosuch' in the lab; known: .*rmsnorm"):
+        spec_module.find_spec("nosuch")
