@@ -96,7 +96,7 @@ def diagnose(m: Mapping, ctx: Context) -> Diagnosis | None:
             found.append(_open("ComputeWorkloadAnalysis"))
     elif kind == Bottleneck.LATENCY:
         causes = shape.shape_causes(m, ctx, ev)
-        if causes:
+        if any(not r.detail.get("refuted") for r, _ in causes):  # a refuted grid is no launch bound
             unit = Unit.LAUNCH
         found += [
             *causes,

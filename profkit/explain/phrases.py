@@ -266,6 +266,13 @@ def reason_text(r: Reason, ev: Mapping) -> str:
             pipe=str(d.get("pipe", "")).upper(),
         )
     if c == Cause.SMALL_GRID:
+        if d.get("refuted"):
+            return say(
+                "{grid_size} programs leave SMs idle ({waves_per_sm} waves per SM), but "
+                "{sibling_variant} runs {sibling_grid_size} and takes {sibling_time_share_pct} "
+                "of its time: the grid is not what limits it.",
+                ev,
+            )
         if d.get("matmul"):
             text = say(
                 "Too few tiles for a matmul: {grid_size} programs, {waves_per_sm} waves per SM",

@@ -71,6 +71,16 @@ def small_grid(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
             Step(Action.CUDA_GRAPH, ["ncu_duration_ms"])
         ]
     if ctx.matmul_like(m):
+        # a sibling as fast or faster on as few programs refutes "too few": the grid is not the
+        # limit (cuBLAS at M = 128 ran 128 blocks, deeper pipelined, at 79.5% DRAM)
+        rival = ctx.siblings.faster_on_as_few_programs() if ctx.siblings else None
+        if rival is not None:
+            other, c = rival
+            ev.put("sibling_variant", str(other.get("variant")))
+            ev.put("sibling_grid_size", num(other, "grid_size"))
+            ev.put("sibling_time_share_pct", 100 / c.ratio)
+            keys += ["sibling_variant", "sibling_grid_size", "sibling_time_share_pct"]
+            return Reason(Cause.SMALL_GRID, keys, {"matmul": True, "refuted": True}), []
         # a matmul with too few tiles: more, smaller tiles (never larger ones), split-K or stream-K
         dram = num(m, "dram_throughput_pct")
         if dram is not None:

@@ -59,6 +59,21 @@ class Siblings:
         ]
         return max(found, key=lambda p: p[1].ratio, default=None)
 
+    def faster_on_as_few_programs(self) -> tuple[Mapping, stats.Comparison] | None:
+        """The fastest sibling, one kernel like this case, measurably faster on a grid no larger
+        than this case's: proof that the grid is not what limits it."""
+        grid = num(self.row, "grid_size")
+        if grid is None:
+            return None
+        found = [
+            (o, c)
+            for o, c in self.compared()
+            if c.outcome == "slower"
+            and (num(o, "kernel_count") or 1) <= 1
+            and (num(o, "grid_size") or float("inf")) <= grid
+        ]
+        return max(found, key=lambda p: p[1].ratio, default=None)
+
     def same_flops_not_slower(self) -> tuple[Mapping, stats.Comparison] | None:
         """The fastest sibling doing the same model FLOPs in the same or less time."""
         found = [
