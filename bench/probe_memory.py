@@ -53,8 +53,8 @@ def add_candidates(itemsize: int):
         return lambda inputs: va.add_triton(inputs, config, hints=hints)
 
     return {
-        "v1": cfg(None, False),  # launch_config: 16 KB per operand, 8 warps
-        "v1+h": cfg(None, True),
+        "v1": cfg((16384 // itemsize, 8), False),  # session 3's v1: 16 KB per operand, 8 warps
+        "v1+h": cfg((16384 // itemsize, 8), True),
         "tshape": cfg((1024, 4), False),  # torch.add's grid: 1024 elements per 128 threads
         "tshape+h": cfg((1024, 4), True),
         "8k+h": cfg((8192 // itemsize, 8), True),

@@ -12,7 +12,6 @@ import triton.language as tl
 
 from profkit.spec import KernelSpec, Variant
 
-SMS = 132  # H200; only used to size the grid at small n
 
 
 @triton.jit
@@ -41,21 +40,17 @@ def _add_kernel(X, Y, OUT, n, BLOCK: tl.constexpr, HINTS: tl.constexpr):
 
 
 def launch_config(n: int, itemsize: int) -> tuple[int, int]:
-    """(BLOCK, num_warps) for n elements.
+    """(BLOCK, num_warps) for n elements: torch.add's own shape, 1024 elements per 128-thread
+    program, at every size (v2, session 3).
 
-    - 16 KB of each operand per program at 8 warps: 64 bytes per thread per operand, i.e. four
-      16-byte loads of x and four of y in flight per thread before the first add. The tutorial's
-      1024-element, 4-warp program (16 bytes per thread per operand in fp32) reached 89.5% DRAM
-      throughput at 2^26 fp32 (gpu-facts.md); more bytes in flight per thread is the lever.
-    - Smaller blocks when n is small, so the grid still gives every SM a few programs (>= 4 per
-      SM on 132 SMs) instead of leaving most of the GPU idle; never under 1024 elements
-      (below that a program's fixed cost dominates its traffic).
+    v1 held 16 KB of each operand per 8-warp program (more bytes in flight per thread, the
+    prediction's lever) and ran 0.4-1.1% behind torch.add from 2^26 up (run ef4521). Side by side
+    in bench/probe_memory.py (bench/results/h200-20261130-s3/memprobe/) torch's shape ran at
+    1.000-1.003 of torch.add against v1's 1.004-1.011: many small programs stream as well as a few
+    large ones, and retire without a tail. The small sizes keep a grid of their own (2^16: 64
+    programs, as torch.add's).
     """
-    block = 16384 // itemsize
-    while block > 1024 and triton.cdiv(n, block) < 4 * SMS:
-        block //= 2
-    num_warps = 8 if block >= 2048 else 4
-    return block, num_warps
+    return 1024, 4
 
 
 # streaming cache hints on the loads and the store (probe both: bench/probe_memory.py)

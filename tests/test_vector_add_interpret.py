@@ -66,9 +66,5 @@ def test_a_two_dimensional_shape_is_an_input_error():
 
 @pytest.mark.parametrize("n,itemsize", [(1 << 16, 4), (1 << 20, 2), (1 << 28, 4), (1 << 28, 2)])
 def test_launch_config(n, itemsize):
-    block, warps = LAB.launch_config(n, itemsize)
-    assert block & (block - 1) == 0 and 1024 <= block <= 16384 // itemsize
-    if n >= (1 << 24):  # large n: the full 16 KB per operand per program
-        assert block * itemsize == 16384 and warps == 8
-    else:  # small n: a grid of at least 4 programs per SM, or the 1024-element floor
-        assert n // block >= 4 * LAB.SMS or block == 1024
+    # torch.add's shape at every size: the probe's winner (kernels/vector_add.py's docstring)
+    assert LAB.launch_config(n, itemsize) == (1024, 4)
