@@ -13,7 +13,6 @@ import triton.language as tl
 from profkit.spec import KernelSpec, Variant
 
 
-
 @triton.jit
 def _add_kernel(X, Y, OUT, n, BLOCK: tl.constexpr, HINTS: tl.constexpr):
     pid = tl.program_id(0)
