@@ -165,14 +165,22 @@ def _partition(cols: int, block: int, splits: int, interleave: bool) -> tuple[in
     return triton.cdiv(cols, chunk), chunk
 
 
-def sum_tree(
-    inputs: dict, config: tuple[int, int, int] | None = None, interleave: bool | None = None
-) -> torch.Tensor:
-    x, out = _rows(inputs["x"]), inputs["out"]
+def _plan(x: torch.Tensor, config, interleave: bool | None) -> tuple[int, int, int, int, bool]:
+    """(block, splits, chunk, num_warps, interleave) of the tree and the one-pass kernel: one
+    plan for both, so they partition (and so sum) the same way."""
     rows, cols = x.shape
     block, splits, num_warps = config or launch_config(rows, cols, x.element_size())
     interleave = INTERLEAVE if interleave is None else interleave
     splits, chunk = _partition(cols, block, splits, interleave)
+    return block, splits, chunk, num_warps, interleave
+
+
+def sum_tree(
+    inputs: dict, config: tuple[int, int, int] | None = None, interleave: bool | None = None
+) -> torch.Tensor:
+    x, out = _rows(inputs["x"]), inputs["out"]
+    rows = x.shape[0]
+    block, splits, chunk, num_warps, interleave = _plan(x, config, interleave)
     partials = out if splits == 1 else torch.empty(rows * splits, device=x.device)
     _chunk_sums(x, partials, splits, chunk, block, interleave, num_warps)
     if splits > 1:
@@ -207,9 +215,7 @@ def sum_onepass(
 ) -> torch.Tensor:
     x, out = _rows(inputs["x"]), inputs["out"]
     rows, cols = x.shape
-    block, splits, num_warps = config or launch_config(rows, cols, x.element_size())
-    interleave = INTERLEAVE if interleave is None else interleave
-    splits, chunk = _partition(cols, block, splits, interleave)
+    block, splits, chunk, num_warps, interleave = _plan(x, config, interleave)
     if splits == 1:  # one program per row: the chunk kernel writes the sums directly
         _chunk_sums(x, out, 1, chunk, block, interleave, num_warps)
         return out

@@ -117,21 +117,20 @@ def measure(
     flush = _flusher(warm_l2)
     n = sample_count(_estimate_ms(fn, flush))
     per_round = [len(part) for part in np.array_split(np.arange(n), max(1, min(rounds, n)))]
-    calls = [fn] + [fresh or (lambda: fn) for _ in per_round[1:]]
-    method, note = "graph", ""
+    method, note = ("graph" if graph else "events"), ""
     windows, empty, probes = [], [], clocks.Probe()
-    for make, count in zip(calls, per_round, strict=True):
-        call = make if make is fn else make()
-        try:
-            if method == "events" or not graph:
-                raise _NoGraph
-            w, e = _graph_samples(call, flush, count, probes)
-        except Exception as exc:  # capture-unsafe variant: record why, time it with events
-            torch.cuda.synchronize()
-            if method == "graph" and graph and not isinstance(exc, _NoGraph):
+    for r, count in enumerate(per_round):
+        call = fresh() if r and fresh else fn
+        w = None
+        if method == "graph":
+            try:
+                w, e = _graph_samples(call, flush, count, probes)
+            except Exception as exc:  # capture-unsafe variant: record why, time it with events
+                torch.cuda.synchronize()
                 first_line = (str(exc).splitlines() or [""])[0][:160]
                 note = f"graph capture failed ({type(exc).__name__}: {first_line})"
-            method = "events"
+                method = "events"  # later rounds too: the same call will not capture either
+        if w is None:
             w, e = _spin_event_samples(call, flush, count, probes)
         windows += w
         empty += e
@@ -149,10 +148,6 @@ def measure_copy(n: int) -> dict:
     dst = torch.empty_like(src)
     summary = measure(lambda: dst.copy_(src), graph=False).summary()
     return {**summary, "gbps": 2 * n / (summary["device_p50_ms"] * 1e-3) / 1e9}
-
-
-class _NoGraph(Exception):
-    """graph=False: straight to the events method."""
 
 
 def _graph_samples(fn, flush, n: int, probe: clocks.Probe) -> tuple[list[float], list[float]]:
