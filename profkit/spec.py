@@ -168,20 +168,20 @@ def lab_specs() -> dict[str, KernelSpec]:
 
 
 def find_spec(name: str, from_file: str | Path | None = None) -> KernelSpec:
-    if not from_file:  # a name the lab does not have is an error before any import (torch)
-        known = list_specs()
-        if name not in known:
-            raise ProfkitError(
-                f"unknown kernel {name!r} in the lab; known: {', '.join(sorted(known))}"
-            )
-        # import only the module that defines it: another lab module's failing import (a
-        # missing package, a broken file) is not this kernel's problem
-        home = [p for p in lab_files() if name in (read_summaries(p) or {})]
+    if not from_file:
+        # read statically (each file once): import only the module that defines the name, so
+        # another lab module's failing import (no torch, a broken file) is not this kernel's
+        # problem, and an unknown name is an error before any import
+        static = {path: read_summaries(path) for path in lab_files()}
+        home = [path for path, found in static.items() if found and name in found]
         if home:
             _lab_package()
             specs = load_module_specs(home[0], f"profkit_lab.{home[0].stem}")
             if name in specs:
                 return specs[name]
+        elif all(found is not None for found in static.values()):
+            known = ", ".join(sorted(n for found in static.values() for n in found))
+            raise ProfkitError(f"unknown kernel {name!r} in the lab; known: {known}")
     specs = load_module_specs(Path(from_file)) if from_file else lab_specs()
     if name not in specs:
         where = f"in {from_file}" if from_file else "in the lab"

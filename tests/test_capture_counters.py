@@ -426,7 +426,7 @@ def test_a_crash_with_nothing_left_to_isolate_is_timing_only(
 ) -> None:
     jobs = tmp_path / "jobs.txt"
     monkeypatch.setenv("FAKE_NCU_MODE", "crash_on_case")
-    monkeypatch.setenv("FAKE_NCU_CRASH_ON", TRITON_CASE)  # the first case: retried once, alone
+    monkeypatch.setenv("FAKE_NCU_CRASH_ON", TRITON_CASE)  # no retry allowed: one pass, then none
     monkeypatch.setenv("FAKE_NCU_JOBS", str(jobs))
     monkeypatch.setattr(profkit.capture, "MAX_CRASH_RETRIES", 0)
     run = store.load(run_capture(SPEC, options(tmp_path), console))
