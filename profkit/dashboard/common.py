@@ -193,12 +193,17 @@ def grid(lay: Layout, titles: Sequence[str]) -> go.Figure:
     fig.update_layout(
         template="plotly_white",
         height=ROW_HEIGHT_PX * max(len(lay.dtypes), 1),
-        margin={"t": 90, "b": 40},
-        # the legend at the top of the figure, above the panel titles (in paper coordinates it sat
-        # on the first title whenever its entries were long)
-        legend={"orientation": "h", "yref": "container", "y": 1, "yanchor": "top", "x": 0},
+        **TOP_LEGEND,
     )
     return fig
+
+
+# panel grids: the legend at the top of the figure, above the panel titles (in paper coordinates
+# it sat on the first title whenever its entries were long)
+TOP_LEGEND = {
+    "margin": {"t": 90, "b": 40},
+    "legend": {"orientation": "h", "yref": "container", "y": 1, "yanchor": "top", "x": 0},
+}
 
 
 def one_legend_entry(fig: go.Figure) -> go.Figure:

@@ -21,6 +21,7 @@ from profkit.dashboard.common import (
     BASELINE_COLORS,
     LAB_COLORS,
     ROW_HEIGHT_PX,
+    TOP_LEGEND,
     samples_by_case,
     text,
     timed,
@@ -204,10 +205,7 @@ def history_figure(h: History) -> go.Figure | None:
     fig.update_layout(
         template="plotly_white",
         height=ROW_HEIGHT_PX * len(dtypes),
-        margin={"t": 90, "b": 40},
-        # the legend at the top of the figure, above the panel titles (in paper coordinates it sat
-        # on the first title whenever its entries were long)
-        legend={"orientation": "h", "yref": "container", "y": 1, "yanchor": "top", "x": 0},
+        **TOP_LEGEND,
     )
     return fig
 
