@@ -8,8 +8,16 @@ it would time the cache.)
 - The flush *reads* 256 MB (a max over a buffer 4x the L2): the call then starts with a cold and
   clean L2, as under ncu's default cache control. A memset flush leaves ~60 MB of dirty lines whose
   write-back lands inside the next call (seen on the H200: +10-13% at 4096x8192 RMSNorm).
-- The event pair's own cost (an empty window, timed in the same graph, after the same flush) is
-  subtracted from every sample; its median is recorded as device_overhead_us.
+- Each sample is the call's span in the GPU's own kernel timestamps (CUPTI, read through
+  torch.profiler while the graph replays): its first kernel's start to its last kernel's end, the
+  same clock ncu's gpu__time_duration reads. The event window around the call also holds the
+  launch of its first kernel inside the graph: on the H200 a one-element add's window was 0.6 us
+  over ncu's duration, and so was the median case (bench/cupti_probe.py, kernels/NOTES.md
+  "Timing (issue 7), session 4"). That launch is recorded apart, as device_launch_us (the event
+  window's median, event pair's own cost subtracted, minus the span's median).
+- Where kernel timestamps cannot be read (no CUPTI, or the trace does not split into the calls),
+  the samples are the event windows with the event pair's own cost (an empty window, timed in the
+  same graph, after the same flush) subtracted; device_note says why.
 
 Fallback, for a variant that cannot be captured (host syncs, capture-unsafe ops): events around
 each call, with the stream held behind a spin kernel (torch.cuda._sleep) until a batch of calls is
@@ -30,8 +38,9 @@ Nothing host-side (NVTX, Python bookkeeping) sits between a call's two events.
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +55,8 @@ MIN_SAMPLES, MAX_SAMPLES = 30, 500
 CALLS_PER_GRAPH = 50  # calls captured per graph; replayed until enough samples
 ROUNDS = 4  # separate graphs (fresh inputs each) whose samples are pooled
 SPIN_BATCH = 20  # calls queued behind one spin kernel in the fallback
+GPU_ACTIVITIES = {"kernel", "gpu_memcpy", "gpu_memset"}  # Kineto's activity types of GPU work
+SPANS, EVENTS = "kernel timestamps", "events"  # what a sample reads
 SPIN_CYCLES_PER_US = 2000  # ~ the H200's 1.98 GHz boost clock; a longer spin only costs time
 
 
@@ -55,7 +66,9 @@ class DeviceTime:
     method: str  # "graph" | "events"
     note: str = ""  # why the fallback was taken
     clocks: dict = field(default_factory=dict)
-    overhead_us: float | None = None  # the empty event window's median, already subtracted
+    overhead_us: float | None = None  # the empty event window's median (events: subtracted)
+    launch_us: float | None = None  # event window minus kernel span, medians: the graph's launch
+    clock: str = EVENTS  # SPANS or EVENTS
 
     def summary(self) -> dict:
         x = np.asarray(self.samples_ms)
@@ -69,15 +82,106 @@ class DeviceTime:
             "device_method": self.method,
             "device_note": self.note,
             "device_overhead_us": self.overhead_us,
+            "device_launch_us": self.launch_us,
+            "device_clock": self.clock,
             **self.clocks,
         }
 
 
-def _flusher(warm_l2: bool) -> Callable[[], Any]:
-    if warm_l2:
-        return lambda: None
-    cache = torch.ones(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
-    return cache.max  # reads every line: evicts the L2 and leaves it clean
+class Trace:
+    """GPU activities (start_ms, end_ms, name), sorted by start, recorded inside kernel_trace."""
+
+    def __init__(self) -> None:
+        self.ops: list[tuple[float, float, str]] = []
+        self.error = ""
+
+
+@contextlib.contextmanager
+def kernel_trace(enabled: bool = True) -> Iterator[Trace]:
+    """Kernel, memcpy and memset timestamps of the GPU (CUPTI through torch.profiler) for the work
+    done inside the block; trace.error says why there are none."""
+    trace = Trace()
+    if not enabled:
+        yield trace
+        return
+    try:
+        from torch.profiler import ProfilerActivity, profile
+
+        prof = profile(activities=[ProfilerActivity.CUDA])
+        prof.__enter__()
+    except Exception as exc:  # no CUPTI here: the caller falls back to event windows
+        trace.error = f"profiler unavailable: {type(exc).__name__}"
+        yield trace
+        return
+    try:
+        yield trace
+    finally:
+        torch.cuda.synchronize()
+        prof.__exit__(None, None, None)
+    try:
+        trace.ops = sorted(
+            (e.start_ns() / 1e6, e.end_ns() / 1e6, e.name())
+            for e in prof.profiler.kineto_results.events()
+            if e.activity_type() in GPU_ACTIVITIES
+        )
+    except Exception as exc:
+        trace.error = f"trace unreadable: {type(exc).__name__}"
+
+
+def call_spans(
+    ops: Sequence[tuple[float, float, str]], flush: list[str], calls: int, flushes: int = 2
+) -> tuple[list[float] | None, str]:
+    """Each call's span (first op's start to last op's end, ms) from the trace of `calls` calls,
+    each preceded by `flushes` flushes whose ops are named `flush`; (None, why) when the trace
+    does not split that way (ops of other work, a call that launched nothing)."""
+    if not ops:
+        return None, "no GPU activity was recorded"
+    if len(ops) % calls:
+        return None, f"{len(ops)} GPU ops do not split into {calls} calls"
+    size, lead = len(ops) // calls, len(flush) * flushes
+    if size <= lead:
+        return None, "the call launched no GPU work"
+    spans = []
+    for c in range(calls):
+        group = ops[c * size : (c + 1) * size]
+        if [op[2] for op in group[:lead]] != flush * flushes:
+            return None, "the trace's order is not flush, call"
+        body = group[lead:]
+        spans.append(max(op[1] for op in body) - min(op[0] for op in body))
+    return spans, ""
+
+
+class Flush:
+    """Evicts the L2 before a call: reads every line of a buffer 4x its size, leaving it clean
+    (a no-op with warm_l2). `names()`: the GPU ops one flush launches, read once per kind."""
+
+    _names: dict[bool, list[str]] = {}
+
+    def __init__(self, warm_l2: bool) -> None:
+        self.warm = warm_l2
+        self.cache = (
+            None if warm_l2 else torch.ones(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+        )
+
+    def __call__(self) -> None:
+        if self.cache is not None:
+            self.cache.max()
+
+    def names(self) -> list[str] | None:
+        """None when the trace could not be read (a flush that launched nothing is unreadable)."""
+        if self.warm not in Flush._names:
+            self()  # warm: lazy initialisation launches nothing the graph will hold
+            torch.cuda.synchronize()
+            with kernel_trace() as trace:
+                self()
+            if trace.error or (not self.warm and not trace.ops):
+                return None
+            Flush._names[self.warm] = [op[2] for op in trace.ops]
+        return Flush._names[self.warm]
+
+
+def _flusher(warm_l2: bool) -> Flush:
+    return Flush(warm_l2)
 
 
 def _estimate_ms(fn: Callable[[], Any], flush: Callable[[], Any]) -> float:
@@ -117,27 +221,34 @@ def measure(
     flush = _flusher(warm_l2)
     n = sample_count(_estimate_ms(fn, flush))
     per_round = [len(part) for part in np.array_split(np.arange(n), max(1, min(rounds, n)))]
-    method, note = ("graph" if graph else "events"), ""
-    windows, empty, probes = [], [], clocks.Probe()
+    method, note, span_note = ("graph" if graph else "events"), "", ""
+    windows, empty, spans, probes = [], [], [], clocks.Probe()
     for r, count in enumerate(per_round):
         call = fresh() if r and fresh else fn
-        w = None
+        w = sp = None
         if method == "graph":
             try:
-                w, e = _graph_samples(call, flush, count, probes)
+                w, e, sp, why = _graph_samples(call, flush, count, probes, spans=not span_note)
+                span_note = span_note or why
             except Exception as exc:  # capture-unsafe variant: record why, time it with events
                 torch.cuda.synchronize()
                 first_line = (str(exc).splitlines() or [""])[0][:160]
                 note = f"graph capture failed ({type(exc).__name__}: {first_line})"
                 method = "events"  # later rounds too: the same call will not capture either
         if w is None:
-            w, e = _spin_event_samples(call, flush, count, probes)
+            w, e, sp, why = _spin_event_samples(call, flush, count, probes, spans=not span_note)
+            span_note = span_note or why
         windows += w
         empty += e
+        spans += sp or []
     overhead = float(np.median(empty))
-    return DeviceTime(
-        [w - overhead for w in windows], method, note, probes.summary(), overhead * 1e3
-    )
+    events = [w - overhead for w in windows]
+    if not span_note:  # every round's trace split into its calls
+        launch = (float(np.median(events)) - float(np.median(spans))) * 1e3
+        return DeviceTime(spans, method, note, probes.summary(), overhead * 1e3, launch, SPANS)
+    why = f"kernel timestamps unusable ({span_note}): event windows instead"
+    note = f"{note}; {why}" if note else why
+    return DeviceTime(events, method, note, probes.summary(), overhead * 1e3, None, EVENTS)
 
 
 def measure_copy(n: int) -> dict:
@@ -150,7 +261,11 @@ def measure_copy(n: int) -> dict:
     return {**summary, "gbps": 2 * n / (summary["device_p50_ms"] * 1e-3) / 1e9}
 
 
-def _graph_samples(fn, flush, n: int, probe: clocks.Probe) -> tuple[list[float], list[float]]:
+def _graph_samples(
+    fn, flush, n: int, probe: clocks.Probe, spans: bool = True
+) -> tuple[list[float], list[float], list[float] | None, str]:
+    """Event windows, empty event windows, and (when spans) each call's kernel span, all in ms;
+    the last item says why the spans are missing."""
     k = min(n, CALLS_PER_GRAPH)
     # torch requires a warm-up on a side stream before capture (lazy init, cuBLAS workspaces)
     side = torch.cuda.Stream()
@@ -173,39 +288,66 @@ def _graph_samples(fn, flush, n: int, probe: clocks.Probe) -> tuple[list[float],
             starts[i].record()
             fn()  # its outputs are freed at once: the graph's pool reuses them
             ends[i].record()
+    names = flush.names() if spans else None
     windows: list[float] = []
     empty: list[float] = []
-    for _ in range(math.ceil(n / k)):
-        graph.replay()
-        probe.read()  # while the replay runs on the GPU
-        torch.cuda.synchronize()
-        windows += [s.elapsed_time(e) for s, e in zip(starts, ends, strict=True)]
-        empty += [s.elapsed_time(e) for s, e in zip(empty_starts, empty_ends, strict=True)]
+    replays = math.ceil(n / k)
+    with kernel_trace(spans) as trace:
+        for _ in range(replays):
+            graph.replay()
+            probe.read()  # while the replay runs on the GPU
+            torch.cuda.synchronize()
+            windows += [s.elapsed_time(e) for s, e in zip(starts, ends, strict=True)]
+            empty += [s.elapsed_time(e) for s, e in zip(empty_starts, empty_ends, strict=True)]
     del graph
-    return windows[:n], empty
+    if not spans:
+        return windows[:n], empty, None, ""
+    if trace.error or names is None:
+        return windows[:n], empty, None, trace.error or "the flush's own ops were not recorded"
+    got, why = call_spans(trace.ops, names, k * replays)
+    return windows[:n], empty, (got[:n] if got else None), why
 
 
-def _spin_event_samples(fn, flush, n: int, probe: clocks.Probe) -> tuple[list[float], list[float]]:
-    """Events around each call; a spin kernel holds the stream while a batch is queued."""
+def _spin_event_samples(
+    fn, flush, n: int, probe: clocks.Probe, spans: bool = True
+) -> tuple[list[float], list[float], list[float] | None, str]:
+    """Events around each call, a spin kernel holding the stream while a batch is queued; the
+    same four results as _graph_samples."""
     from profkit.hostcost import host_cost_us
 
     hold_us = 2 * SPIN_BATCH * host_cost_us(fn, calls=5, batches=1)[0] + 100
+    names = flush.names() if spans else None
     windows: list[float] = []
     empty: list[float] = []
-    while len(windows) < n:
-        b = min(SPIN_BATCH, n - len(windows))
-        events = [torch.cuda.Event(enable_timing=True) for _ in range(4 * b)]
-        torch.cuda._sleep(int(hold_us * SPIN_CYCLES_PER_US))
-        for i in range(b):
-            flush()
-            events[4 * i + 2].record()  # the event pair alone, as in the graph method
-            events[4 * i + 3].record()
-            flush()
-            events[4 * i].record()
-            fn()
-            events[4 * i + 1].record()
-        probe.read()
-        torch.cuda.synchronize()
-        windows += [events[4 * i].elapsed_time(events[4 * i + 1]) for i in range(b)]
-        empty += [events[4 * i + 2].elapsed_time(events[4 * i + 3]) for i in range(b)]
-    return windows, empty
+    batches: list[int] = []
+    with kernel_trace(spans) as trace:
+        while len(windows) < n:
+            b = min(SPIN_BATCH, n - len(windows))
+            batches.append(b)
+            events = [torch.cuda.Event(enable_timing=True) for _ in range(4 * b)]
+            torch.cuda._sleep(int(hold_us * SPIN_CYCLES_PER_US))
+            for i in range(b):
+                flush()
+                events[4 * i + 2].record()  # the event pair alone, as in the graph method
+                events[4 * i + 3].record()
+                flush()
+                events[4 * i].record()
+                fn()
+                events[4 * i + 1].record()
+            probe.read()
+            torch.cuda.synchronize()
+            windows += [events[4 * i].elapsed_time(events[4 * i + 1]) for i in range(b)]
+            empty += [events[4 * i + 2].elapsed_time(events[4 * i + 3]) for i in range(b)]
+    if not spans:
+        return windows, empty, None, ""
+    if trace.error or names is None:
+        return windows, empty, None, trace.error or "the flush's own ops were not recorded"
+    size, extra = divmod(len(trace.ops) - len(batches), n)
+    if extra or size <= 0:
+        return windows, empty, None, f"{len(trace.ops)} GPU ops do not split into {n} calls"
+    calls, pos = [], 0
+    for b in batches:  # each batch: its spin kernel, then b calls
+        calls += trace.ops[pos + 1 : pos + 1 + b * size]
+        pos += 1 + b * size
+    got, why = call_spans(calls, names, n)
+    return windows, empty, got, why

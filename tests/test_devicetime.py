@@ -1,7 +1,8 @@
 """Device time's control flow on the CPU, through a fake CUDA that keeps a virtual clock.
 
-The fake executes 'kernels' by advancing the clock, records events at the clock, and replays the
-operations captured inside `graph(...)`. A call that syncs with the host while the stream is
+The fake executes 'kernels' by advancing the clock (a launch gap, then the kernel), records events
+at the clock and, inside `kernel_trace`, each kernel's own start and end, as CUPTI does; it replays
+the operations captured inside `graph(...)`. A call that syncs with the host while the stream is
 capturing raises, as CUDA does ("operation not permitted when stream is capturing"): that variant
 must fall back to events, and the run must say why.
 """
@@ -17,10 +18,14 @@ from profkit import devicetime, hostcost, timing
 
 
 class FakeCuda:
+    GAP = 0.0006  # ms: a kernel's launch, inside an event window but outside its own timestamps
+
     def __init__(self) -> None:
         self.clock = 0.0  # ms
         self.capture: list | None = None  # ops recorded while capturing
         self.launches = 0
+        self.trace: devicetime.Trace | None = None  # set inside kernel_trace
+        self.profiler = True  # False: kernel_trace fails as without CUPTI
 
     # work on the stream: run now, or record into the graph being captured
     def submit(self, op) -> None:
@@ -29,10 +34,13 @@ class FakeCuda:
         else:
             op()
 
-    def kernel(self, ms: float) -> None:
+    def kernel(self, ms: float, name: str = "kernel") -> None:
         self.launches += 1
 
         def run() -> None:
+            self.clock += self.GAP
+            if self.trace is not None:
+                self.trace.ops.append((self.clock, self.clock + ms, name))
             self.clock += ms
 
         self.submit(run)
@@ -103,12 +111,26 @@ def cuda(monkeypatch: pytest.MonkeyPatch) -> FakeCuda:
 
     class Buffer:  # the flush buffer: a read of it is one 0.06 ms kernel
         def max(self) -> None:
-            fake.kernel(0.06)
+            fake.kernel(0.06, "flush")
+
+    @contextlib.contextmanager
+    def kernel_trace(enabled: bool = True):
+        trace = devicetime.Trace()
+        if enabled and not fake.profiler:
+            trace.error = "profiler unavailable: RuntimeError"
+        if enabled and fake.profiler:
+            fake.trace = trace
+        try:
+            yield trace
+        finally:
+            fake.trace = None
 
     fake_torch = types.SimpleNamespace(
         cuda=fake, ones=lambda *a, **k: Buffer(), int32="int32", int8="int8"
     )
     monkeypatch.setattr(devicetime, "torch", fake_torch)
+    monkeypatch.setattr(devicetime, "kernel_trace", kernel_trace)
+    monkeypatch.setattr(devicetime.Flush, "_names", {})
     monkeypatch.setattr(hostcost, "torch", fake_torch)
     return fake
 
@@ -117,9 +139,44 @@ def test_a_capturable_call_is_timed_by_graph_replay(cuda: FakeCuda) -> None:
     t = devicetime.measure(lambda: cuda.kernel(0.005))
     s = t.summary()
     assert (s["device_method"], s["device_note"]) == ("graph", "")
-    assert s["device_p50_ms"] == pytest.approx(0.005)
+    assert s["device_clock"] == devicetime.SPANS
+    assert s["device_p50_ms"] == pytest.approx(0.005)  # the kernel's own time, not its launch
+    assert s["device_launch_us"] == pytest.approx(FakeCuda.GAP * 1e3)  # the launch, apart
     assert s["device_reps"] == devicetime.MAX_SAMPLES  # 150 ms / 5 us, capped
     assert s["device_overhead_us"] == pytest.approx(0.0)
+
+
+def test_a_call_of_several_kernels_spans_its_first_start_to_its_last_end(cuda: FakeCuda) -> None:
+    def two() -> None:
+        cuda.kernel(0.002, "a")
+        cuda.kernel(0.003, "b")
+
+    s = devicetime.measure(two).summary()
+    assert s["device_p50_ms"] == pytest.approx(0.002 + FakeCuda.GAP + 0.003)  # the gap inside
+
+
+def test_without_kernel_timestamps_event_windows_are_used_and_the_run_says_so(
+    cuda: FakeCuda,
+) -> None:
+    cuda.profiler = False
+    s = devicetime.measure(lambda: cuda.kernel(0.005)).summary()
+    assert (s["device_method"], s["device_clock"]) == ("graph", devicetime.EVENTS)
+    assert s["device_note"].startswith("kernel timestamps unusable (profiler unavailable")
+    assert s["device_p50_ms"] == pytest.approx(0.005 + FakeCuda.GAP)  # the launch is inside
+    assert s["device_launch_us"] is None
+
+
+def test_call_spans_refuses_a_trace_that_does_not_split_into_the_calls() -> None:
+    ops = [(0.0, 1.0, "flush"), (1.0, 2.0, "flush"), (2.5, 3.0, "k"), (3.1, 3.2, "k2")]
+    assert devicetime.call_spans(ops, ["flush"], 1) == (pytest.approx([0.7]), "")
+    assert devicetime.call_spans(ops, ["flush"], 3)[0] is None  # 4 ops are not 3 calls
+    assert devicetime.call_spans(ops[:2], ["flush"], 1)[1] == "the call launched no GPU work"
+    swapped = [ops[0], ops[2], ops[1], ops[3]]
+    assert devicetime.call_spans(swapped, ["flush"], 1) == (
+        None,
+        "the trace's order is not flush, call",
+    )
+    assert devicetime.call_spans([], ["flush"], 1)[0] is None
 
 
 def test_a_capture_unsafe_call_falls_back_to_events_and_says_why(cuda: FakeCuda) -> None:
@@ -129,9 +186,14 @@ def test_a_capture_unsafe_call_falls_back_to_events_and_says_why(cuda: FakeCuda)
         cuda.kernel(0.007)
 
     s = devicetime.measure(syncs_with_the_host).summary()
-    assert s["device_method"] == "events"
+    assert (s["device_method"], s["device_clock"]) == ("events", devicetime.SPANS)
     assert s["device_note"].startswith("graph capture failed (RuntimeError: CUDA error: operation")
-    assert s["device_p50_ms"] == pytest.approx(0.007)
+    assert s["device_p50_ms"] == pytest.approx(0.007)  # the spin kernel is no call's
+    cuda.profiler = False
+    s = devicetime.measure(syncs_with_the_host).summary()
+    assert s["device_clock"] == devicetime.EVENTS
+    assert s["device_p50_ms"] == pytest.approx(0.007 + FakeCuda.GAP)
+    assert "; kernel timestamps unusable" in s["device_note"]
 
 
 def test_the_flush_precedes_every_call_unless_warm_l2(cuda: FakeCuda) -> None:
