@@ -32,9 +32,11 @@ TOOLS = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
 
 
 def compile_sm90(fn, args: dict[str, str], constexprs: dict, warps: int, stages: int = 3):
-    signature = {**args, **{k: "constexpr" for k in constexprs}}
+    # in the kernel's argument order (a pointer may be passed as a constexpr None)
+    signature = {n: "constexpr" if n in constexprs else args[n] for n in fn.arg_names}
     # what the launcher specializes at run time: 16-byte-aligned pointers, sizes divisible by 16
-    aligned = {(i,): [["tt.divisibility", 16]] for i in range(len(args))}
+    runtime = enumerate(fn.arg_names)
+    aligned = {(i,): [["tt.divisibility", 16]] for i, n in runtime if n not in constexprs}
     source = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=aligned)
     options = {"num_warps": warps, "num_stages": stages}
     return triton.compile(source, target=GPUTarget("cuda", 90, 32), options=options)
@@ -78,21 +80,22 @@ def jobs_sum():
         for shape in spec.shapes:
             rows, cols = mod._rows_cols(shape)
             block, splits, warps = mod.launch_config(rows, cols, DTYPE_ITEMSIZE[dtype])
-            args = {"X": PTR[dtype], "P": "*fp32", "cols": "i32", "stride_row": "i32"}
-            onepass = {"X": PTR[dtype], "P": "*fp32", "OUT": "*fp32", "COUNT": "*i32"}
-            onepass |= {"cols": "i32", "stride_row": "i32", "chunk": "i32"}
+            whole = mod.whole_blocks(warps)
+            args = {"X": PTR[dtype], "P": "*fp32", "OUT": "*fp32", "COUNT": "*i32"}
+            args |= {"cols": "i32", "stride_row": "i32", "chunk": "i32"}
             for il in (True, False):  # stage 1's block order: interleaved, contiguous chunks
-                const = {"BLOCK": block, "INTERLEAVE": il}
+                const = {"BLOCK": block, "INTERLEAVE": il, "WHOLE": whole}
                 chunk = mod._chunk_sum_kernel
-                yield f"chunk {dtype} {const}", chunk, {**args, "chunk": "i32"}, const, warps, 3
-                const |= {"BLOCK_S": triton.next_power_of_2(splits)}
-                yield f"onepass {dtype} {const}", mod._onepass_sum_kernel, onepass, const, warps, 3
+                tree = {**const, "BLOCK_S": 1, "ONEPASS": False, "OUT": None, "COUNT": None}
+                yield f"chunk {dtype} {const}", chunk, args, tree, warps, 3
+                onepass = {**const, "BLOCK_S": triton.next_power_of_2(splits), "ONEPASS": True}
+                yield f"onepass {dtype} {onepass}", chunk, args, onepass, warps, 3
             atomic = {"X": PTR[dtype], "OUT": "*fp32", "cols": "i32", "stride_row": "i32"}
             yield (
                 f"atomic {dtype} BLOCK={block} ATOMIC={splits > 1}",
                 mod._atomic_sum_kernel,
                 atomic,
-                {"BLOCK": block, "ATOMIC": splits > 1},
+                {"BLOCK": block, "WHOLE": mod.whole_blocks(warps), "ATOMIC": splits > 1},
                 warps,
                 3,
             )

@@ -7,10 +7,11 @@ Two structurally different Triton reductions, both accumulating in fp32 and writ
 - triton_atomic: one pass. Programs stride over the row (grid-stride loop) and add their partial
   sum into the output with an fp32 atomic; the output is zeroed first (a memset). The order in
   which the partials land changes from run to run, and so do the last bits of the result.
-- triton_onepass: the tree's two stages in one launch. Programs write their partials as in stage
-  1, then count their arrival on a per-row counter (an integer atomic); the program that arrives
-  last sums the row's partials in the fixed order and resets the counter. Bitwise the same
-  result as triton_tree, with no second launch and no memset.
+- triton_onepass: the tree's two stages in one launch (the stage-1 kernel with ONEPASS set).
+  Programs write their partials as in stage 1, then count their arrival on a per-row counter
+  (an integer atomic); the program that arrives last sums the row's partials in the fixed order
+  and resets the counter. Bitwise the same result as triton_tree, with no second launch and no
+  memset.
 When a row needs only one program (enough rows to fill the GPU), all three write the row's sum
 directly and run the same single kernel.
 
@@ -33,7 +34,16 @@ PROGRAMS_TARGET = 4 * SMS  # one resident wave: 4 programs of 16 KB loads in fli
 
 @triton.jit
 def _partial(
-    X, row, split, n_splits, cols, stride_row, chunk, BLOCK: tl.constexpr, INTERLEAVE: tl.constexpr
+    X,
+    row,
+    split,
+    n_splits,
+    cols,
+    stride_row,
+    chunk,
+    BLOCK: tl.constexpr,
+    INTERLEAVE: tl.constexpr,
+    WHOLE: tl.constexpr,
 ):
     # program `split` of a row: the fp32 sum of its blocks, each lane adding its own column
     # sequence in a fixed order, one tree over the lanes at the end (deterministic either way).
@@ -42,13 +52,26 @@ def _partial(
     acc = tl.zeros([BLOCK], dtype=tl.float32)
     if INTERLEAVE:
         base = X + row.to(tl.int64) * stride_row
-        for start in tl.range(split * BLOCK, cols, n_splits * BLOCK):
-            offs = start + tl.arange(0, BLOCK)
-            acc += tl.load(base + offs, mask=offs < cols, other=0.0).to(tl.float32)
+        first, step, end = split * BLOCK, n_splits * BLOCK, cols
     else:
         base = X + row.to(tl.int64) * stride_row + split.to(tl.int64) * chunk
-        end = tl.minimum(chunk, cols - split * chunk)
-        for start in tl.range(0, end, BLOCK):
+        first, step, end = 0, BLOCK, tl.minimum(chunk, cols - split * chunk)
+    if WHOLE:
+        # whole blocks unmasked, the partly masked last block (if any) after them: it is last
+        # in its program's order anyway, so every lane adds the same values in the same order.
+        # Masked, each load compiles to zeroing its registers and a predicated load, and ptxas
+        # kept only 1 (one-pass) or 2 (tree) of a thread's 4 loads per iteration in flight;
+        # unmasked, all 4 (bench/sum_sass.py)
+        whole = end - end % BLOCK
+        ptrs = base + first + tl.arange(0, BLOCK)
+        for _ in tl.range(first, whole, step):
+            acc += tl.load(ptrs).to(tl.float32)
+            ptrs += step
+        tail = whole + tl.arange(0, BLOCK)
+        if (first <= whole) and ((whole - first) % step == 0) and (whole < end):
+            acc += tl.load(base + tail, mask=tail < end, other=0.0).to(tl.float32)
+    else:
+        for start in tl.range(first, end, step):
             offs = start + tl.arange(0, BLOCK)
             acc += tl.load(base + offs, mask=offs < end, other=0.0).to(tl.float32)
     return tl.sum(acc, axis=0)
@@ -66,17 +89,7 @@ def _sum_partials(P, row, n_splits, BLOCK_S: tl.constexpr):
 
 
 @triton.jit
-def _chunk_sum_kernel(X, P, cols, stride_row, chunk, BLOCK: tl.constexpr, INTERLEAVE: tl.constexpr):
-    # program (row, split) writes its partial sum to P[row, split]; with one split P is the output
-    row = tl.program_id(0)
-    split = tl.program_id(1)
-    n_splits = tl.num_programs(1)
-    partial = _partial(X, row, split, n_splits, cols, stride_row, chunk, BLOCK, INTERLEAVE)
-    tl.store(P + row * n_splits + split, partial)
-
-
-@triton.jit
-def _onepass_sum_kernel(
+def _chunk_sum_kernel(
     X,
     P,
     OUT,
@@ -87,19 +100,25 @@ def _onepass_sum_kernel(
     BLOCK: tl.constexpr,
     BLOCK_S: tl.constexpr,
     INTERLEAVE: tl.constexpr,
+    WHOLE: tl.constexpr,
+    ONEPASS: tl.constexpr,
 ):
-    # stage 1 and 2 of the tree in one launch: the program that finishes its chunk last (the
-    # row's counter says so) sums the row's partials in a fixed order and resets the counter
+    # program (row, split) writes its partial sum to P[row, split]; with one split P is the output.
+    # ONEPASS: stage 1 and 2 of the tree in one launch: the program that finishes its chunk last
+    # (the row's counter says so) sums the row's partials in a fixed order and resets the counter.
+    # One kernel for both: one source for the streaming code. ptxas still schedules each build
+    # whole, so the masked loop came out differently in the two (bench/sum_sass.py)
     row = tl.program_id(0)
     split = tl.program_id(1)
     n_splits = tl.num_programs(1)
-    partial = _partial(X, row, split, n_splits, cols, stride_row, chunk, BLOCK, INTERLEAVE)
+    partial = _partial(X, row, split, n_splits, cols, stride_row, chunk, BLOCK, INTERLEAVE, WHOLE)
     tl.store(P + row * n_splits + split, partial)
-    tl.debug_barrier()  # the partial is written before this program's arrival is counted
-    arrived = tl.atomic_add(COUNT + row, 1, sem="acq_rel")  # release: the partial is visible
-    if arrived == n_splits - 1:
-        tl.store(OUT + row, _sum_partials(P, row, n_splits, BLOCK_S))
-        tl.store(COUNT + row, 0)  # ready for the next launch (no host-side reset needed)
+    if ONEPASS:
+        tl.debug_barrier()  # the partial is written before this program's arrival is counted
+        arrived = tl.atomic_add(COUNT + row, 1, sem="acq_rel")  # release: the partial is visible
+        if arrived == n_splits - 1:
+            tl.store(OUT + row, _sum_partials(P, row, n_splits, BLOCK_S))
+            tl.store(COUNT + row, 0)  # ready for the next launch (no host-side reset needed)
 
 
 # n_splits unspecialized: in the one-pass kernel it is tl.num_programs(1), of unknown divisibility;
@@ -112,13 +131,15 @@ def _finalize_kernel(P, OUT, n_splits, BLOCK_S: tl.constexpr):
 
 
 @triton.jit
-def _atomic_sum_kernel(X, OUT, cols, stride_row, BLOCK: tl.constexpr, ATOMIC: tl.constexpr):
+def _atomic_sum_kernel(
+    X, OUT, cols, stride_row, BLOCK: tl.constexpr, WHOLE: tl.constexpr, ATOMIC: tl.constexpr
+):
     # grid-stride: program s of a row reads blocks s, s + n_splits, s + 2 n_splits, ...: at any
     # moment the row's programs read neighbouring blocks, not n_splits distant streams
     row = tl.program_id(0)
     split = tl.program_id(1)
     n_splits = tl.num_programs(1)
-    total = _partial(X, row, split, n_splits, cols, stride_row, 0, BLOCK, True)
+    total = _partial(X, row, split, n_splits, cols, stride_row, 0, BLOCK, True, WHOLE)
     if ATOMIC:
         # relaxed: nothing else reads OUT inside this kernel; the launch boundary orders the rest
         tl.atomic_add(OUT + row, total, sem="relaxed")
@@ -156,6 +177,14 @@ def _rows(x: torch.Tensor) -> torch.Tensor:
 INTERLEAVE = True
 
 
+def whole_blocks(num_warps: int) -> bool:
+    """Stage 1 loads whole blocks unmasked (all of a thread's loads of an iteration in flight).
+    Unmasked, the loop compiles to 48-50 registers (sm_90, offline): 5 programs per SM at
+    8 warps, enough for the 4-per-SM wave; at 16 warps (bf16) only 2, half the wave, so 16-warp
+    launches keep the masked loop (32 registers, at 94.5% DRAM in run 4f4876)."""
+    return num_warps <= 8
+
+
 def _partition(cols: int, block: int, splits: int, interleave: bool) -> tuple[int, int]:
     """(splits, chunk): interleaved, each of `splits` programs strides over the row's blocks;
     contiguous, chunks of a whole number of blocks (only a row's last chunk is partly masked)."""
@@ -165,36 +194,54 @@ def _partition(cols: int, block: int, splits: int, interleave: bool) -> tuple[in
     return triton.cdiv(cols, chunk), chunk
 
 
-def _plan(x: torch.Tensor, config, interleave: bool | None) -> tuple[int, int, int, int, bool]:
-    """(block, splits, chunk, num_warps, interleave) of the tree and the one-pass kernel: one
-    plan for both, so they partition (and so sum) the same way."""
+def _plan(x: torch.Tensor, config, interleave: bool | None, whole: bool | None) -> dict:
+    """Launch of the tree's stage 1 and the one-pass kernel: one plan for both, so they
+    partition (and so sum) the same way. `whole` only changes the code, never the sum."""
     rows, cols = x.shape
     block, splits, num_warps = config or launch_config(rows, cols, x.element_size())
     interleave = INTERLEAVE if interleave is None else interleave
     splits, chunk = _partition(cols, block, splits, interleave)
-    return block, splits, chunk, num_warps, interleave
+    whole = whole_blocks(num_warps) if whole is None else whole
+    return dict(
+        splits=splits,
+        chunk=chunk,
+        BLOCK=block,
+        INTERLEAVE=interleave,
+        WHOLE=whole,
+        num_warps=num_warps,
+    )
 
 
 def sum_tree(
-    inputs: dict, config: tuple[int, int, int] | None = None, interleave: bool | None = None
+    inputs: dict,
+    config: tuple[int, int, int] | None = None,
+    interleave: bool | None = None,
+    whole: bool | None = None,
 ) -> torch.Tensor:
     x, out = _rows(inputs["x"]), inputs["out"]
     rows = x.shape[0]
-    block, splits, chunk, num_warps, interleave = _plan(x, config, interleave)
+    plan = _plan(x, config, interleave, whole)
+    splits = plan["splits"]
     partials = out if splits == 1 else torch.empty(rows * splits, device=x.device)
-    _chunk_sums(x, partials, splits, chunk, block, interleave, num_warps)
+    _chunk_sums(x, partials, plan)
     if splits > 1:
         # stage 1's num_warps: the one-pass kernel's finalization runs at it (same sum order)
         block_s = triton.next_power_of_2(splits)
-        _finalize_kernel[(rows,)](partials, out, splits, BLOCK_S=block_s, num_warps=num_warps)
+        warps = plan["num_warps"]
+        _finalize_kernel[(rows,)](partials, out, splits, BLOCK_S=block_s, num_warps=warps)
     return out
 
 
-def _chunk_sums(x, dest, splits: int, chunk: int, block: int, interleave: bool, warps: int) -> None:
-    """Stage 1: each (row, split) program sums its blocks into dest[row * splits + split]."""
+def _chunk_sums(x, dest, plan: dict, out=None, count=None) -> None:
+    """Stage 1: each (row, split) program sums its blocks into dest[row * splits + split]; with
+    `out` and `count` (the one-pass kernel), the last program of a row also finalizes it."""
     rows, cols = x.shape
+    plan = dict(plan)
+    splits, chunk = plan.pop("splits"), plan.pop("chunk")
+    onepass = out is not None
+    block_s = triton.next_power_of_2(splits) if onepass else 1
     _chunk_sum_kernel[(rows, splits)](
-        x, dest, cols, x.stride(0), chunk, BLOCK=block, INTERLEAVE=interleave, num_warps=warps
+        x, dest, out, count, cols, x.stride(0), chunk, BLOCK_S=block_s, ONEPASS=onepass, **plan
     )
 
 
@@ -211,28 +258,19 @@ def _counters(device: torch.device, rows: int) -> torch.Tensor:
 
 
 def sum_onepass(
-    inputs: dict, config: tuple[int, int, int] | None = None, interleave: bool | None = None
+    inputs: dict,
+    config: tuple[int, int, int] | None = None,
+    interleave: bool | None = None,
+    whole: bool | None = None,
 ) -> torch.Tensor:
     x, out = _rows(inputs["x"]), inputs["out"]
-    rows, cols = x.shape
-    block, splits, chunk, num_warps, interleave = _plan(x, config, interleave)
-    if splits == 1:  # one program per row: the chunk kernel writes the sums directly
-        _chunk_sums(x, out, 1, chunk, block, interleave, num_warps)
+    rows = x.shape[0]
+    plan = _plan(x, config, interleave, whole)
+    if plan["splits"] == 1:  # one program per row: the chunk kernel writes the sums directly
+        _chunk_sums(x, out, plan)
         return out
-    partials = torch.empty(rows * splits, device=x.device)
-    _onepass_sum_kernel[(rows, splits)](
-        x,
-        partials,
-        out,
-        _counters(x.device, rows),
-        cols,
-        x.stride(0),
-        chunk,
-        BLOCK=block,
-        BLOCK_S=triton.next_power_of_2(splits),
-        INTERLEAVE=interleave,
-        num_warps=num_warps,
-    )
+    partials = torch.empty(rows * plan["splits"], device=x.device)
+    _chunk_sums(x, partials, plan, out, _counters(x.device, rows))
     return out
 
 
@@ -243,7 +281,14 @@ def sum_atomic(inputs: dict, config: tuple[int, int, int] | None = None) -> torc
     if splits > 1:
         out.zero_()  # the atomics add into it
     _atomic_sum_kernel[(rows, splits)](
-        x, out, cols, x.stride(0), BLOCK=block, ATOMIC=splits > 1, num_warps=num_warps
+        x,
+        out,
+        cols,
+        x.stride(0),
+        BLOCK=block,
+        WHOLE=whole_blocks(num_warps),
+        ATOMIC=splits > 1,
+        num_warps=num_warps,
     )
     return out
 

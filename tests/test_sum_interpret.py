@@ -30,12 +30,17 @@ def test_variants_match_float64_reference(variant, dtype, shape):
 @pytest.mark.parametrize("variant", TRITON)
 @pytest.mark.parametrize("config", [(128, 3, 4), (256, 7, 4), (1024, 1, 4)])
 @pytest.mark.parametrize("interleave", [False, True])
-def test_split_configs_cover_every_element(variant, config, interleave):
-    # 3 and 7 splits of 3000 columns in blocks of 128/256: ragged chunks, partly masked blocks;
-    # both stage-1 block orders (the atomic kernel always interleaves)
+@pytest.mark.parametrize("whole", [False, True])
+def test_split_configs_cover_every_element(variant, config, interleave, whole):
+    # 3 and 7 splits of 3000 columns in blocks of 128/256: ragged chunks, partly masked blocks
+    # (the last one owned by a program other than the first); both stage-1 block orders and
+    # both loops (masked / whole blocks then the tail). The atomic kernel always interleaves
+    # and picks its loop itself (whole blocks at these 4 warps)
     fn = getattr(LAB, variant.replace("triton", "sum"))
     if variant != "triton_atomic":
-        fn = functools.partial(fn, interleave=interleave)
+        fn = functools.partial(fn, interleave=interleave, whole=whole)
+    elif not (interleave and whole):
+        pytest.skip("the atomic kernel has one block order and one loop here")
     fn = functools.partial(fn, config=config)
     for shape in [(3000,), (5, 3000)]:
         result = check(SPEC, fn, shape, "float32", "cpu", seed=9)
@@ -70,6 +75,39 @@ def test_onepass_matches_the_tree_bitwise_and_resets_its_counters(interleave):
         inputs["out"].fill_(float("nan"))
         assert torch.equal(LAB.sum_onepass(inputs, interleave=interleave), tree)
         assert LAB._counters(inputs["x"].device, 3).eq(0).all()
+
+
+@pytest.mark.parametrize("variant", ["sum_tree", "sum_onepass"])
+@pytest.mark.parametrize("interleave", [False, True])
+def test_whole_block_loop_adds_in_the_masked_loops_order(variant, interleave):
+    # whole blocks unmasked, then the partial block: each lane must add the same values in the
+    # same order as the masked loop. 1793 columns, 7 splits of 128-element blocks: 14 whole
+    # blocks and a 1-column tail, owned by program 0 (interleaved: blocks 0, 7, 14) or by the
+    # last chunk (contiguous: 3 blocks a chunk). In the tail's lane, that program sees 1e8,
+    # -1e8, then 1: exact in that order, 0 if the tail came first (1 + 1e8 rounds to 1e8).
+    # A lane-level order change in random data rounds away in the sums above it
+    import torch
+
+    cols = 7 * 2 * 128 + 1
+    x = torch.zeros(1, cols)
+    stride = 7 * 128 if interleave else 128
+    x[0, [cols - 1 - 2 * stride, cols - 1 - stride, cols - 1]] = torch.tensor([1e8, -1e8, 1.0])
+    fn = functools.partial(getattr(LAB, variant), config=(128, 7, 4), interleave=interleave)
+    for whole in (False, True):
+        assert fn({"x": x, "out": torch.empty(1)}, whole=whole).item() == 1.0, whole
+
+
+def test_whole_block_loop_only_where_the_wave_still_fits():
+    # the unmasked loop compiles to ~48-50 registers: 5 programs per SM at 8 warps, 2 at 16
+    assert LAB.whole_blocks(8) and LAB.whole_blocks(4) and not LAB.whole_blocks(16)
+    assert LAB._plan(LAB._rows(_meta(1 << 30, "float32")), None, None, None)["WHOLE"]
+    assert not LAB._plan(LAB._rows(_meta(1 << 30, "bfloat16")), None, None, None)["WHOLE"]
+
+
+def _meta(n, dtype):
+    import torch
+
+    return torch.empty(n, dtype=getattr(torch, dtype), device="meta")
 
 
 def test_the_two_block_orders_partition_differently():
