@@ -196,9 +196,13 @@ def _softmax_rowsplit_kernel(
         old = tl.atomic_add(COUNT + row, 1, sem="acq_rel")
         base = old & (-S)
         if MODE == 0:
+            # bounded (~seconds): if the dispatch assumption ever fails, y comes out wrong (the
+            # reference check catches it) instead of the GPU hanging
             cur = old + 1
-            while (cur & (-S)) == base:
+            spins = 0
+            while ((cur & (-S)) == base) & (spins < 1 << 22):
                 cur = tl.atomic_add(COUNT + row, 0, sem="acquire")
+                spins += 1
         offs = tl.arange(0, S)
         # .cg: from L2, never a line of STATS another program left stale in this SM's L1
         ms = tl.load(STATS + (row * S + offs) * 2, cache_modifier=".cg")
