@@ -64,7 +64,7 @@ def sm90(lab) -> None:
             if cfg[0] == "rowsplit":
                 args = {"X": PTR[dtype], "Y": PTR[dtype], "STATS": "*fp32", "COUNT": "*i32"}
                 args |= {"n_cols": "i32", "stride_x": "i32", "stride_y": "i32"}
-                const = {"BLOCK": cfg[1], "S": cfg[2], "MODE": 0}
+                const = {"BLOCK": cfg[1], "S": cfg[2], "MODE": 0, "MAX_SPINS": 1 << 16}
                 fn = lab._softmax_rowsplit_kernel
             else:
                 args = {"X": PTR[dtype], "Y": PTR[dtype], "n_rows": "i32", "n_cols": "i32"}

@@ -163,6 +163,7 @@ def _softmax_rowsplit_kernel(
     BLOCK: tl.constexpr,
     S: tl.constexpr,
     MODE: tl.constexpr,
+    MAX_SPINS: tl.constexpr = 1 << 16,
 ):
     # each row over S adjacent programs (pid = row * S + split), chunk in registers: x read once.
     # MODE 0: publish the chunk's (max, sum), count the arrival, wait for the row's S chunks,
@@ -195,20 +196,23 @@ def _softmax_rowsplit_kernel(
         # int32 wrap-around); the next launch on the stream starts at base + S
         old = tl.atomic_add(COUNT + row, 1, sem="acq_rel")
         base = old & (-S)
+        poison = 0.0
         if MODE == 0:
-            # bounded (~seconds): if the dispatch assumption ever fails, y comes out wrong (the
-            # reference check catches it) instead of the GPU hanging
+            # bounded: a legitimate wait is about one program's lifetime (microseconds), 2^16
+            # polls (the default) tens of milliseconds. If the dispatch assumption ever fails,
+            # the row comes out NaN (the reference check fails it) instead of the GPU hanging
             cur = old + 1
             spins = 0
-            while ((cur & (-S)) == base) & (spins < 1 << 22):
+            while ((cur & (-S)) == base) & (spins < MAX_SPINS):
                 cur = tl.atomic_add(COUNT + row, 0, sem="acquire")
                 spins += 1
+            poison = tl.where((cur & (-S)) == base, float("nan"), 0.0)
         offs = tl.arange(0, S)
         # .cg: from L2, never a line of STATS another program left stale in this SM's L1
         ms = tl.load(STATS + (row * S + offs) * 2, cache_modifier=".cg")
         ss = tl.load(STATS + (row * S + offs) * 2 + 1, cache_modifier=".cg")
         row_max = tl.max(ms, axis=0)
-        row_sum = tl.sum(ss * tl.exp(ms - row_max), axis=0)  # -inf chunks add 0
+        row_sum = tl.sum(ss * tl.exp(ms - row_max), axis=0) + poison  # -inf chunks add 0
         # e = exp(x - m) stays in registers: y = e * exp(m - max) / sum, no second exp
         y = e * (tl.exp(m_safe - row_max) / row_sum)
         y_ptr = Y + row.to(tl.int64) * stride_y + cols
@@ -280,6 +284,7 @@ def launch_config(n_rows: int, n_cols: int, itemsize: int) -> tuple:
         num_warps = num_warps or min(16, max(4, block * rows // 512))
     elif path == "rowsplit":
         # BLOCK: the chunk per program; splits: the smallest power of two of chunks covering it
+        block = block or 8192  # 16 values per thread at 16 warps: 32 registers in 16-bit
         rows = rows or triton.next_power_of_2(triton.cdiv(n_cols, block))
     elif path == "split" and rows is None:
         rows = min(triton.cdiv(n_cols, block), triton.cdiv(PROGRAMS_TARGET, n_rows))
@@ -341,7 +346,9 @@ _INTERPRETING = os.environ.get("TRITON_INTERPRET") == "1"
 _COUNTERS: dict[tuple[str, int, int], torch.Tensor] = {}
 
 
-def _rowsplit(x2, y2, block: int, splits: int, num_warps: int, single_launch: bool) -> None:
+def _rowsplit(
+    x2, y2, block: int, splits: int, num_warps: int, single_launch: bool, max_spins: int = 1 << 16
+) -> None:
     """Rows over `splits` programs of one BLOCK-element chunk each (see the kernel).
     single_launch: MODE 0 (x read once); else MODE 1 then MODE 2, the same statistics and
     normalization in two launches (x read twice), which is what the CPU interpreter can run.
@@ -358,7 +365,9 @@ def _rowsplit(x2, y2, block: int, splits: int, num_warps: int, single_launch: bo
     args = (x2, y2, stats, _COUNTERS[key], n_cols, x2.stride(0), y2.stride(0))
     grid = (n_rows * splits,)  # 1-D: a row's programs are adjacent ids (see the kernel)
     for mode in (0,) if single_launch else (1, 2):
-        _softmax_rowsplit_kernel[grid](*args, BLOCK=block, S=splits, MODE=mode, num_warps=num_warps)
+        _softmax_rowsplit_kernel[grid](
+            *args, BLOCK=block, S=splits, MODE=mode, MAX_SPINS=max_spins, num_warps=num_warps
+        )
 
 
 def softmax_eager(inputs: dict) -> torch.Tensor:

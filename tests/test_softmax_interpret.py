@@ -148,7 +148,7 @@ def test_every_default_shape_has_a_class_and_a_whole_config(shape, cls):
     assert shape in SPEC.shapes and LAB.shape_class(*shape) == cls
     for itemsize in (2, 4):
         path, block, rows, warps, narrow = LAB.launch_config(*shape, itemsize)
-        assert None not in (block, rows, warps) and path in ("rows", "loop", "split")
+        assert None not in (block, rows, warps) and path in ("rows", "loop", "split", "rowsplit")
         assert narrow in (False, True) and not (narrow and itemsize == 4)
 
 
@@ -229,3 +229,19 @@ def test_rowsplit_launch_config_derives_the_splits(monkeypatch):
     monkeypatch.setitem(LAB.CONFIG, "few_long", ("rowsplit", 8192, None, 16, False))
     assert LAB.launch_config(256, 65536, 2) == ("rowsplit", 8192, 8, 16, False)
     assert LAB.launch_config(256, 40000, 4) == ("rowsplit", 8192, 8, 16, False)
+    monkeypatch.setitem(LAB.CONFIG, "long", ("rowsplit", None, None, 16, False))
+    assert LAB.launch_config(1024, 32768, 2) == ("rowsplit", 8192, 4, 16, False)
+
+
+def test_rowsplit_wait_gives_up_with_a_nan_row_instead_of_hanging():
+    # the interpreter runs program 0 to its end before program 1 arrives: the case of a
+    # partner never dispatched. Program 0 stops polling after MAX_SPINS and writes NaN (so a
+    # reference check fails); program 1 then completes the generation and writes its chunk
+    import torch
+
+    x = torch.randn(1, 256)
+    y = torch.empty_like(x)
+    LAB._COUNTERS.pop(("cpu", 1, 2), None)
+    LAB._rowsplit(x, y, 128, 2, 4, single_launch=True, max_spins=4)
+    assert torch.isnan(y[0, :128]).all() and torch.isfinite(y[0, 128:]).all()
+    assert LAB._COUNTERS[("cpu", 1, 2)].tolist() == [2]
