@@ -112,6 +112,12 @@ def jobs_softmax():
                 args |= {"stride_x": "i32", "stride_y": "i32"}
                 const = {"BLOCK_N": block, "ROWS": per, "NARROW": narrow}
                 yield f"rows {dtype} {const}", mod._softmax_rows_kernel, args, const, warps, 3
+            elif path == "rowsplit":
+                args = {"X": PTR[dtype], "Y": PTR[dtype], "STATS": "*fp32", "COUNT": "*i32"}
+                args |= {"n_cols": "i32", "stride_x": "i32", "stride_y": "i32"}
+                const = {"BLOCK": block, "S": per, "MODE": 0, "MAX_SPINS": 1 << 16}
+                fn = mod._softmax_rowsplit_kernel
+                yield f"rowsplit {dtype} {const}", fn, args, const, warps, 3
             elif path == "loop":
                 args = {"X": PTR[dtype], "Y": PTR[dtype], "n_cols": "i32", "stride_x": "i32"}
                 args |= {"stride_y": "i32"}

@@ -11,10 +11,15 @@ torch.softmax, and torch.compile of the eager code.
 - Few long rows (under 4 programs per SM): each row split over several programs, two launches:
   per-chunk max and sum (online, as above), then each program combines its row's few pairs and
   normalizes its chunk.
+- "rowsplit" (selectable in CONFIG, not a default yet): each row over S adjacent programs that
+  hold their chunk in registers, publish its max and sum, count their arrival on a per-row
+  counter, wait for the row's other chunks, then write y from registers: x read once, one launch.
 Minimum traffic: read x once, write y once (what the floor counts; the loop kernel reads twice).
 """
 
 from __future__ import annotations
+
+import os
 
 import torch
 import triton
@@ -146,9 +151,78 @@ def _softmax_split_norm_kernel(
     )
 
 
+@triton.jit
+def _softmax_rowsplit_kernel(
+    X,
+    Y,
+    STATS,
+    COUNT,
+    n_cols,
+    stride_x,
+    stride_y,
+    BLOCK: tl.constexpr,
+    S: tl.constexpr,
+    MODE: tl.constexpr,
+    MAX_SPINS: tl.constexpr = 1 << 16,
+):
+    # each row over S adjacent programs (pid = row * S + split), chunk in registers: x read once.
+    # MODE 0: publish the chunk's (max, sum), count the arrival, wait for the row's S chunks,
+    #   combine, write y from registers (one launch; GPU only: it needs the row's programs
+    #   resident together).
+    # MODE 1: publish only. MODE 2: publish, count, no wait, combine, write y: after a MODE 1
+    #   launch over the same x (the STATS it reads are already complete) this is the same math
+    #   as MODE 0 with no program waiting on another, so Triton's interpreter can run it.
+    # Deadlock freedom of MODE 0 rests on blocks being dispatched in id order (what the GPU does,
+    # not a CUDA guarantee): a waiting program waits only for the <= S - 1 ids after it, and
+    # every row whose S programs are resident finishes, so progress needs S <= resident slots.
+    pid = tl.program_id(0)
+    row = pid // S
+    split = pid % S
+    cols = split * BLOCK + tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(X + row.to(tl.int64) * stride_x + cols, mask=mask, other=-float("inf")).to(
+        tl.float32
+    )
+    m = tl.max(x, axis=0)
+    m_safe = tl.where(m == -float("inf"), 0.0, m)  # a chunk wholly past n_cols: e = 0, not NaN
+    e = tl.exp(x - m_safe)
+    stat = STATS + (row * S + split) * 2
+    tl.store(stat, m)
+    tl.store(stat + 1, tl.sum(e, axis=0))
+    if MODE != 1:
+        tl.debug_barrier()  # the stats are written before the arrival is counted
+        # generation scheme: the counter is never reset; the row's S arrivals of one launch take
+        # it from a multiple of S (base) to base + S (S a power of two, so this holds across
+        # int32 wrap-around); the next launch on the stream starts at base + S
+        old = tl.atomic_add(COUNT + row, 1, sem="acq_rel")
+        base = old & (-S)
+        poison = 0.0
+        if MODE == 0:
+            # bounded: a legitimate wait is about one program's lifetime (microseconds), 2^16
+            # polls (the default) tens of milliseconds. If the dispatch assumption ever fails,
+            # the row comes out NaN (the reference check fails it) instead of the GPU hanging
+            cur = old + 1
+            spins = 0
+            while ((cur & (-S)) == base) & (spins < MAX_SPINS):
+                cur = tl.atomic_add(COUNT + row, 0, sem="acquire")
+                spins += 1
+            poison = tl.where((cur & (-S)) == base, float("nan"), 0.0)
+        offs = tl.arange(0, S)
+        # .cg: from L2, never a line of STATS another program left stale in this SM's L1
+        ms = tl.load(STATS + (row * S + offs) * 2, cache_modifier=".cg")
+        ss = tl.load(STATS + (row * S + offs) * 2 + 1, cache_modifier=".cg")
+        row_max = tl.max(ms, axis=0)
+        row_sum = tl.sum(ss * tl.exp(ms - row_max), axis=0) + poison  # -inf chunks add 0
+        # e = exp(x - m) stays in registers: y = e * exp(m - max) / sum, no second exp
+        y = e * (tl.exp(m_safe - row_max) / row_sum)
+        y_ptr = Y + row.to(tl.int64) * stride_y + cols
+        tl.store(y_ptr, y.to(Y.dtype.element_ty), mask=mask)
+
+
 # launch_config's choice per shape class, as (path, BLOCK, ROWS, num_warps, NARROW); None means
 # "derived from the shape" (see launch_config). bench/probe_softmax.py times the alternatives:
-# switching a class is an edit of its line here.
+# switching a class is an edit of its line here; ("rowsplit", 8192, None, 16, False) selects the
+# one-launch split-row kernel (bench/probe_softmax4.py times it).
 # picked from bench/probe_softmax.py on the H200 (kernels/NOTES.md, softmax "session 3")
 CONFIG = {
     # <= 2048 columns (4096x1024): one row per 64-thread program; 94-98% of a same-size copy in
@@ -179,7 +253,8 @@ def shape_class(n_rows: int, n_cols: int) -> str:
 
 def launch_config(n_rows: int, n_cols: int, itemsize: int) -> tuple:
     """(path, BLOCK, ROWS, num_warps, NARROW) for a shape: its class's CONFIG entry, with the
-    None fields derived. path: "rows" (whole rows in registers), "loop" or "split" (long rows).
+    None fields derived. path: "rows" (whole rows in registers), "loop", "split" or "rowsplit"
+    (long rows).
 
     - "rows": BLOCK = the row rounded up to a power of two: x is read once. ROWS packs short
       rows so a program moves ~16 KB (RMSNorm's rule): at 1024 columns a single row is 2-4 KB,
@@ -193,6 +268,9 @@ def launch_config(n_rows: int, n_cols: int, itemsize: int) -> tuple:
       >= 528 programs (4 per SM): 256 rows of 65536 would be under two programs per SM. Two
       launches: chunk statistics, and normalize (combining a row's few pairs). The second read of
       x comes from L2 when x fits in it (256x65536 fp32: 64 MB, about L2).
+    - "rowsplit" (BLOCK = chunk per program, ROWS = splits S, a power of two, derived when
+      None): one launch, x read once; a row's S programs exchange chunk statistics and wait for
+      each other (see _softmax_rowsplit_kernel for the dispatch-order assumption).
     - NARROW (rows path, 16-bit): x stays in its 16-bit type in registers (see the kernel).
     """
     path, block, rows, num_warps, narrow = CONFIG[shape_class(n_rows, n_cols)]
@@ -204,6 +282,10 @@ def launch_config(n_rows: int, n_cols: int, itemsize: int) -> tuple:
             while block * rows * itemsize < 16384 and n_rows >= rows * 2 * PROGRAMS_TARGET:
                 rows *= 2
         num_warps = num_warps or min(16, max(4, block * rows // 512))
+    elif path == "rowsplit":
+        # BLOCK: the chunk per program; splits: the smallest power of two of chunks covering it
+        block = block or 8192  # 16 values per thread at 16 warps: 32 registers in 16-bit
+        rows = rows or triton.next_power_of_2(triton.cdiv(n_cols, block))
     elif path == "split" and rows is None:
         rows = min(triton.cdiv(n_cols, block), triton.cdiv(PROGRAMS_TARGET, n_rows))
     return path, block, rows, num_warps, narrow
@@ -233,6 +315,8 @@ def softmax_triton(inputs: dict, config: tuple | None = None) -> torch.Tensor:
         _softmax_loop_kernel[(n_rows,)](
             x2, y2, n_cols, x2.stride(0), y2.stride(0), BLOCK=block, num_warps=num_warps
         )
+    elif path == "rowsplit":
+        _rowsplit(x2, y2, block, rows, num_warps, single_launch=not _INTERPRETING)
     else:
         # a whole number of blocks per chunk, so only a row's last chunk is partly masked
         chunk = triton.cdiv(triton.cdiv(n_cols, rows), block) * block
@@ -255,6 +339,35 @@ def softmax_triton(inputs: dict, config: tuple | None = None) -> torch.Tensor:
             num_warps=num_warps,
         )
     return out
+
+
+# Triton's interpreter runs programs one at a time: a program waiting for another never returns
+_INTERPRETING = os.environ.get("TRITON_INTERPRET") == "1"
+_COUNTERS: dict[tuple[str, int, int], torch.Tensor] = {}
+
+
+def _rowsplit(
+    x2, y2, block: int, splits: int, num_warps: int, single_launch: bool, max_spins: int = 1 << 16
+) -> None:
+    """Rows over `splits` programs of one BLOCK-element chunk each (see the kernel).
+    single_launch: MODE 0 (x read once); else MODE 1 then MODE 2, the same statistics and
+    normalization in two launches (x read twice), which is what the CPU interpreter can run.
+    The per-row arrival counters are zeroed once per (device, rows, splits), on the first call
+    (make it outside a CUDA graph), and never reset: the kernel counts generations, so a call is
+    one launch and a graph replays it. Calls sharing counters must be ordered (one stream)."""
+    n_rows, n_cols = x2.shape
+    if splits & (splits - 1) or block * splits < n_cols:
+        raise ValueError(f"rowsplit: splits {splits} must be a power of two covering the row")
+    key = (str(x2.device), n_rows, splits)
+    if key not in _COUNTERS:
+        _COUNTERS[key] = torch.zeros(n_rows, dtype=torch.int32, device=x2.device)
+    stats = torch.empty(n_rows * splits * 2, device=x2.device, dtype=torch.float32)
+    args = (x2, y2, stats, _COUNTERS[key], n_cols, x2.stride(0), y2.stride(0))
+    grid = (n_rows * splits,)  # 1-D: a row's programs are adjacent ids (see the kernel)
+    for mode in (0,) if single_launch else (1, 2):
+        _softmax_rowsplit_kernel[grid](
+            *args, BLOCK=block, S=splits, MODE=mode, MAX_SPINS=max_spins, num_warps=num_warps
+        )
 
 
 def softmax_eager(inputs: dict) -> torch.Tensor:

@@ -148,7 +148,7 @@ def test_every_default_shape_has_a_class_and_a_whole_config(shape, cls):
     assert shape in SPEC.shapes and LAB.shape_class(*shape) == cls
     for itemsize in (2, 4):
         path, block, rows, warps, narrow = LAB.launch_config(*shape, itemsize)
-        assert None not in (block, rows, warps) and path in ("rows", "loop", "split")
+        assert None not in (block, rows, warps) and path in ("rows", "loop", "split", "rowsplit")
         assert narrow in (False, True) and not (narrow and itemsize == 4)
 
 
@@ -163,3 +163,85 @@ def test_the_config_table_switches_a_class(monkeypatch):
     monkeypatch.setitem(LAB.CONFIG, "long", ("rows", None, 1, 32, True))
     assert LAB.launch_config(1024, 32768, 2) == ("rows", 32768, 1, 32, True)
     assert LAB.launch_config(1024, 32768, 4) == ("rows", 32768, 1, 32, False)
+
+
+# rowsplit: the interpreter runs it as two launches (MODE 1 stats, MODE 2 arrive + combine +
+# normalize from registers, no wait); the one-launch spin-wait (MODE 0, S > 1) runs on the GPU only
+@pytest.mark.parametrize("dtype", SPEC.dtypes)
+@pytest.mark.parametrize(
+    "shape,block,splits",
+    [
+        ((3, 1000), 256, 4),  # ragged last chunk (1000 = 3 x 256 + 232)
+        ((2, 600), 256, 4),  # the 4th chunk wholly past the row: (-inf, 0) stats, nothing stored
+        ((5, 4096), 512, 8),
+    ],
+)
+def test_rowsplit_path_matches_float64_reference(dtype, shape, block, splits):
+    fn = lambda inputs: LAB.softmax_triton(inputs, ("rowsplit", block, splits, 4))  # noqa: E731
+    result = check(SPEC, fn, shape, dtype, "cpu", seed=12)
+    assert result.correct, result.error
+    assert result.rel_err < MAX_REL[dtype]
+
+
+def test_rowsplit_rescales_chunks_to_a_late_max():
+    def late_spike(inputs):
+        inputs["x"][:, -1] = 30.0
+        return LAB.softmax_triton(inputs, ("rowsplit", 128, 8, 4))
+
+    result = check(SPEC, late_spike, (2, 1000), "float32", "cpu", seed=2)
+    assert result.correct and result.rel_err < 1e-6, result
+
+
+def test_rowsplit_counts_one_generation_of_splits_per_call():
+    # the counters are never reset: each call adds S per row, from wherever the last one left them
+    import torch
+
+    x = torch.randn(3, 1000)
+    y = torch.empty_like(x)
+    LAB._COUNTERS.pop(("cpu", 3, 4), None)
+    for _ in range(3):
+        LAB.softmax_triton({"x": x, "out": y}, ("rowsplit", 256, 4, 4))
+    assert LAB._COUNTERS[("cpu", 3, 4)].tolist() == [12, 12, 12]
+
+
+def test_rowsplit_one_launch_runs_in_the_interpreter_when_no_program_waits():
+    # MODE 0 with S == 1: the program's own arrival completes its generation, so the wait loop
+    # exits at once (with S > 1 the interpreter would deadlock there)
+    import torch
+
+    gen = torch.Generator().manual_seed(5)
+    inputs = SPEC.make_inputs((4, 300), "float32", "cpu", gen)
+    LAB._rowsplit(inputs["x"], inputs["out"], 512, 1, 4, single_launch=True)
+    ref = SPEC.reference(inputs)
+    assert torch.allclose(inputs["out"].double(), ref, atol=1e-8, rtol=1e-5)
+
+
+def test_rowsplit_rejects_splits_that_are_not_a_power_of_two():
+    import torch
+
+    x = torch.randn(2, 300)
+    with pytest.raises(ValueError, match="power of two"):
+        LAB.softmax_triton({"x": x, "out": torch.empty_like(x)}, ("rowsplit", 128, 3, 4))
+
+
+def test_rowsplit_launch_config_derives_the_splits(monkeypatch):
+    # splits: the smallest power of two of 8192-element chunks covering the row
+    monkeypatch.setitem(LAB.CONFIG, "few_long", ("rowsplit", 8192, None, 16, False))
+    assert LAB.launch_config(256, 65536, 2) == ("rowsplit", 8192, 8, 16, False)
+    assert LAB.launch_config(256, 40000, 4) == ("rowsplit", 8192, 8, 16, False)
+    monkeypatch.setitem(LAB.CONFIG, "long", ("rowsplit", None, None, 16, False))
+    assert LAB.launch_config(1024, 32768, 2) == ("rowsplit", 8192, 4, 16, False)
+
+
+def test_rowsplit_wait_gives_up_with_a_nan_row_instead_of_hanging():
+    # the interpreter runs program 0 to its end before program 1 arrives: the case of a
+    # partner never dispatched. Program 0 stops polling after MAX_SPINS and writes NaN (so a
+    # reference check fails); program 1 then completes the generation and writes its chunk
+    import torch
+
+    x = torch.randn(1, 256)
+    y = torch.empty_like(x)
+    LAB._COUNTERS.pop(("cpu", 1, 2), None)
+    LAB._rowsplit(x, y, 128, 2, 4, single_launch=True, max_spins=4)
+    assert torch.isnan(y[0, :128]).all() and torch.isfinite(y[0, 128:]).all()
+    assert LAB._COUNTERS[("cpu", 1, 2)].tolist() == [2]
