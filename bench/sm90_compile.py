@@ -203,6 +203,20 @@ def jobs_matmul_probe():
         yield _persistent_job(mod, "fp8", cfg, fp8=True)
 
 
+def jobs_matmul_probe4():
+    """The candidates bench/probe_matmul4.py times (bf16; fp16 compiles alike)."""
+    mod = lab("matmul")
+    sys.path.insert(0, str(Path(__file__).parent))
+    import probe_matmul4
+
+    for cls, cands in probe_matmul4.CANDIDATES.items():
+        for impl, cfg in cands:
+            if impl == "triton":
+                yield _tiled_job(mod, "bfloat16", probe_matmul4.SHAPES[cls], cfg)
+            else:
+                yield _persistent_job(mod, "bfloat16", cfg)
+
+
 def warp_specialize_check() -> str:
     """Does tl.range(warp_specialize=True) change the sm_90 persistent matmul?"""
     mod = lab("matmul")
@@ -223,13 +237,14 @@ JOBS = {
     "rmsnorm": jobs_rmsnorm,
     "matmul": jobs_matmul,
     "matmul_probe": jobs_matmul_probe,
+    "matmul_probe4": jobs_matmul_probe4,
 }
 
 
 def main(names: list[str]) -> int:
     bad = 0
     print(f"{'kernel':<11} {'configuration':<58} {'regs':>4} {'spill':>5} {'smem':>7} blocks/SM")
-    for name in names or [j for j in JOBS if j != "matmul_probe"]:
+    for name in names or [j for j in JOBS if not j.startswith("matmul_probe")]:
         seen = set()
         for label, fn, args, const, warps, stages in JOBS[name]():
             key = (fn.__name__, tuple(args.values()), tuple(sorted(const.items())), warps, stages)

@@ -216,7 +216,27 @@ DECODE = {
 }
 # the persistent kernel has no split-K: without it BN = 128 leaves 64 programs (70 us at M = 128
 # in the probe); BN = 64 keeps 128 of them (49 us in run cac0)
-PERSISTENT_DECODE = {bm: Config(bm, 64, 128 if bm <= 32 else 64, 8, 4, 4, 1) for bm in DECODE}
+PERSISTENT_DECODE = {
+    16: Config(16, 64, 128, 8, 4, 4),
+    32: Config(32, 64, 128, 8, 4, 4),
+    64: Config(64, 64, 64, 8, 4, 4),
+    128: Config(128, 64, 64, 8, 4, 4),
+}
+# M > 128, by shape class (shape_class): "short" is at most 4 waves of 128x256 tiles with K <= 4096
+# (4096^3: 512 tiles of 64 K steps, where each tile's pipeline fill and epilogue weigh twice what
+# they do at K = 8192; 96.5% of cuBLAS in session 3's probe), "large" everything else. Both hold
+# the same config until bench/probe_matmul4.py says otherwise; each is one entry to edit.
+LARGE = {c: Config(128, 256, 64, 8, 3, 8) for c in ("short", "large")}
+PERSISTENT_LARGE = {c: Config(128, 256, 64, 8, 3, 8, 2) for c in ("short", "large")}
+
+
+def shape_class(m: int, n: int, k: int) -> int | str:
+    """The key into DECODE / PERSISTENT_DECODE (M rounded up to a power of two, >= 16) for
+    M <= 128, else into LARGE / PERSISTENT_LARGE."""
+    if m <= 128:
+        return max(16, triton.next_power_of_2(m))
+    tiles = triton.cdiv(m, 128) * triton.cdiv(n, 256)
+    return "short" if tiles <= 4 * SMS and k <= 4096 else "large"
 
 
 def launch_config(m: int, n: int, k: int, persistent: bool = False) -> Config:
@@ -224,17 +244,18 @@ def launch_config(m: int, n: int, k: int, persistent: bool = False) -> Config:
 
     - Decode-like (M <= 128): the DECODE table above (BM = M rounded up, so no rows are wasted
       on padding). The persistent kernel has no split-K: PERSISTENT_DECODE, BN = 64.
-    - Everything else: 128 x 256 x 64 tiles, 8 warps (two warpgroups, each a 64 x 256 wgmma),
-      3 stages: 3 x 48 KB = 144 KB of shared memory for operands. A 128x256 tile does
-      2*128*256 FLOPs per (128+256)*2 bytes of operands (85 FLOP/B from L2), the highest
-      intensity that fits in one SM's 227 KB with 3 stages; GROUP_M = 8 keeps the B panel of 8
-      tile rows in L2. The persistent kernel stores the epilogue in two halves (SUBTILE = 2) so
-      its 32 KB staging buffer still fits beside 3 stages.
+    - Everything else: LARGE / PERSISTENT_LARGE by shape_class, for now one config in both
+      classes: 128 x 256 x 64 tiles, 8 warps (two warpgroups, each a 64 x 256 wgmma), 3 stages:
+      3 x 48 KB = 144 KB of shared memory for operands. A 128x256 tile does 2*128*256 FLOPs per
+      (128+256)*2 bytes of operands (85 FLOP/B from L2), the highest intensity that fits in one
+      SM's 227 KB with 3 stages; GROUP_M = 8 keeps the B panel of 8 tile rows in L2. The
+      persistent kernel stores the epilogue in two halves (SUBTILE = 2) so its 32 KB staging
+      buffer still fits beside 3 stages.
     """
-    if m <= 128:
-        bm = max(16, triton.next_power_of_2(m))
-        return PERSISTENT_DECODE[bm] if persistent else DECODE[bm]
-    return Config(128, 256, 64, 8, 3, 8, 2 if persistent else 1)
+    cls = shape_class(m, n, k)
+    if isinstance(cls, int):
+        return PERSISTENT_DECODE[cls] if persistent else DECODE[cls]
+    return PERSISTENT_LARGE[cls] if persistent else LARGE[cls]
 
 
 def _widen(a: torch.Tensor) -> bool:

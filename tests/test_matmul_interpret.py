@@ -120,3 +120,48 @@ def test_launch_config_per_shape_class(shape, bm):
     else:
         assert cfg[:3] == (128, 256, 64)
         assert LAB.launch_config(*shape, persistent=True)[6] == 2  # split epilogue
+
+
+@pytest.mark.parametrize(
+    "shape,cls",
+    [
+        ((4096, 4096, 4096), "short"),  # 512 tiles of 128x256, K = 4096
+        ((1024, 8192, 8192), "large"),  # 256 tiles, but K = 8192
+        ((4096, 14336, 4096), "large"),  # 1792 tiles
+        ((8192, 8192, 8192), "large"),
+        ((100, 8192, 8192), 128),
+        ((129, 64, 64), "short"),
+    ],
+)
+def test_shape_class(shape, cls):
+    assert LAB.shape_class(*shape) == cls
+
+
+def test_one_table_entry_switches_a_shape_class(monkeypatch):
+    # the probe's winner goes in by editing one entry; the other class keeps its config
+    new = LAB.Config(256, 128, 64, 8, 4, 8, 2)
+    monkeypatch.setitem(LAB.PERSISTENT_LARGE, "short", new)
+    assert LAB.launch_config(4096, 4096, 4096, persistent=True) == new
+    assert LAB.launch_config(8192, 8192, 8192, persistent=True) != new
+    monkeypatch.setitem(LAB.DECODE, 128, LAB.Config(128, 64, 64, 8, 8, 4))
+    assert LAB.launch_config(128, 8192, 8192)[4] == 8
+    assert LAB.launch_config(16, 8192, 8192) == LAB.DECODE[16]
+
+
+def _probe4_configs():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
+    import probe_matmul4
+
+    return sorted({c for cands in probe_matmul4.CANDIDATES.values() for c in cands})
+
+
+@pytest.mark.parametrize("impl,config", _probe4_configs())
+def test_probe4_candidates_cover_ragged_edges(impl, config):
+    # every candidate the H200 probe times, at 96x112x80 (no block divides every dimension; a
+    # 256-row tile is larger than M): the masked/wrapped tiled path, the descriptors' bounds
+    fn = getattr(LAB, {"triton": "matmul_tiled", "persistent": "matmul_persistent"}[impl])
+    result = check(SPEC, lambda i: fn(i, config), (96, 112, 80), "float16", "cpu", seed=4)
+    assert result.correct, result.error
