@@ -57,6 +57,13 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--caches", type=ints, default=(512, 2048, 8192))
     p.add_argument("--dynamic-cache", type=int, default=2048)
     p.add_argument("--walk", type=ints, default=(8, 32), help="dynamic batch range LO,HI")
+    p.add_argument(
+        "--copy-in",
+        default="device",
+        choices=("device", "pinned", "pageable"),
+        help="dynamic's input: already on the GPU (as in the stored runs), or on the host, "
+        "copied through a pinned buffer (non_blocking) or straight from pageable memory",
+    )
     p.add_argument("--no-probes", action="store_true")
     p.add_argument(
         "--probe-caches",
@@ -339,18 +346,21 @@ class Lab:
         inp = {**self.weights, **state}
         x_pool = torch.randn(rows, self.dims.hidden, generator=self.gen, device=self.device)
         x_pool = x_pool.to(getattr(torch, args.dtype))
+        if args.copy_in != "device":
+            x_pool = x_pool.cpu()  # pageable host memory; the runner's copy_in says how it goes
         # run_steps calls steps 0..warmup-1 untimed, then 0..steps-1 timed: one walk serves both
         timed = walk = dec.batch_walk(args.steps, lo, hi, seed=args.seed)
         ident = self.identity("dynamic", (hi, cache_len))
+        copy_in = "pinned" if args.copy_in == "device" else args.copy_in  # "device": unused
         print(f"{ident['case']} (batch {lo}..{hi}, buckets {buckets}) ...", flush=True)
 
         def build(mark):
-            runner = dec.DynamicRunner(inp, buckets, self.capture, "eager", mark)
+            runner = dec.DynamicRunner(inp, buckets, self.capture, "eager", mark, copy_in)
             return lambda i: runner(x_pool[: walk[i]])
 
         def check() -> dict:
-            runner = dec.DynamicRunner(inp, buckets, self.capture)
-            ref_inp = {**inp, "x": x_pool}
+            runner = dec.DynamicRunner(inp, buckets, self.capture, copy_in=copy_in)
+            ref_inp = {**inp, "x": x_pool.to(self.device)}
             for n in sorted({lo, (lo + hi) // 2, hi, 1}):
                 pick = sorted({0, n - 1})
                 v = steps.check_step(
@@ -368,6 +378,7 @@ class Lab:
         bucket_of = [dec.choose_bucket(n, buckets) for n in timed]
         waste = [dec.padding_waste(n, b) for n, b in zip(timed, bucket_of, strict=True)]
         row.update(
+            copy_in=args.copy_in,
             batch_lo=lo,
             batch_hi=hi,
             buckets=",".join(map(str, buckets)),
@@ -380,6 +391,7 @@ class Lab:
             "batches": timed,
             "walk": {"lo": lo, "hi": hi, "seed": args.seed, "jump": 3},
             "pad_waste_mean": float(np.mean(waste)),
+            "copy_in": args.copy_in,
         }
         if "step_p50_ms" in row:
             device = self.last_device_ms
@@ -390,6 +402,11 @@ class Lab:
             row["within_bucket_p95_over_p50"] = float(np.percentile(rel, 95) / np.median(rel))
             info["tail_by_bucket"] = by.to_dict(orient="records")
             info["within_bucket_p95_over_p50"] = row["within_bucket_p95_over_p50"]
+            # the inherent mix (every step at its bucket's median) and the probed tail's stages
+            # against their own bucket's stage medians, from the samples just stored
+            mine = pd.concat(self.samples, ignore_index=True)
+            info.update(steps.dynamic_tail(mine, ident["case"], timed, buckets))
+            row["inherent_mix_p95_over_p50"] = info.get("inherent_mix_p95_over_p50")
         self.rows.append(row)
         return info
 
@@ -464,6 +481,12 @@ def report(table: pd.DataFrame, dynamic: dict, counters: dict, path: Path) -> No
                 f"  bucket {r['label']:>3}: {r['step_share']:.2f} {r['tail_share']:.2f} "
                 f"{r['p50_ms'] * 1e3:8.1f} {r['p95_over_p50']:.3f}"
             )
+    for split in dynamic.get("tail_split") or []:
+        top = list(split["excess_ms"].items())[:3]
+        print(
+            f"  tail steps in bucket {split['bucket']} ({split['tail_steps']}) over their bucket's "
+            "stage medians: " + ", ".join(f"{k} {v * 1e3:+.1f}us" for k, v in top)
+        )
     launches = table.get("kernel_count", pd.Series(dtype=float)).dropna()
     print(
         f"\ncounters: {counters.get('status')}"
@@ -497,7 +520,8 @@ def report(table: pd.DataFrame, dynamic: dict, counters: dict, path: Path) -> No
         print(
             f"  {'PASS' if ok else 'FAIL'} dynamic p95/p50 {r.step_p95_over_p50:.3f} "
             f"(goal <= {GOAL_DYNAMIC_TAIL}); within its bucket "
-            f"{r.get('within_bucket_p95_over_p50', float('nan')):.3f}; tail stage "
+            f"{r.get('within_bucket_p95_over_p50', float('nan')):.3f}; inherent mix "
+            f"{r.get('inherent_mix_p95_over_p50', float('nan')):.3f}; tail stage "
             f"{r.get('tail_stage', '?')}"
         )
 

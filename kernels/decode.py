@@ -19,7 +19,8 @@ themselves need a GPU):
 - piecewise: graphs before and after attention, attention itself eager over exactly pos+1 slots
   (the part whose shape changes with the cache length), its output copied into the second graph;
 - dynamic: one graph per batch bucket; each step's batch is padded to the nearest bucket (rows past
-  the real batch keep stale inputs and their outputs are dropped), one stream.
+  the real batch keep stale inputs and their outputs are dropped), one stream; a host input is
+  copied in through a pinned buffer (non_blocking) or straight from pageable memory.
 
 A measured upper bound for a synthetic step, not an end-to-end serving claim.
 """
@@ -341,9 +342,19 @@ def piecewise_runner(
     return run
 
 
+COPY_IN = ("pinned", "pageable")  # how a host input reaches the static device input
+
+
 class DynamicRunner:
     """One graph per bucket over the first `bucket` rows of shared static buffers; a step copies its
-    real rows in, replays the nearest bucket's graph and returns the first n output rows."""
+    real rows in, replays the nearest bucket's graph and returns the first n output rows.
+
+    An input already on the GPU is copied device to device (bench/h200_decode.py's default). A
+    host input is copied as `copy_in` says (settable between steps): "pageable" copies it
+    straight from pageable memory (the host waits while the driver stages it); "pinned" first
+    copies it into a pinned buffer of the largest bucket's rows (allocated once), then to the
+    device with non_blocking=True on the same stream, so the host returns at once and the graph
+    replay queues behind the copy."""
 
     def __init__(
         self,
@@ -352,21 +363,43 @@ class DynamicRunner:
         capture: bool,
         norm: str = "eager",
         mark: Mark = _no_mark,
+        copy_in: str = "pinned",
     ):
         rows = inp["x"].shape[0]
         if max(buckets) > rows:
             raise ValueError(f"bucket {max(buckets)} exceeds the {rows} cached rows")
         self.buckets, self.mark = tuple(sorted(buckets)), mark
+        self.copy_in = copy_in
         self.x = inp["x"]  # the static input: rows past a step's batch keep stale values
+        pin = self.x.is_cuda  # pinning needs CUDA; on the CPU path "pinned" is a plain buffer
+        self.stage = torch.empty(
+            (max(self.buckets), *self.x.shape[1:]), dtype=self.x.dtype, pin_memory=pin
+        )
+        # the last pinned copy: the host must not overwrite the buffer before the GPU has read it
+        self.copied = torch.cuda.Event() if pin else None
         fn = NORMS[norm]
         self.graphs = {}
         for b in sorted(self.buckets, reverse=True):
             view = {**inp, "x": self.x[:b], "pos": inp["pos"][:b]}
             self.graphs[b] = Replay(lambda view=view: step(view, fn, mark), capture)
 
+    def _copy(self, x_real: torch.Tensor) -> None:
+        n = x_real.shape[0]
+        if x_real.is_cuda or self.copy_in == "pageable":
+            self.x[:n].copy_(x_real)
+        elif self.copy_in == "pinned":
+            if self.copied is not None:
+                self.copied.synchronize()  # done already when each step ends in a synchronize
+            self.stage[:n].copy_(x_real)
+            self.x[:n].copy_(self.stage[:n], non_blocking=True)
+            if self.copied is not None:
+                self.copied.record()
+        else:
+            raise ValueError(f"copy_in must be one of {', '.join(COPY_IN)}, got {self.copy_in!r}")
+
     def __call__(self, x_real: torch.Tensor) -> torch.Tensor:
         n = x_real.shape[0]
-        self.x[:n].copy_(x_real)
+        self._copy(x_real)
         self.mark("copy_in")
         return self.graphs[choose_bucket(n, self.buckets)]()[:n]
 

@@ -116,6 +116,86 @@ def tail_by(
     return pd.DataFrame(rows)
 
 
+def bucket_of(batches: Sequence[int], buckets: Sequence[int]) -> np.ndarray:
+    """Each step's bucket: the smallest that holds its batch."""
+    edges = np.asarray(sorted(buckets))
+    n = np.asarray(batches)
+    if n.size and n.max() > edges[-1]:
+        raise ValueError(f"batch {n.max()} exceeds the largest bucket {edges[-1]}")
+    return edges[np.searchsorted(edges, n)]
+
+
+def inherent_mix(device_ms: Sequence[float], labels: Sequence[Any]) -> float:
+    """p95/p50 the steps would have if each took its label's median (e.g. its bucket's): the
+    variation of the work itself, with the jitter within a label taken out."""
+    x, lab = np.asarray(device_ms, dtype=float), np.asarray(labels)
+    if lab.shape != x.shape:
+        raise ValueError(f"{lab.size} labels for {x.size} samples")
+    medians = {v: np.median(x[lab == v]) for v in set(lab.tolist())}
+    return tail_ratio([medians[v] for v in lab.tolist()])
+
+
+def tail_split(
+    device_ms: Sequence[float],
+    stages: Mapping[str, Sequence[float]],
+    labels: Sequence[Any],
+    pct: float = TAIL_PCT,
+) -> list[dict]:
+    """The tail steps' stages against their own label's stage medians (each stage's mean, over the
+    tail steps, of the step's stage minus its label's median for that stage): what made them slow
+    beyond the size of their work. First the run's whole tail ("all"), then each label holding
+    tail steps, most tail steps first; excess_ms per stage, largest first."""
+    x, lab = np.asarray(device_ms, dtype=float), np.asarray(labels)
+    if lab.shape != x.shape:
+        raise ValueError(f"{lab.size} labels for {x.size} samples")
+    tail = tail_steps(x, pct)
+    rel = {}
+    for name, values in stages.items():
+        v = np.asarray(values, dtype=float)
+        if v.shape != x.shape:
+            raise ValueError(f"stage {name!r} has {v.size} samples, device time {x.size}")
+        med = {b: np.median(v[lab == b]) for b in set(lab.tolist())}
+        rel[name] = v - np.array([med[b] for b in lab.tolist()])
+
+    def row(label: Any, sel: np.ndarray) -> dict:
+        excess = {k: float(r[sel].mean()) for k, r in rel.items()}
+        ranked = dict(sorted(excess.items(), key=lambda kv: -kv[1]))
+        return {"bucket": label, "tail_steps": int(sel.sum()), "excess_ms": ranked}
+
+    counts = {b: int((tail & (lab == b)).sum()) for b in set(lab[tail].tolist())}
+    order = sorted(counts, key=lambda b: (-counts[b], b))
+    return [row("all", tail), *(row(_plain(b), tail & (lab == b)) for b in order)]
+
+
+def _plain(v: Any) -> Any:
+    return v.item() if hasattr(v, "item") else v
+
+
+def dynamic_tail(
+    samples: pd.DataFrame, case: str, batches: Sequence[int], buckets: Sequence[int]
+) -> dict:
+    """From a dynamic case's stored samples (step order) and each timed step's batch: the inherent
+    mix (over the `device` kind) and the within-bucket split of the probed run's tail (over
+    `probe.device` and its `probe.<stage>` kinds; absent without probes). Empty when the sample
+    counts disagree with the batches."""
+    mine = samples[samples["case"].astype(str) == case]
+    kinds = {k: g["ms"].to_numpy(float) for k, g in mine.groupby("kind", sort=False)}
+    labels = bucket_of(batches, buckets)
+    out: dict = {}
+    if kinds.get("device") is not None and kinds["device"].size == labels.size:
+        out["inherent_mix_p95_over_p50"] = inherent_mix(kinds["device"], labels)
+    probe = kinds.get("probe.device")
+    if probe is not None and probe.size == labels.size:
+        stages = {
+            k.removeprefix("probe."): v
+            for k, v in kinds.items()
+            if k.startswith("probe.") and k not in ("probe.device", "probe.host")
+        }
+        if stages and all(v.size == labels.size for v in stages.values()):
+            out["tail_split"] = tail_split(probe, stages, labels)
+    return out
+
+
 # ---- measurement (torch, imported when it runs) -------------------------------------------------
 
 

@@ -130,14 +130,17 @@ def test_poison_catches_a_replay_that_stops_writing_its_output():
     assert not verdict["correct"] and "unwritten" in verdict["error"]
 
 
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_dynamic_padded_steps_match_float64(dtype):
+@pytest.mark.parametrize(
+    ("dtype", "copy_in"), [("float32", "pinned"), ("bfloat16", "pinned"), ("float32", "pageable")]
+)
+def test_dynamic_padded_steps_match_float64(dtype, copy_in):
     buckets = (1, 2, 4, 8)
     lengths = [3, 9, 1, 6, 9, 2, 8, 5]
     inp = tiny_inputs(8, 9, dtype, seed=5, lengths=lengths, rows=8)
     gen = torch.Generator().manual_seed(9)
     x_pool = torch.randn(8, TINY.hidden, generator=gen).to(getattr(torch, dtype))
-    runner = DEC.DynamicRunner(inp, buckets, capture=False)
+    # a host input: "pinned" goes through the runner's staging buffer (rows 0..n-1 of it)
+    runner = DEC.DynamicRunner(inp, buckets, capture=False, copy_in=copy_in)
     ref_inp = {**inp, "x": x_pool}
     # 3 pads row 3 (bucket 4) with a stale input, whose k/v land at row 3's next slot; the later
     # step where row 3 is real must still be right; 5 pads three rows of bucket 8
@@ -152,6 +155,18 @@ def test_dynamic_padded_steps_match_float64(dtype):
         assert verdict["correct"], (n, verdict["error"])
         assert verdict["rel_err"] < REL[dtype]
         assert runner(x_pool[:n]).shape == (n, TINY.hidden)
+
+
+def test_dynamic_pinned_copy_in_stages_through_one_buffer():
+    inp = tiny_inputs(4, 5, "float32", rows=4)
+    runner = DEC.DynamicRunner(inp, (1, 2, 4), capture=False)
+    x = torch.randn(3, TINY.hidden)
+    runner(x)
+    assert runner.stage.shape == (4, TINY.hidden)
+    assert torch.equal(runner.stage[:3], x) and torch.equal(inp["x"][:3], x)
+    runner.copy_in = "zero-copy"
+    with pytest.raises(ValueError, match="copy_in must be one of"):
+        runner(x)
 
 
 def test_dynamic_runner_rejects_buckets_beyond_the_cache():

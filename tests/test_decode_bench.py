@@ -35,7 +35,26 @@ def test_bench_stores_a_decode_run(tmp_path):
     assert "probe.copy_in" in kinds["decode.dynamic.bfloat16.4x12"]
     assert (run.samples[run.samples.kind == "device"].groupby("case").size() == 12).all()
     assert len(run.manifest["dynamic"]["batches"]) == 12
+    dyn = run.manifest["dynamic"]
+    assert dyn["copy_in"] == "device" and dyn["tail_split"][0]["bucket"] == "all"
+    assert "copy_in" in dyn["tail_split"][0]["excess_ms"]
+    assert cases.loc["dynamic", "inherent_mix_p95_over_p50"] == dyn["inherent_mix_p95_over_p50"]
     # the goals come last, as pass/fail lines
     goals = done.stdout.split("goals (issue 11")[1].splitlines()[1:]
     assert [line.split()[0] in ("PASS", "FAIL") for line in goals] == [True, True, True]
     assert "graph vs eager" in goals[0] and "dynamic p95/p50" in goals[2]
+
+
+def test_probe_decode4_dry_run(tmp_path):
+    argv = [sys.executable, str(ROOT / "bench" / "probe_decode4.py"), "--out", str(tmp_path)]
+    argv += ["--dry-run", "--steps", "24", "--blocks", "2", "--probe-steps", "24", "--walk", "2,4"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    import pandas as pd
+
+    table = pd.read_csv(tmp_path / "decode4.csv").set_index("mode")
+    assert list(table.index) == ["device", "pageable", "pinned"]
+    assert table.correct.all() and (table.steps == 24).all()
+    for col in ("p95_over_p50", "within_bucket", "inherent_mix", "tail_copy_in_us"):
+        assert table[col].notna().all(), col

@@ -398,6 +398,12 @@ def _step_words(c: Cause, ev: Mapping) -> str:
             "p99 {step_p99_ms}, p95/p50 {p95_over_p50_ratio}",
             ev,
         )
+        if _has(ev, "inherent_mix_p95_over_p50_ratio"):
+            text += say(
+                " (inherent mix {inherent_mix_p95_over_p50_ratio}: the p95/p50 if every step "
+                "took its bucket's median, the work's own variation without jitter)",
+                ev,
+            )
         if ev.get("step_cases", 0) > 1:
             text += say(
                 " (p95/p50 from {p95_over_p50_min_ratio} to {p95_over_p50_max_ratio} over "
@@ -456,6 +462,15 @@ def _step_words(c: Cause, ev: Mapping) -> str:
                     ", so the probes' tail stage, read against the run's median step, "
                     "largely measures the larger bucket's extra work"
                 )
+    if _has(ev, "split_bucket", "split_stage1"):
+        text += say(
+            ". Within bucket {split_bucket}, its {split_tail_steps} tail steps (of "
+            "{split_all_tail_steps} in the probed run) exceed the bucket's own stage medians by "
+            "{split_stage1} {split_stage1_us}",
+            ev,
+        )
+        if _has(ev, "split_stage2"):
+            text += say(", {split_stage2} {split_stage2_us}", ev)
     return text + "."
 
 

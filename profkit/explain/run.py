@@ -95,7 +95,9 @@ def explain_run(run: Run, history_runs: Sequence[Run] | None = None) -> Report:
             for v in judged:
                 v.evidence["measure"] = "step latency"
             report.verdicts += judged
-            report.findings += step_latency.step_findings(str(kernel), rows, run.manifest)
+            report.findings += step_latency.step_findings(
+                str(kernel), rows, run.manifest, run.samples
+            )
             note = step_latency.kernel_note(run.manifest)
             if note:
                 report.notes[str(kernel)] = note

@@ -17,6 +17,7 @@ import pandas as pd
 
 from profkit.explain.evidence import Evidence, num, text
 from profkit.explain.model import Cause, Finding, Kind, Reason
+from profkit.steps import dynamic_tail
 
 STEP_COLUMNS = ("step_p99_ms", "step_p95_over_p50", "tail_stage")
 
@@ -43,13 +44,16 @@ def as_timed_frame(cases: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(as_timed(cases.to_dict("records")), index=cases.index)
 
 
-def step_findings(kernel: str, rows: list[dict], manifest: Mapping) -> list[Finding]:
-    """One finding per variant, in the table's order; rows without a p99 are left out."""
+def step_findings(
+    kernel: str, rows: list[dict], manifest: Mapping, samples: pd.DataFrame | None = None
+) -> list[Finding]:
+    """One finding per variant, in the table's order; rows without a p99 are left out. samples:
+    the run's, for dynamic runs stored before the manifest held the tail's split."""
     timed = [r for r in rows if num(r, "step_p99_ms") is not None]
     out = []
     for variant in dict.fromkeys(str(r["variant"]) for r in timed):
         mine = [r for r in timed if str(r["variant"]) == variant]
-        out.append(_variant_finding(kernel, variant, mine, manifest))
+        out.append(_variant_finding(kernel, variant, mine, manifest, samples))
     return out
 
 
@@ -60,7 +64,9 @@ def _ratio(row: Mapping) -> float:
     return (num(row, "step_p95_ms") or 0.0) / (num(row, "step_p50_ms") or float("inf"))
 
 
-def _variant_finding(kernel: str, variant: str, rows: list[dict], manifest: Mapping) -> Finding:
+def _variant_finding(
+    kernel: str, variant: str, rows: list[dict], manifest: Mapping, samples: pd.DataFrame | None
+) -> Finding:
     worst = max(rows, key=_ratio)
     ev = Evidence()
     method = (manifest.get("timing") or {}).get("method")
@@ -106,7 +112,7 @@ def _variant_finding(kernel: str, variant: str, rows: list[dict], manifest: Mapp
         )
     padded = [r for r in rows if num(r, "pad_waste_mean") is not None]
     if padded:
-        reasons.append(_padding(padded[0], manifest, ev))
+        reasons.append(_padding(padded[0], manifest, ev, samples))
     return Finding(
         subject=f"{kernel} {variant}",
         kind=Kind.STEPS,
@@ -120,14 +126,29 @@ def _variant_finding(kernel: str, variant: str, rows: list[dict], manifest: Mapp
     )
 
 
-def _padding(row: Mapping, manifest: Mapping, ev: Evidence) -> Reason:
-    """Dynamic replay: the padding waste, the ratio within a bucket, the bucket with the tail."""
+def _padding(row: Mapping, manifest: Mapping, ev: Evidence, samples: pd.DataFrame | None) -> Reason:
+    """Dynamic replay: the padding waste, the ratio within a bucket, the inherent mix, the bucket
+    with the tail and what its tail steps spent beyond their bucket's stage medians."""
     waste = num(row, "pad_waste_mean")
     ev.put("pad_waste_pct", waste * 100 if waste is not None else None)
     ev.put("within_bucket_p95_over_p50_ratio", num(row, "within_bucket_p95_over_p50"))
     ev.put("buckets", text(row, "buckets"))
+    ev.put("copy_in", text(row, "copy_in"))
     keys = ["pad_waste_pct", "within_bucket_p95_over_p50_ratio"]
-    by_bucket = (manifest.get("dynamic") or {}).get("tail_by_bucket") or []
+    dyn = manifest.get("dynamic") or {}
+    derived = _dynamic_tail(row, dyn, samples)
+    ev.put("inherent_mix_p95_over_p50_ratio", derived.get("inherent_mix_p95_over_p50"))
+    split = derived.get("tail_split") or []
+    if len(split) > 1:  # "all", then the bucket holding the most tail steps
+        top = split[1]
+        ev.put("split_bucket", str(top["bucket"]))
+        ev.put("split_tail_steps", top["tail_steps"])
+        ev.put("split_all_tail_steps", split[0]["tail_steps"])
+        for i, (stage, ms) in enumerate(list(top["excess_ms"].items())[:2], 1):
+            ev.put(f"split_stage{i}", stage)
+            ev.put(f"split_stage{i}_us", ms * 1000)
+        keys += ["split_bucket", "split_stage1", "split_stage1_us"]
+    by_bucket = dyn.get("tail_by_bucket") or []
     if by_bucket:
         top = max(by_bucket, key=lambda b: b.get("tail_share") or 0.0)
         ev.put("tail_bucket", str(top.get("label")))
@@ -145,7 +166,26 @@ def _padding(row: Mapping, manifest: Mapping, ev: Evidence) -> Reason:
             ev.put("bucket_p95_over_p50_min_ratio", min(within))
             ev.put("bucket_p95_over_p50_max_ratio", max(within))
     detail = {"buckets": [_bucket_detail(b) for b in by_bucket]} if by_bucket else {}
+    if split:
+        detail["tail_split"] = split
     return Reason(Cause.PADDING, keys, detail)
+
+
+def _dynamic_tail(row: Mapping, dyn: Mapping, samples: pd.DataFrame | None) -> dict:
+    """The inherent mix and the within-bucket split as the run stored them (cases.csv, manifest);
+    for runs stored before them, computed from the run's samples and the manifest's batches."""
+    stored = {
+        "inherent_mix_p95_over_p50": num(row, "inherent_mix_p95_over_p50")
+        or dyn.get("inherent_mix_p95_over_p50"),
+        "tail_split": dyn.get("tail_split"),
+    }
+    if all(v is not None for v in stored.values()):
+        return stored
+    batches, buckets = dyn.get("batches"), dyn.get("buckets")
+    if samples is None or not batches or not buckets or max(batches) > max(buckets):
+        return {k: v for k, v in stored.items() if v is not None}
+    computed = dynamic_tail(samples, text(row, "case") or "", batches, buckets)
+    return {k: v if v is not None else computed.get(k) for k, v in stored.items()}
 
 
 def _case_detail(row: Mapping) -> dict:
