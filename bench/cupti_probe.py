@@ -67,7 +67,7 @@ def gpu_ops(prof_fn) -> list[tuple[float, float, str]]:
     ops = [
         (e.start_ns() / 1e3, e.end_ns() / 1e3, e.name())
         for e in prof.profiler.kineto_results.events()
-        if e.activity_type() in GPU_KINDS
+        if devicetime._on_gpu(e)
     ]
     if not ops:  # the chrome trace as a second way in
         with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:

@@ -212,7 +212,9 @@ DECODE = {
     16: Config(16, 64, 128, 8, 4, 4),  # 34.6 us, 91% of copy, a tie with cuBLAS (run cac0)
     32: Config(32, 64, 128, 8, 4, 4),
     64: Config(64, 128, 64, 8, 3, 4, 1, 4),
-    128: Config(128, 128, 64, 8, 3, 8, 1, 4),
+    # session 4 probe (bench/results/h200-20261130-s4/r/matmul): 8 stages of B, no split-K,
+    # 39.0 / 39.0 us, 92.0 / 92.9% of cuBLAS (bf16 / fp16) against split-K's 43.9 / 43.6
+    128: Config(128, 64, 64, 8, 8, 4),
 }
 # the persistent kernel has no split-K: without it BN = 128 leaves 64 programs (70 us at M = 128
 # in the probe); BN = 64 keeps 128 of them (49 us in run cac0)

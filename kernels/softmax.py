@@ -232,10 +232,13 @@ CONFIG = {
     "wide": ("rows", None, 1, 32, False),  # 16384 columns: 16 per thread, 32 registers
     # up to 32768 columns with >= 528 rows: the row in registers at 32 warps beat every loop
     # (68-84% of copy at 1024x32768 against 62-71% for loop 8192)
-    "long": ("rows", None, 1, 32, False),
-    # longer rows, or fewer: the online loop in 8192-element chunks (256x65536: 61-65% of copy,
-    # the split path 36-47%)
-    "few_long": ("loop", 8192, 1, 16, False),
+    # session 4 probe (bench/results/h200-20261130-s4/r/softmax): the one-launch split row, x read
+    # once: 1024x32768 in 4096-element programs at 8 warps 74.1 / 74.1 / 91.6% of copy
+    # (fp16 / bf16 / fp32) against rows w32's 68.5 / 68.1 / 84.1%
+    "long": ("rowsplit", 4096, None, 8, False),
+    # 256x65536: 8192-element programs at 16 warps 69.6 / 69.8 / 84.8% against the loop's
+    # 61.3 / 59.2 / 65.0%
+    "few_long": ("rowsplit", 8192, None, 16, False),
 }
 
 

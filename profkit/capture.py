@@ -54,8 +54,7 @@ TIMING_COLUMNS = (
 
 
 TIMING_METHOD = {
-    "device": "GPU time of one call: CUDA-graph replay; the call's first kernel start to its last "
-    "kernel end in the GPU's kernel timestamps (CUPTI), or events around it where those fail",
+    "device": "GPU time of one call: CUDA-graph replay, events inside the graph around each call",
     "host": "CPU time of one call: back-to-back calls, no synchronize, idle GPU at the start",
     "loop": "wall time per call of a plain Python loop of calls then one synchronize, L2 warm",
 }

@@ -8,16 +8,13 @@ it would time the cache.)
 - The flush *reads* 256 MB (a max over a buffer 4x the L2): the call then starts with a cold and
   clean L2, as under ncu's default cache control. A memset flush leaves ~60 MB of dirty lines whose
   write-back lands inside the next call (seen on the H200: +10-13% at 4096x8192 RMSNorm).
-- Each sample is the call's span in the GPU's own kernel timestamps (CUPTI, read through
-  torch.profiler while the graph replays): its first kernel's start to its last kernel's end, the
-  same clock ncu's gpu__time_duration reads. The event window around the call also holds the
-  launch of its first kernel inside the graph: on the H200 a one-element add's window was 0.6 us
-  over ncu's duration, and so was the median case (bench/cupti_probe.py, kernels/NOTES.md
-  "Timing (issue 7), session 4"). That launch is recorded apart, as device_launch_us (the event
-  window's median, event pair's own cost subtracted, minus the span's median).
-- Where kernel timestamps cannot be read (no CUPTI, or the trace does not split into the calls),
-  the samples are the event windows with the event pair's own cost (an empty window, timed in the
-  same graph, after the same flush) subtracted; device_note says why.
+- Each sample is the event window around the call (events recorded inside the graph), with the
+  event pair's own cost (an empty window, timed in the same graph, after the same flush)
+  subtracted. The window also holds the launch of the call's first kernel inside the graph.
+- USE_SPANS (off) reads instead the call's span in CUPTI's kernel timestamps (torch.profiler
+  during the replay), with the launch kept apart as device_launch_us. On the H200 the spans read
+  0.7-3.8 us under ncu's gpu__time_duration, on a 0.25 us grid (bench/cupti_probe.py; notebook
+  "Timing (issue 7), session 4"), so events stay the device clock.
 
 Fallback, for a variant that cannot be captured (host syncs, capture-unsafe ops): events around
 each call, with the stream held behind a spin kernel (torch.cuda._sleep) until a batch of calls is
@@ -57,6 +54,10 @@ ROUNDS = 4  # separate graphs (fresh inputs each) whose samples are pooled
 SPIN_BATCH = 20  # calls queued behind one spin kernel in the fallback
 GPU_ACTIVITIES = {"kernel", "gpu_memcpy", "gpu_memset"}  # Kineto's activity types of GPU work
 SPANS, EVENTS = "kernel timestamps", "events"  # what a sample reads
+# Off by default: on the H200 (torch 2.11, bench/results/h200-20261130-s4/cupti) the spans read
+# 0.7-3.8 us *under* ncu's gpu__time_duration at every single-kernel case, on a 0.25 us grid,
+# while the event windows sat 0.2-1.2 us over it: the event windows stay the device clock.
+USE_SPANS = False
 SPIN_CYCLES_PER_US = 2000  # ~ the H200's 1.98 GHz boost clock; a longer spin only costs time
 
 
@@ -86,6 +87,14 @@ class DeviceTime:
             "device_clock": self.clock,
             **self.clocks,
         }
+
+
+def _on_gpu(event) -> bool:
+    """Kineto's GPU work: newer torch names the activity type; torch 2.11 (the H200's) has only
+    the device type, CUDA for kernels, memcpys and memsets alike."""
+    if hasattr(event, "activity_type"):
+        return event.activity_type() in GPU_ACTIVITIES
+    return "CUDA" in str(event.device_type())
 
 
 class Trace:
@@ -122,7 +131,7 @@ def kernel_trace(enabled: bool = True) -> Iterator[Trace]:
         trace.ops = sorted(
             (e.start_ns() / 1e6, e.end_ns() / 1e6, e.name())
             for e in prof.profiler.kineto_results.events()
-            if e.activity_type() in GPU_ACTIVITIES
+            if _on_gpu(e)
         )
     except Exception as exc:
         trace.error = f"trace unreadable: {type(exc).__name__}"
@@ -221,7 +230,8 @@ def measure(
     flush = _flusher(warm_l2)
     n = sample_count(_estimate_ms(fn, flush))
     per_round = [len(part) for part in np.array_split(np.arange(n), max(1, min(rounds, n)))]
-    method, note, span_note = ("graph" if graph else "events"), "", ""
+    method, note = ("graph" if graph else "events"), ""
+    span_note = "" if USE_SPANS else "off"
     windows, empty, spans, probes = [], [], [], clocks.Probe()
     for r, count in enumerate(per_round):
         call = fresh() if r and fresh else fn
@@ -246,8 +256,9 @@ def measure(
     if not span_note:  # every round's trace split into its calls
         launch = (float(np.median(events)) - float(np.median(spans))) * 1e3
         return DeviceTime(spans, method, note, probes.summary(), overhead * 1e3, launch, SPANS)
-    why = f"kernel timestamps unusable ({span_note}): event windows instead"
-    note = f"{note}; {why}" if note else why
+    if span_note != "off":
+        why = f"kernel timestamps unusable ({span_note}): event windows instead"
+        note = f"{note}; {why}" if note else why
     return DeviceTime(events, method, note, probes.summary(), overhead * 1e3, None, EVENTS)
 
 

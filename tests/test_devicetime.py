@@ -130,6 +130,7 @@ def cuda(monkeypatch: pytest.MonkeyPatch) -> FakeCuda:
     )
     monkeypatch.setattr(devicetime, "torch", fake_torch)
     monkeypatch.setattr(devicetime, "kernel_trace", kernel_trace)
+    monkeypatch.setattr(devicetime, "USE_SPANS", True)  # the off switch is tested apart
     monkeypatch.setattr(devicetime.Flush, "_names", {})
     monkeypatch.setattr(hostcost, "torch", fake_torch)
     return fake
@@ -249,3 +250,12 @@ def test_after_a_failed_capture_later_rounds_do_not_retry_the_graph(cuda: FakeCu
     s = devicetime.measure(syncs_with_the_host, fresh=lambda: syncs_with_the_host).summary()
     assert len(tries) == 1 and s["device_method"] == "events"
     assert s["device_note"].startswith("graph capture failed")
+
+
+def test_spans_are_off_by_default_and_then_leave_no_note(
+    cuda: FakeCuda, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(devicetime, "USE_SPANS", False)
+    s = devicetime.measure(lambda: cuda.kernel(0.005)).summary()
+    assert (s["device_clock"], s["device_note"]) == (devicetime.EVENTS, "")
+    assert s["device_p50_ms"] == pytest.approx(0.005 + FakeCuda.GAP)
