@@ -90,9 +90,9 @@ def test_bytes_and_flops_model():
     [
         ((4096, 1024), 2, "rows", 2),  # one short row per 64-thread program
         ((4096, 16384), 4, "rows", 32),
-        ((1024, 32768), 2, "rows", 32),  # >= 4 rows per SM, <= 32768 columns: still registers
-        ((1024, 65536), 2, "loop", 16),  # longer rows: the online loop
-        ((256, 65536), 2, "loop", 16),  # fewer rows: the loop too (the split path lost)
+        ((1024, 32768), 2, "rowsplit", 8),  # >= 528 rows, <= 32768 columns: 4096-element chunks
+        ((1024, 65536), 2, "rowsplit", 16),  # longer rows: 8192-element chunks at 16 warps
+        ((256, 65536), 2, "rowsplit", 16),  # fewer rows: the same
     ],
 )
 def test_launch_config_per_shape_class(shape, itemsize, path, warps):
@@ -100,8 +100,8 @@ def test_launch_config_per_shape_class(shape, itemsize, path, warps):
     assert (got, num_warps) == (path, warps)
     if path == "rows":
         assert block >= shape[1] and rows == 1
-    else:
-        assert block == 8192
+    else:  # the chunk each program holds: 4096 for 32768-column rows, else 8192
+        assert block == (4096 if shape[1] == 32768 else 8192)
 
 
 def test_a_one_dimensional_shape_is_an_input_error():
