@@ -17,11 +17,8 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
-import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -32,8 +29,6 @@ import torch.nn.functional as F
 from profkit import devicetime
 from profkit.spec import find_spec
 from profkit.timing import resolve_callable
-
-GPU_KINDS = {"kernel", "gpu_memset", "gpu_memcpy"}
 
 
 def cases() -> dict:
@@ -59,28 +54,11 @@ def cases() -> dict:
 
 def gpu_ops(prof_fn) -> list[tuple[float, float, str]]:
     """(start_us, end_us, name) of every GPU activity recorded while prof_fn runs."""
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+    with devicetime.kernel_trace() as trace:
         prof_fn()
-        torch.cuda.synchronize()
-    ops = [
-        (e.start_ns() / 1e3, e.end_ns() / 1e3, e.name())
-        for e in prof.profiler.kineto_results.events()
-        if devicetime._on_gpu(e)
-    ]
-    if not ops:  # the chrome trace as a second way in
-        with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
-            path = f.name
-        prof.export_chrome_trace(path)
-        events = json.load(open(path))["traceEvents"]
-        os.unlink(path)
-        ops = [
-            (float(e["ts"]), float(e["ts"]) + float(e["dur"]), e["name"])
-            for e in events
-            if e.get("ph") == "X" and e.get("cat") in GPU_KINDS
-        ]
-    return sorted(ops)
+    if trace.error:
+        raise RuntimeError(trace.error)
+    return [(start * 1e3, end * 1e3, name) for start, end, name in trace.ops]
 
 
 def spans(fn, flush, calls: int = 50, replays: int = 6) -> dict:
