@@ -9,7 +9,9 @@ Per case it writes, into DIR/cupti_probe.csv:
 - span_p50_us (p5, p95): CUPTI kernel timestamps in the same kind of graph (flush, call, ...):
   the call's first kernel start to its last kernel end;
 - gap_p50_us: the flush's end to the call's first kernel start (the launch inside the graph);
-- ncu_p50_us: ncu's gpu__time_duration summed over the call's launches, median of 5 calls;
+- ncu_p50_us: ncu's gpu__time_duration summed over the call's launches, median of 5 calls, with
+  the clocks as found (--clock-control none, as profkit's capture runs ncu); ncu_base_p50_us the
+  same under ncu's default --clock-control base (session 4's probe compared against this one);
 - wall_s: what the CUPTI sampling of one case cost on the host.
 """
 
@@ -45,6 +47,11 @@ def cases() -> dict:
         ("triton", "float16", (4096, 8192)),
         ("eager", "float32", (16, 8192)),
         ("triton", "float32", (16, 8192)),
+        ("triton", "float16", (16, 8192)),
+        ("triton", "bfloat16", (32, 16384)),
+        ("native", "bfloat16", (16, 8192)),
+        ("native", "float32", (32, 16384)),
+        ("compile", "float16", (1, 4096)),
     ]:
         fn = resolve_callable(spec.variant(var), prepared)
         inp = spec.make_inputs(shape, dt, "cuda", torch.Generator(device="cuda").manual_seed(0))
@@ -103,6 +110,7 @@ def spans(fn, flush, calls: int = 50, replays: int = 6) -> dict:
     sp, gap = np.array(sp), np.array(gap)
     return {
         "span_p50_us": np.median(sp),
+        "span_mean_us": float(np.mean(sp)),
         "span_p5_us": np.percentile(sp, 5),
         "span_p95_us": np.percentile(sp, 95),
         "gap_p50_us": np.median(gap),
@@ -127,9 +135,13 @@ def under_ncu() -> None:
                 torch.cuda.synchronize()
 
 
-def ncu_medians(out: Path) -> dict:
+def ncu_medians(out: Path, clock: str) -> dict:
     cmd = [
         "ncu",
+        "--clock-control",
+        clock,
+        "--cache-control",
+        "all",
         "--nvtx",
         "--nvtx-include",
         "regex:cp@.+/",
@@ -145,7 +157,7 @@ def ncu_medians(out: Path) -> dict:
         "--ncu-child",
     ]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
-    (out / "ncu.csv").write_text(res.stdout)
+    (out / f"ncu-{clock}.csv").write_text(res.stdout)
     lines = [ln for ln in res.stdout.splitlines() if ln.startswith('"')]
     rows = list(csv.DictReader(lines))[1:]
     per_call: dict = {}
@@ -195,11 +207,13 @@ def main() -> None:
             {k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()},
             flush=True,
         )
-    try:
-        med = ncu_medians(out)
-    except Exception as exc:
-        print("ncu failed:", exc)
-        med = {}
+    med = {}
+    for clock in ("none", "base"):
+        try:
+            med[clock] = ncu_medians(out, clock)
+        except Exception as exc:
+            print(f"ncu ({clock}) failed:", exc)
+            med[clock] = {}
     keys = [
         "case",
         "event_p50_us",
@@ -208,6 +222,8 @@ def main() -> None:
         "span_p95_us",
         "gap_p50_us",
         "ncu_p50_us",
+        "ncu_base_p50_us",
+        "span_mean_us",
         "nf",
         "nk",
         "wall_s",
@@ -218,7 +234,8 @@ def main() -> None:
         w = csv.DictWriter(f, fieldnames=keys, extrasaction="ignore")
         w.writeheader()
         for r in rows:
-            r["ncu_p50_us"] = med.get(r["case"])
+            r["ncu_p50_us"] = med["none"].get(r["case"])
+            r["ncu_base_p50_us"] = med["base"].get(r["case"])
             w.writerow(r)
     print(f"{'case':28} {'event':>8} {'span':>8} {'ncu':>8} {'ev-ncu':>7} {'sp-ncu':>7} {'gap':>6}")
     for r in rows:
