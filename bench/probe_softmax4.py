@@ -36,8 +36,13 @@ CASES = [
 ] + [(d, (4096, 16384)) for d in ("float16", "bfloat16")]
 # rowsplit: (chunk elements per program, warps); 16 values per thread in each (32 registers
 # offline in 16-bit); splits per row = cols / chunk
-ROWSPLIT = ((8192, 16), (16384, 32), (4096, 8))
-COLUMNS = ["cur", "rs8192w16", "rs16384w32", "rs4096w8", "r1w16narrow"]
+# PROBE_ROWSPLIT="4096x4,8192x8" replaces them (session 5: 32 values per thread in 16-bit, the
+# bytes in flight per thread of fp32's 16, which reached 90% of copy where 16-bit reached 74%)
+ROWSPLIT = tuple(
+    tuple(int(v) for v in c.split("x"))
+    for c in os.environ.get("PROBE_ROWSPLIT", "8192x16,16384x32,4096x8").split(",")
+)
+COLUMNS = ["cur", *(f"rs{c}w{w}" for c, w in ROWSPLIT), "r1w16narrow"]
 
 
 def candidates(shape, itemsize: int) -> list[tuple[str, tuple]]:
@@ -111,10 +116,10 @@ def report(df, elapsed: float) -> None:
         print(f"FAILED {r.dtype} {r.shape} {r.impl}: {r.error}"[:100])
     skipped = int((df.error == "skipped (budget)").sum())
     print(f"{len(df)} rows, {len(bad)} failed, {skipped} skipped, {elapsed:.0f}s")
-    short = ["cur", "rs8k", "rs16k", "rs4k", "n16"]
+    short = [c[:8] for c in COLUMNS]
     for title, col in (("device us", "p50_us"), ("% of copy", "pct_copy")):
         head = f"{'dtype':8} {'shape':10} {'copy':>6} {'torch':>6} {'comp':>6} |"
-        print(f"{title}\n{head}" + "".join(f"{c:>7}" for c in short))
+        print(f"{title}\n{head}" + "".join(f"{c:>9}" for c in short))
         for (dtype, shape), g in df.groupby(["dtype", "shape"], sort=False):
             by = g.set_index("impl")
             us = by.p50_us
@@ -122,7 +127,7 @@ def report(df, elapsed: float) -> None:
             line += f"{us.get('torch', float('nan')):6.1f} {us.get('compile', float('nan')):6.1f} |"
             for c in COLUMNS:
                 v = by[col].get(c, float("nan"))
-                line += f"{v:7.1f}" if v == v else f"{'-':>7}"
+                line += f"{v:9.1f}" if v == v else f"{'-':>9}"
             print(line)
 
 

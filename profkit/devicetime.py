@@ -12,9 +12,12 @@ it would time the cache.)
   event pair's own cost (an empty window, timed in the same graph, after the same flush)
   subtracted. The window also holds the launch of the call's first kernel inside the graph.
 - USE_SPANS (off) reads instead the call's span in CUPTI's kernel timestamps (torch.profiler
-  during the replay), with the launch kept apart as device_launch_us. On the H200 the spans read
-  0.7-3.8 us under ncu's gpu__time_duration, on a 0.25 us grid (bench/cupti_probe.py; notebook
-  "Timing (issue 7), session 4"), so events stay the device clock.
+  during the replay), with the launch kept apart as device_launch_us. On the H200, against ncu's
+  gpu__time_duration with the clocks as found (as profkit's capture runs ncu), the spans read
+  0.25-0.86 us under it at 13 single-kernel cases and the event windows 0.58-1.18 us over it
+  (bench/results/h200-20261130-s5/call1/cupti); in a capture timed by spans (run b48f31) the small
+  Triton cases read 1.1 us under, on a 0.25 us grid. Neither clock is closer; events stay the
+  device clock, as they do not quantize (notebook "Timing (issue 7), session 5").
 
 Fallback, for a variant that cannot be captured (host syncs, capture-unsafe ops): events around
 each call, with the stream held behind a spin kernel (torch.cuda._sleep) until a batch of calls is
@@ -54,9 +57,9 @@ ROUNDS = 4  # separate graphs (fresh inputs each) whose samples are pooled
 SPIN_BATCH = 20  # calls queued behind one spin kernel in the fallback
 GPU_ACTIVITIES = {"kernel", "gpu_memcpy", "gpu_memset"}  # Kineto's activity types of GPU work
 SPANS, EVENTS = "kernel timestamps", "events"  # what a sample reads
-# Off by default: on the H200 (torch 2.11, bench/results/h200-20261130-s4/cupti) the spans read
-# 0.7-3.8 us *under* ncu's gpu__time_duration at every single-kernel case, on a 0.25 us grid,
-# while the event windows sat 0.2-1.2 us over it: the event windows stay the device clock.
+# Off by default: on the H200 (torch 2.11, bench/results/h200-20261130-s5/call1/cupti) the spans
+# read 0.25-0.86 us *under* ncu's gpu__time_duration (clocks as found) at every single-kernel case,
+# on a 0.25 us grid, the event windows 0.58-1.18 us over it: the event windows stay the clock.
 USE_SPANS = False
 SPIN_CYCLES_PER_US = 2000  # ~ the H200's 1.98 GHz boost clock; a longer spin only costs time
 
