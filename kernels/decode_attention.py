@@ -32,9 +32,8 @@ def _split_kernel(
     sq_b, sq_h,
     sk_b, sk_h, sk_s,
     sv_b, sv_h, sv_s,
-    chunk, scale_log2,
-    HEADS: tl.constexpr, SPLITS: tl.constexpr, D: tl.constexpr, BLOCK_D: tl.constexpr,
-    BLOCK_N: tl.constexpr,
+    chunk, scale_log2, heads, splits,
+    D: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr,
 ):  # fmt: skip
     b = tl.program_id(0)
     h = tl.program_id(1)
@@ -56,17 +55,18 @@ def _split_kernel(
         slots = start + n
         smask = slots < hi
         mask2 = smask[:, None] & dmask[None, :]
+        # both tiles issued before any math: twice the bytes in flight per program
         k = tl.load(k_base + slots[:, None] * sk_s + d[None, :], mask=mask2, other=0.0)
+        v = tl.load(v_base + slots[:, None] * sv_s + d[None, :], mask=mask2, other=0.0)
         qk = tl.sum(q[None, :] * k.to(tl.float32), axis=1)
         qk = tl.where(smask, qk, float("-inf"))
         m_new = tl.maximum(m, tl.max(qk, axis=0))  # finite: the block holds a valid slot
         alpha = tl.exp2(m - m_new)  # exp2(-inf) = 0 on the first block
         p = tl.exp2(qk - m_new)
-        v = tl.load(v_base + slots[:, None] * sv_s + d[None, :], mask=mask2, other=0.0)
         l = l * alpha + tl.sum(p, axis=0)  # noqa: E741
         acc = acc * alpha + tl.sum(p[:, None] * v.to(tl.float32), axis=0)
         m = m_new
-    row = (b * HEADS + h) * SPLITS + s
+    row = (b * heads + h) * splits + s
     tl.store(M + row, m)
     tl.store(L + row, l)
     tl.store(ACC + row.to(tl.int64) * BLOCK_D + d, acc)
@@ -74,9 +74,8 @@ def _split_kernel(
 
 @triton.jit
 def _combine_kernel(
-    M, L, ACC, POS, OUT, so_b, chunk,
-    HEADS: tl.constexpr, SPLITS: tl.constexpr, BLOCK_S: tl.constexpr, D: tl.constexpr,
-    BLOCK_D: tl.constexpr,
+    M, L, ACC, POS, OUT, so_b, chunk, heads, splits,
+    BLOCK_S: tl.constexpr, D: tl.constexpr, BLOCK_D: tl.constexpr,
 ):  # fmt: skip
     b = tl.program_id(0)
     h = tl.program_id(1)
@@ -84,8 +83,8 @@ def _combine_kernel(
     s = tl.arange(0, BLOCK_S)
     # only the splits that start inside the row: the others were written as empty, and skipping
     # them keeps a stale workspace (or a split count padded to BLOCK_S) out of the sum
-    live = (s < SPLITS) & (s * chunk < length)
-    row = (b * HEADS + h) * SPLITS + s
+    live = (s < splits) & (s * chunk < length)
+    row = (b * heads + h) * splits + s
     m = tl.load(M + row, mask=live, other=float("-inf"))
     l = tl.load(L + row, mask=live, other=0.0)  # noqa: E741
     m_max = tl.max(m, axis=0)  # split 0 is always live and non-empty: finite
@@ -99,16 +98,17 @@ def _combine_kernel(
     tl.store(o, out.to(OUT.dtype.element_ty), mask=d < D)
 
 
-def launch_config(batch: int, heads: int, capacity: int, head_dim: int) -> tuple[int, int, int, int]:
+def launch_config(
+    batch: int, heads: int, capacity: int, head_dim: int, waves: int = WAVES, block_n: int = 64
+) -> tuple[int, int, int, int]:
     """(block_n, splits, warps, stages) from shapes only (graph-safe: never the lengths).
-    Splits: enough (batch, head, split) programs for WAVES per SM, each split at least 4 blocks
-    (a shorter one spends more on its prologue and the combine than on reading), at most the
-    capacity's block count. BLOCK_N 64 at head_dim 128 is a 16 KB K (and V) tile per iteration
-    over 4 warps: 64 fp32 values per thread per tile, room for two stages in flight."""
-    block_n = 64 if head_dim <= 128 else 32
+    Splits: enough (batch, head, split) programs for `waves` per SM, each split at least 2 blocks
+    (a shorter one spends more on its prologue and the combine than on reading). BLOCK_N 64 at
+    head_dim 128: a 16 KB K tile and a 16 KB V tile in flight per program and iteration over 4
+    warps (64 values of each per thread)."""
     blocks = -(-capacity // block_n)
-    want = -(-(SMS * WAVES) // (batch * heads))
-    splits = max(1, min(want, blocks // 4 or 1))
+    want = -(-(SMS * waves) // (batch * heads))
+    splits = max(1, min(want, blocks // 2))
     return block_n, splits, 4, 2
 
 
@@ -141,13 +141,13 @@ def decode_attention(
         q.stride(0), q.stride(1),
         k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
         v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
-        chunk, scale_log2,
-        HEADS=heads, SPLITS=splits, D=dim, BLOCK_D=block_d, BLOCK_N=block_n,
+        chunk, scale_log2, heads, splits,
+        D=dim, BLOCK_D=block_d, BLOCK_N=block_n,
         num_warps=warps, num_stages=stages,
     )  # fmt: skip
     _combine_kernel[(batch, heads)](
-        m, l, acc, pos, out, out.stride(0), chunk,
-        HEADS=heads, SPLITS=splits, BLOCK_S=triton.next_power_of_2(splits), D=dim,
+        m, l, acc, pos, out, out.stride(0), chunk, heads, splits,
+        BLOCK_S=triton.next_power_of_2(splits), D=dim,
         BLOCK_D=block_d, num_warps=4,
     )  # fmt: skip
     return out

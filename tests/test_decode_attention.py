@@ -57,13 +57,14 @@ def test_ragged_rows_match_float64(dtype, config):
     assert torch.allclose(out.double(), ref, atol=ATOL[dtype], rtol=0), (out.double() - ref).abs().max()
 
 
-@pytest.mark.parametrize("pos", [0, 5, 319, 320, 700, 1039])
+@pytest.mark.parametrize("pos", [0, 5, 191, 192, 700, 1039])
 def test_batch_one_split_across_the_capacity(pos):
-    # batch 1: launch_config splits the slots (4 splits of 5 64-slot blocks over capacity 1040:
-    # pos 319 ends split 0, 320 starts split 1, 1039 fills the last, partial, split)
+    # batch 1: launch_config asks for 8 splits of capacity 1040 (17 64-slot blocks), which become
+    # 6 splits of 3 blocks (192 slots): pos 191 ends split 0, 192 starts split 1, 1039 ends the
+    # last, partial, split
     q, k, v = cache(1, 4, 1040, 32, "float16", seed=pos)
     p = torch.tensor([pos])
-    assert ATT.launch_config(1, 4, 1040, 32) == (64, 4, 4, 2)
+    assert ATT.launch_config(1, 4, 1040, 32) == (64, 8, 4, 2)
     for config in (None, (32, 7, 4, 2)):
         out = ATT.decode_attention(q, k, v, p, config)
         ref = ATT.reference(q, k, v, p)

@@ -78,3 +78,21 @@ def test_probe_decode4_dry_run(tmp_path):
     assert table.correct.all() and (table.steps == 24).all()
     for col in ("p95_over_p50", "within_bucket", "inherent_mix", "tail_copy_in_us"):
         assert table[col].notna().all(), col
+
+
+def test_probe_attn5_dry_run(tmp_path):
+    argv = [sys.executable, str(ROOT / "bench" / "probe_attn5.py"), "--out", str(tmp_path)]
+    argv += ["--dry-run"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    import pandas as pd
+
+    table = pd.read_csv(tmp_path / "attn5.csv")
+    assert table.correct.all(), table[["batch", "cache", "impl", "error"]]
+    assert {"eager", "cur", "bn32"} <= set(table.impl)
+    assert (table.groupby(["lengths", "batch", "cache"]).size() >= 3).all()
+    dyn = pd.read_csv(tmp_path / "attn5_dynamic.csv").set_index("kernels")
+    assert list(dyn.index) == ["eager", "fused"] and dyn.correct.all()
+    assert (dyn.steps == 24).all() and dyn.inherent_mix.notna().all()
+    assert "dynamic walk 2..4" in done.stdout
