@@ -1,4 +1,4 @@
-"""Probe (issue 11, session 5): the lab's flash-decoding attention (kernels/decode_attention.py)
+"""Probe (issue 11, session 5): the lab's flash-decoding attention (kernels/_decode_attention.py)
 against the step's eager attention (kernels/decode.py attention()), then the dynamic walk with the
 eager kernels against the fused ones.
 
@@ -73,7 +73,7 @@ def main(argv=None) -> int:
 
     find_spec("decode")  # registers kernels/ as profkit_lab
     dec = importlib.import_module("profkit_lab.decode")
-    att = importlib.import_module("profkit_lab.decode_attention")
+    att = importlib.import_module("profkit_lab._decode_attention")
     sys.path.insert(0, str(Path(__file__).parent))
     from probe_decode4 import summarize
 

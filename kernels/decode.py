@@ -21,7 +21,7 @@ themselves need a GPU):
 - graph: that step captured once as a CUDA graph at fixed shapes, replayed on the current stream;
 - graph_fused: the same graph built with the lab's fused kernels: the Triton RMSNorm
   (kernels/rmsnorm.py) and, since session 5, the flash-decoding attention
-  (kernels/decode_attention.py: reads only each row's pos[b] + 1 valid slots, where the eager
+  (kernels/_decode_attention.py: reads only each row's pos[b] + 1 valid slots, where the eager
   attention reads the whole capacity under a mask);
 - piecewise: graphs before and after attention, attention itself eager over exactly pos+1 slots
   (the part whose shape changes with the cache length), its output copied into the second graph;
@@ -171,7 +171,7 @@ def attention(inp: dict, q: torch.Tensor, upto: int | None = None) -> torch.Tens
 
 def attention_fused(inp: dict, q: torch.Tensor) -> torch.Tensor:
     """attention() (upto=None) as the lab's flash-decoding kernel: slots 0..pos[b] only."""
-    lab = importlib.import_module("profkit_lab.decode_attention")
+    lab = importlib.import_module("profkit_lab._decode_attention")
     return lab.decode_attention(q, inp["k_cache"], inp["v_cache"], inp["pos"])
 
 

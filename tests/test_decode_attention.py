@@ -1,4 +1,4 @@
-"""The flash-decoding attention (kernels/decode_attention.py) through Triton's interpreter, against
+"""The flash-decoding attention (kernels/_decode_attention.py) through Triton's interpreter, against
 float64: ragged lengths (pos = 0, lengths ending mid-block and mid-split, empty splits), batch 1
 and more, rows of the cache past the batch, fp32/fp16/bf16 inputs (fp32 math inside)."""
 
@@ -15,7 +15,7 @@ from profkit.spec import find_spec  # noqa: E402
 
 find_spec("decode")  # registers profkit_lab with the interpreter on
 DEC = importlib.import_module("profkit_lab.decode")
-ATT = importlib.import_module("profkit_lab.decode_attention")
+ATT = importlib.import_module("profkit_lab._decode_attention")
 # output rounding of values O(1): a few ulps of the output dtype
 ATOL = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1.6e-2}
 

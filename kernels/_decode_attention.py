@@ -11,6 +11,8 @@ pos[b] + 1 valid slots (the new token at pos[b]). Two launches:
   Split 0 always holds slot 0, so the max is finite; empty splits weigh exp(-inf) = 0, never NaN.
 Splits come from the capacity and batch x heads only (launch_config): enough programs to fill the
 132 SMs a few times over at batch 1, one split per (row, head) once batch x heads alone does.
+The leading underscore keeps the file out of the lab's spec listing (profkit.spec.lab_files): it
+holds kernels, no KernelSpec; decode.py imports it as profkit_lab._decode_attention.
 """
 
 from __future__ import annotations
