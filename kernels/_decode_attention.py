@@ -128,8 +128,9 @@ def decode_attention(
     capacity = k_cache.shape[2]
     block_n, splits, warps, stages = config or launch_config(batch, heads, capacity, dim)
     # slots per split: a whole number of blocks, so only the row's last block is ragged
-    chunk = -(-(-(-capacity // splits)) // block_n) * block_n
-    splits = -(-capacity // chunk)
+    per_split = triton.cdiv(capacity, splits)
+    chunk = triton.cdiv(per_split, block_n) * block_n
+    splits = triton.cdiv(capacity, chunk)
     block_d = triton.next_power_of_2(dim)
     assert q.stride(-1) == k_cache.stride(-1) == v_cache.stride(-1) == 1
     dev = q.device

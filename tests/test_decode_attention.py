@@ -54,7 +54,8 @@ def test_ragged_rows_match_float64(dtype, config):
     ref = ATT.reference(q, k, v, pos)
     assert out.dtype == q.dtype and out.shape == (5, 2 * 16)
     assert torch.isfinite(out).all()
-    assert torch.allclose(out.double(), ref, atol=ATOL[dtype], rtol=0), (out.double() - ref).abs().max()
+    err = (out.double() - ref).abs().max()
+    assert err <= ATOL[dtype], err
 
 
 @pytest.mark.parametrize("pos", [0, 5, 191, 192, 700, 1039])
