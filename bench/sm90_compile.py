@@ -240,10 +240,12 @@ def jobs_decode_attention():
         args = {n: "i32" for n in mod._split_kernel.arg_names}
         args |= {"Q": PTR[dtype], "K": PTR[dtype], "V": PTR[dtype], "POS": "*i64"}
         args |= {"M": "*fp32", "L": "*fp32", "ACC": "*fp32", "scale_log2": "fp32"}
-        for block_n in (64, 32):
+        args |= {"OUT": PTR[dtype]}
+        for block_n, direct in ((64, False), (64, True), (32, False)):
             _, _, warps, stages = mod.launch_config(1, 32, 2064, 128, block_n=block_n)
-            const = {"D": 128, "BLOCK_D": 128, "BLOCK_N": block_n}
-            yield f"{dtype} split BLOCK_N {block_n}", mod._split_kernel, args, const, warps, stages
+            const = {"D": 128, "BLOCK_D": 128, "BLOCK_N": block_n, "DIRECT": direct}
+            label = f"{dtype} split BLOCK_N {block_n} direct={direct}"
+            yield label, mod._split_kernel, args, const, warps, stages
         args = {n: "i32" for n in mod._combine_kernel.arg_names}
         args |= {"M": "*fp32", "L": "*fp32", "ACC": "*fp32", "POS": "*i64", "OUT": PTR[dtype]}
         const = {"BLOCK_S": 32, "D": 128, "BLOCK_D": 128}

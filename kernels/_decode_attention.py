@@ -8,6 +8,8 @@ pos[b] + 1 valid slots (the new token at pos[b]). Two launches:
   length). Online softmax in fp32 (running max m, sum l, accumulator acc), written to an fp32
   workspace; a split that starts past the row's length writes m = -inf, l = 0, acc = 0.
 - combine: grid (batch, heads); rescales each split's (l, acc) by exp(m_s - max m) and divides.
+  With one split (batch x heads alone fills the SMs) the split kernel divides and writes the
+  output itself (DIRECT): one launch, no workspace.
   Split 0 always holds slot 0, so the max is finite; empty splits weigh exp(-inf) = 0, never NaN.
 Splits come from the capacity and batch x heads only (launch_config): enough programs to fill the
 132 SMs a few times over at batch 1, one split per (row, head) once batch x heads alone does.
@@ -30,12 +32,12 @@ WAVES = 4  # programs per SM the split rule aims for
 
 @triton.jit
 def _split_kernel(
-    Q, K, V, POS, M, L, ACC,
+    Q, K, V, POS, M, L, ACC, OUT, so_b,
     sq_b, sq_h,
     sk_b, sk_h, sk_s,
     sv_b, sv_h, sv_s,
     chunk, scale_log2, heads, splits,
-    D: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr,
+    D: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_N: tl.constexpr, DIRECT: tl.constexpr,
 ):  # fmt: skip
     b = tl.program_id(0)
     h = tl.program_id(1)
@@ -68,10 +70,14 @@ def _split_kernel(
         l = l * alpha + tl.sum(p, axis=0)  # noqa: E741
         acc = acc * alpha + tl.sum(p[:, None] * v.to(tl.float32), axis=0)
         m = m_new
-    row = (b * heads + h) * splits + s
-    tl.store(M + row, m)
-    tl.store(L + row, l)
-    tl.store(ACC + row.to(tl.int64) * BLOCK_D + d, acc)
+    if DIRECT:  # one split: it holds every valid slot (l > 0), so no combine is needed
+        o = OUT + b.to(tl.int64) * so_b + h * D + d
+        tl.store(o, (acc / l).to(OUT.dtype.element_ty), mask=dmask)
+    else:
+        row = (b * heads + h) * splits + s
+        tl.store(M + row, m)
+        tl.store(L + row, l)
+        tl.store(ACC + row.to(tl.int64) * BLOCK_D + d, acc)
 
 
 @triton.jit
@@ -134,20 +140,24 @@ def decode_attention(
     block_d = triton.next_power_of_2(dim)
     assert q.stride(-1) == k_cache.stride(-1) == v_cache.stride(-1) == 1
     dev = q.device
-    m = torch.empty(batch * heads * splits, dtype=torch.float32, device=dev)
+    # one split writes `out` directly: a 1-entry workspace (no null pointer handed to the launcher)
+    work = 1 if splits == 1 else batch * heads * splits
+    m = torch.empty(work, dtype=torch.float32, device=dev)
     l = torch.empty_like(m)  # noqa: E741
-    acc = torch.empty(batch * heads * splits, block_d, dtype=torch.float32, device=dev)
+    acc = torch.empty(work, block_d, dtype=torch.float32, device=dev)
     out = torch.empty(batch, heads * dim, dtype=q.dtype, device=dev)
     scale_log2 = LOG2E / math.sqrt(dim)
     _split_kernel[(batch, heads, splits)](
-        q, k_cache, v_cache, pos, m, l, acc,
+        q, k_cache, v_cache, pos, m, l, acc, out, out.stride(0),
         q.stride(0), q.stride(1),
         k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
         v_cache.stride(0), v_cache.stride(1), v_cache.stride(2),
         chunk, scale_log2, heads, splits,
-        D=dim, BLOCK_D=block_d, BLOCK_N=block_n,
+        D=dim, BLOCK_D=block_d, BLOCK_N=block_n, DIRECT=splits == 1,
         num_warps=warps, num_stages=stages,
     )  # fmt: skip
+    if splits == 1:
+        return out
     _combine_kernel[(batch, heads)](
         m, l, acc, pos, out, out.stride(0), chunk, heads, splits,
         BLOCK_S=triton.next_power_of_2(splits), D=dim,
