@@ -8,7 +8,9 @@ does, over the eager and fused steps at --counter-shape; --no-counters skips it,
 it: about 60 launches, predicted 60-180 s, so 150-270 s in all.) Sweep: batch 1, 8, 64 x cache
 512, 2048, 8192 for the fixed-shape variants (eager, fused, graph, graph_fused, piecewise) and a
 dynamic run (batch changing every step in a random walk over 8..32 rows, graphs for buckets 1, 2,
-4, 8, 16, 24, 32, cache 2048). Cases at --probe-caches (512, 2048) and the dynamic one are timed
+4, 8, 16, 24, 32, cache 2048), twice: "dynamic" with the eager kernels and "dynamic_fused" with
+the lab's fused RMSNorm and decode attention (same walk, lengths, buckets; manifest sections
+"dynamic" and "dynamic_fused"). Cases at --probe-caches (512, 2048) and the dynamic ones are timed
 a second time with probes (device events between stages) to place the p95 tail. Prints a table and
 the issue's goals as pass/fail last.
 A measured upper bound for a synthetic step, not an end-to-end serving claim.
@@ -33,6 +35,7 @@ import pandas as pd
 NOTE = "a measured upper bound for a synthetic decode step, not an end-to-end serving claim"
 GOAL_GRAPH_SPEEDUP = 2.3  # issue 11: graph >= 2.3x faster than eager at p50, batch 1
 GOAL_DYNAMIC_TAIL = 1.2  # issue 11: dynamic replay p95/p50 <= 1.2
+DYNAMIC = {"eager": "dynamic", "fused": "dynamic_fused"}  # kernels -> the dynamic case's variant
 
 
 def ints(text: str) -> tuple[int, ...]:
@@ -148,6 +151,8 @@ def main() -> int:
                 lab.free()  # the case's cache and graphs
         dynamic = lab.dynamic_case()
         lab.free()
+        dynamic_fused = lab.dynamic_case("fused")
+        lab.free()
         counters, table = lab.counters(writer, console)
         # every reader needs these columns, even when no case came out correct
         table = table.reindex(
@@ -169,7 +174,7 @@ def main() -> int:
             "options": {
                 "dtypes": [args.dtype],
                 "shapes": sorted({r["shape"] for r in lab.rows}),
-                "variants": [*dec.FIXED, "dynamic"],
+                "variants": [*dec.FIXED, *DYNAMIC.values()],
                 "steps": args.steps,
                 "warmup": args.warmup,
                 "seed": args.seed,
@@ -189,6 +194,7 @@ def main() -> int:
                 "(external events inside graphs); samples kinds probe.<stage>, probe.device",
             },
             "dynamic": dynamic,
+            "dynamic_fused": dynamic_fused,
             "fingerprint": fingerprint,
             "ceilings": ceilings,
             "counters": counters,
@@ -198,7 +204,7 @@ def main() -> int:
     except BaseException:
         writer.abandon()
         raise
-    report(table, dynamic, counters, path)
+    report(table, {"dynamic": dynamic, "dynamic_fused": dynamic_fused}, counters, path)
     return 0
 
 
@@ -328,7 +334,9 @@ class Lab:
             "probe_note": "; ".join(f"{k} {v * 1e3:+.1f}us" for k, v in ranked[:3]),
         }
 
-    def dynamic_case(self) -> dict:
+    def dynamic_case(self, kernels: str = "eager") -> dict:
+        """The dynamic walk with the eager or the fused kernels (dec.KERNELS), as its own case;
+        returns the manifest section of the same name."""
         import torch
 
         from profkit import steps
@@ -350,16 +358,16 @@ class Lab:
             x_pool = x_pool.cpu()  # pageable host memory; the runner's copy_in says how it goes
         # run_steps calls steps 0..warmup-1 untimed, then 0..steps-1 timed: one walk serves both
         timed = walk = dec.batch_walk(args.steps, lo, hi, seed=args.seed)
-        ident = self.identity("dynamic", (hi, cache_len))
+        ident = self.identity(DYNAMIC[kernels], (hi, cache_len))
         copy_in = "pinned" if args.copy_in == "device" else args.copy_in  # "device": unused
         print(f"{ident['case']} (batch {lo}..{hi}, buckets {buckets}) ...", flush=True)
 
         def build(mark):
-            runner = dec.DynamicRunner(inp, buckets, self.capture, "eager", mark, copy_in)
+            runner = dec.DynamicRunner(inp, buckets, self.capture, kernels, mark, copy_in)
             return lambda i: runner(x_pool[: walk[i]])
 
         def check() -> dict:
-            runner = dec.DynamicRunner(inp, buckets, self.capture, copy_in=copy_in)
+            runner = dec.DynamicRunner(inp, buckets, self.capture, kernels, copy_in=copy_in)
             ref_inp = {**inp, "x": x_pool.to(self.device)}
             for n in sorted({lo, (lo + hi) // 2, hi, 1}):
                 pick = sorted({0, n - 1})
@@ -392,6 +400,7 @@ class Lab:
             "walk": {"lo": lo, "hi": hi, "seed": args.seed, "jump": 3},
             "pad_waste_mean": float(np.mean(waste)),
             "copy_in": args.copy_in,
+            "kernels": kernels,
         }
         if "step_p50_ms" in row:
             device = self.last_device_ms
@@ -448,7 +457,8 @@ def _compress_report(writer, name: str) -> None:
         raw.unlink()
 
 
-def report(table: pd.DataFrame, dynamic: dict, counters: dict, path: Path) -> None:
+def report(table: pd.DataFrame, dynamics: dict, counters: dict, path: Path) -> None:
+    """dynamics: the manifest's dynamic sections by variant (dynamic, dynamic_fused)."""
     cols = [
         "variant",
         "batch",
@@ -474,19 +484,20 @@ def report(table: pd.DataFrame, dynamic: dict, counters: dict, path: Path) -> No
     )
     print(f"\nstored {path}   ({NOTE})")
     print(shown.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
-    if dynamic.get("tail_by_bucket"):
-        print("\ndynamic: tail by bucket (step share, tail share, p50 us, p95/p50 within)")
-        for r in dynamic["tail_by_bucket"]:
+    for variant, dynamic in dynamics.items():
+        if dynamic.get("tail_by_bucket"):
+            print(f"\n{variant}: tail by bucket (step share, tail share, p50 us, p95/p50 within)")
+            for r in dynamic["tail_by_bucket"]:
+                print(
+                    f"  bucket {r['label']:>3}: {r['step_share']:.2f} {r['tail_share']:.2f} "
+                    f"{r['p50_ms'] * 1e3:8.1f} {r['p95_over_p50']:.3f}"
+                )
+        for split in dynamic.get("tail_split") or []:
+            top = list(split["excess_ms"].items())[:3]
             print(
-                f"  bucket {r['label']:>3}: {r['step_share']:.2f} {r['tail_share']:.2f} "
-                f"{r['p50_ms'] * 1e3:8.1f} {r['p95_over_p50']:.3f}"
+                f"  tail steps in bucket {split['bucket']} ({split['tail_steps']}) over their "
+                "bucket's stage medians: " + ", ".join(f"{k} {v * 1e3:+.1f}us" for k, v in top)
             )
-    for split in dynamic.get("tail_split") or []:
-        top = list(split["excess_ms"].items())[:3]
-        print(
-            f"  tail steps in bucket {split['bucket']} ({split['tail_steps']}) over their bucket's "
-            "stage medians: " + ", ".join(f"{k} {v * 1e3:+.1f}us" for k, v in top)
-        )
     launches = table.get("kernel_count", pd.Series(dtype=float)).dropna()
     print(
         f"\ncounters: {counters.get('status')}"
@@ -513,12 +524,14 @@ def report(table: pd.DataFrame, dynamic: dict, counters: dict, path: Path) -> No
             f"  {'PASS' if fused < graph else 'FAIL'} graph_fused faster than graph at cache "
             f"{cache_len}: {graph * 1e3:.1f} -> {fused * 1e3:.1f} us"
         )
-    dyn = table[table.variant == "dynamic"]
-    if not dyn.empty and pd.notna(dyn.iloc[0].get("step_p95_over_p50")):
+    for variant in DYNAMIC.values():
+        dyn = table[table.variant == variant]
+        if dyn.empty or pd.isna(dyn.iloc[0].get("step_p95_over_p50")):
+            continue
         r = dyn.iloc[0]
         ok = r.step_p95_over_p50 <= GOAL_DYNAMIC_TAIL
         print(
-            f"  {'PASS' if ok else 'FAIL'} dynamic p95/p50 {r.step_p95_over_p50:.3f} "
+            f"  {'PASS' if ok else 'FAIL'} {variant} p95/p50 {r.step_p95_over_p50:.3f} "
             f"(goal <= {GOAL_DYNAMIC_TAIL}); within its bucket "
             f"{r.get('within_bucket_p95_over_p50', float('nan')):.3f}; inherent mix "
             f"{r.get('inherent_mix_p95_over_p50', float('nan')):.3f}; tail stage "

@@ -13,6 +13,7 @@ Run it with TRITON_INTERPRET unset.
 
 from __future__ import annotations
 
+import importlib
 import re
 import subprocess
 import sys
@@ -230,7 +231,29 @@ def warp_specialize_check() -> str:
     return f"warp_specialize=True on sm_90 (persistent bf16 128x256x64): PTX {verdict}"
 
 
+def jobs_decode_attention():
+    """The decode step's flash-decoding split kernel at head_dim 128: launch_config's tile and
+    bench/probe_attn5.py's bn32 candidate, and the combine kernel."""
+    lab("decode")
+    mod = importlib.import_module("profkit_lab._decode_attention")
+    for dtype in ("bfloat16", "float16"):
+        args = {n: "i32" for n in mod._split_kernel.arg_names}
+        args |= {"Q": PTR[dtype], "K": PTR[dtype], "V": PTR[dtype], "POS": "*i64"}
+        args |= {"M": "*fp32", "L": "*fp32", "ACC": "*fp32", "scale_log2": "fp32"}
+        args |= {"OUT": PTR[dtype]}
+        for block_n, direct in ((64, False), (64, True), (32, False)):
+            _, _, warps, stages = mod.launch_config(1, 32, 2064, 128, block_n=block_n)
+            const = {"D": 128, "BLOCK_D": 128, "BLOCK_N": block_n, "DIRECT": direct}
+            label = f"{dtype} split BLOCK_N {block_n} direct={direct}"
+            yield label, mod._split_kernel, args, const, warps, stages
+        args = {n: "i32" for n in mod._combine_kernel.arg_names}
+        args |= {"M": "*fp32", "L": "*fp32", "ACC": "*fp32", "POS": "*i64", "OUT": PTR[dtype]}
+        const = {"BLOCK_S": 32, "D": 128, "BLOCK_D": 128}
+        yield f"{dtype} combine BLOCK_S 32", mod._combine_kernel, args, const, 4, 3
+
+
 JOBS = {
+    "decode_attention": jobs_decode_attention,
     "vector_add": jobs_vector_add,
     "sum": jobs_sum,
     "softmax": jobs_softmax,

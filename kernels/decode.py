@@ -10,12 +10,19 @@ so the step has fixed shapes while lengths change (what lets one CUDA graph serv
 The step rewrites slot pos[b] and leaves pos unchanged: it is idempotent, so a thousand steps all
 time "the step at cache length L".
 
+Kernels: "eager" (unfused RMSNorm, eager attention: the baselines eager, graph, piecewise) or
+"fused" (the lab's RMSNorm and attention: variants fused, graph_fused, and anything built with
+norm="fused", e.g. a DynamicRunner), chosen together through KERNELS.
+
 Runners (every one is a callable `step(i)`; capture=False runs the same code eagerly on the same
 static buffers, which is how the CPU tests check the graph variants' math; only capture and replay
 themselves need a GPU):
 - eager: the step as PyTorch code, every op its own launch (the RMSNorms unfused);
 - graph: that step captured once as a CUDA graph at fixed shapes, replayed on the current stream;
-- graph_fused: the same graph built with the lab's fused Triton RMSNorm (kernels/rmsnorm.py);
+- graph_fused: the same graph built with the lab's fused kernels: the Triton RMSNorm
+  (kernels/rmsnorm.py) and, since session 5, the flash-decoding attention
+  (kernels/_decode_attention.py: reads only each row's pos[b] + 1 valid slots, where the eager
+  attention reads the whole capacity under a mask);
 - piecewise: graphs before and after attention, attention itself eager over exactly pos+1 slots
   (the part whose shape changes with the cache length), its output copied into the second graph;
 - dynamic: one graph per batch bucket; each step's batch is padded to the nearest bucket (rows past
@@ -121,7 +128,6 @@ def rms_fused(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     return _lab_rmsnorm().rmsnorm_triton({"x": x, "w": w, "out": torch.empty_like(x)})
 
 
-NORMS = {"eager": rms_eager, "fused": rms_fused}
 Mark = Callable[[str], None]
 
 
@@ -163,6 +169,18 @@ def attention(inp: dict, q: torch.Tensor, upto: int | None = None) -> torch.Tens
     return torch.matmul(p, v).reshape(batch, -1)
 
 
+def attention_fused(inp: dict, q: torch.Tensor) -> torch.Tensor:
+    """attention() (upto=None) as the lab's flash-decoding kernel: slots 0..pos[b] only."""
+    lab = importlib.import_module("profkit_lab._decode_attention")
+    return lab.decode_attention(q, inp["k_cache"], inp["v_cache"], inp["pos"])
+
+
+NORMS = {"eager": rms_eager, "fused": rms_fused}
+ATTENTION = {"eager": attention, "fused": attention_fused}
+# (norm, attention) per kernel choice: the `norm=` argument of the runners picks both
+KERNELS = {k: (NORMS[k], ATTENTION[k]) for k in NORMS}
+
+
 def post_attention(
     inp: dict, x: torch.Tensor, a: torch.Tensor, norm: Callable, mark: Mark = _no_mark
 ) -> torch.Tensor:
@@ -177,10 +195,12 @@ def post_attention(
     return x
 
 
-def step(inp: dict, norm: Callable = rms_eager, mark: Mark = _no_mark) -> torch.Tensor:
+def step(
+    inp: dict, norm: Callable = rms_eager, mark: Mark = _no_mark, attn: Callable = attention
+) -> torch.Tensor:
     """One decode step; returns the layer's output [batch, hidden]."""
     q = pre_attention(inp, norm, mark)
-    a = attention(inp, q)
+    a = attn(inp, q)
     mark("attention")
     return post_attention(inp, inp["x"], a, norm, mark)
 
@@ -312,13 +332,13 @@ class Replay:
 
 
 def eager_runner(inp: dict, norm: str = "eager", mark: Mark = _no_mark) -> Callable:
-    fn = NORMS[norm]
-    return lambda i=0: step(inp, fn, mark)
+    fn, attn = KERNELS[norm]
+    return lambda i=0: step(inp, fn, mark, attn)
 
 
 def graph_runner(inp: dict, capture: bool, norm: str = "eager", mark: Mark = _no_mark) -> Callable:
-    fn = NORMS[norm]
-    replay = Replay(lambda: step(inp, fn, mark), capture)
+    fn, attn = KERNELS[norm]
+    replay = Replay(lambda: step(inp, fn, mark, attn), capture)
     return lambda i=0: replay()
 
 
@@ -326,7 +346,8 @@ def piecewise_runner(
     inp: dict, cache_len: int, capture: bool, norm: str = "eager", mark: Mark = _no_mark
 ) -> Callable:
     """Graphs around attention; attention eager over exactly cache_len + 1 slots (every row's
-    pos must be cache_len: the eager piece knows the length on the host, as a serving loop does)."""
+    pos must be cache_len: the eager piece knows the length on the host, as a serving loop does).
+    The attention piece is always the eager one (upto=), whatever the norm."""
     fn = NORMS[norm]
     batch = inp["x"].shape[0]
     a_static = torch.zeros(batch, inp["x"].shape[1], dtype=inp["x"].dtype, device=inp["x"].device)
@@ -377,11 +398,11 @@ class DynamicRunner:
         )
         # the last pinned copy: the host must not overwrite the buffer before the GPU has read it
         self.copied = torch.cuda.Event() if pin else None
-        fn = NORMS[norm]
+        fn, attn = KERNELS[norm]
         self.graphs = {}
         for b in sorted(self.buckets, reverse=True):
             view = {**inp, "x": self.x[:b], "pos": inp["pos"][:b]}
-            self.graphs[b] = Replay(lambda view=view: step(view, fn, mark), capture)
+            self.graphs[b] = Replay(lambda view=view: step(view, fn, mark, attn), capture)
 
     def _copy(self, x_real: torch.Tensor) -> None:
         n = x_real.shape[0]
@@ -451,8 +472,8 @@ SPEC = KernelSpec(
     variants=(
         Variant(
             "fused",
-            lambda inp: step(inp, rms_fused),
-            description="the step with the lab's fused Triton RMSNorm",
+            lambda inp: step(inp, rms_fused, attn=attention_fused),
+            description="the step with the lab's fused Triton RMSNorm and decode attention",
         ),
         Variant(
             "eager",

@@ -102,6 +102,21 @@ def test_fixed_variants_match_float64(variant, dtype):
     assert verdict["rel_err"] < REL[dtype]
 
 
+@pytest.mark.parametrize("variant", ["fused", "graph_fused"])
+def test_fused_variants_use_the_fused_attention(variant, monkeypatch):
+    calls = []
+    real = DEC.attention_fused
+    monkeypatch.setitem(DEC.ATTENTION, "fused", lambda inp, q: calls.append(1) or real(inp, q))
+    monkeypatch.setitem(DEC.KERNELS, "fused", (DEC.rms_fused, DEC.ATTENTION["fused"]))
+    inp = tiny_inputs(2, 7, "float32", lengths=[0, 7])
+    DEC.build(variant, inp, 7, capture=False)(0)
+    assert calls
+    calls.clear()
+    for baseline in ("eager", "graph"):
+        DEC.build(baseline, inp, 7, capture=False)(0)
+    assert not calls  # the baselines stay on the eager attention
+
+
 def test_ragged_lengths_are_masked_per_row():
     # rows at different cache lengths in one fixed-shape step: the mask comes from pos on the device
     inp = tiny_inputs(3, 12, "float32", lengths=[2, 12, 7])
@@ -131,16 +146,23 @@ def test_poison_catches_a_replay_that_stops_writing_its_output():
 
 
 @pytest.mark.parametrize(
-    ("dtype", "copy_in"), [("float32", "pinned"), ("bfloat16", "pinned"), ("float32", "pageable")]
+    ("dtype", "copy_in", "norm"),
+    [
+        ("float32", "pinned", "eager"),
+        ("bfloat16", "pinned", "eager"),
+        ("float32", "pageable", "eager"),
+        ("float32", "pinned", "fused"),  # the fused kernels: RMSNorm and decode attention
+        ("bfloat16", "pinned", "fused"),
+    ],
 )
-def test_dynamic_padded_steps_match_float64(dtype, copy_in):
+def test_dynamic_padded_steps_match_float64(dtype, copy_in, norm):
     buckets = (1, 2, 4, 8)
     lengths = [3, 9, 1, 6, 9, 2, 8, 5]
     inp = tiny_inputs(8, 9, dtype, seed=5, lengths=lengths, rows=8)
     gen = torch.Generator().manual_seed(9)
     x_pool = torch.randn(8, TINY.hidden, generator=gen).to(getattr(torch, dtype))
     # a host input: "pinned" goes through the runner's staging buffer (rows 0..n-1 of it)
-    runner = DEC.DynamicRunner(inp, buckets, capture=False, copy_in=copy_in)
+    runner = DEC.DynamicRunner(inp, buckets, capture=False, norm=norm, copy_in=copy_in)
     ref_inp = {**inp, "x": x_pool}
     # 3 pads row 3 (bucket 4) with a stale input, whose k/v land at row 3's next slot; the later
     # step where row 3 is real must still be right; 5 pads three rows of bucket 8

@@ -23,7 +23,7 @@ def test_bench_stores_a_decode_run(tmp_path):
     assert "not an end-to-end serving claim" in run.manifest["note"]
     cases = run.cases.set_index("variant")
     assert sorted(cases.index) == sorted(
-        ["eager", "fused", "graph", "graph_fused", "piecewise", "dynamic"]
+        ["eager", "fused", "graph", "graph_fused", "piecewise", "dynamic", "dynamic_fused"]
     )
     assert cases.correct.astype(bool).all()
     for col in ("step_p50_ms", "step_p95_ms", "step_p99_ms", "host_us", "tail_stage"):
@@ -39,10 +39,30 @@ def test_bench_stores_a_decode_run(tmp_path):
     assert dyn["copy_in"] == "device" and dyn["tail_split"][0]["bucket"] == "all"
     assert "copy_in" in dyn["tail_split"][0]["excess_ms"]
     assert cases.loc["dynamic", "inherent_mix_p95_over_p50"] == dyn["inherent_mix_p95_over_p50"]
+    # the same walk with the fused kernels (RMSNorm and decode attention), its own section
+    fused = run.manifest["dynamic_fused"]
+    assert fused["kernels"] == "fused" and dyn["kernels"] == "eager"
+    assert fused["batches"] == dyn["batches"] and fused["lengths"] == dyn["lengths"]
+    assert cases.loc["dynamic_fused", "shape"] == "4x12"
+    assert "probe.attention" in kinds["decode.dynamic_fused.bfloat16.4x12"]
+    assert (
+        cases.loc["dynamic_fused", "inherent_mix_p95_over_p50"]
+        == fused["inherent_mix_p95_over_p50"]
+    )
+    assert fused["tail_by_bucket"] != dyn["tail_by_bucket"]  # its own timings, not a copy
+    # explain reads each dynamic case's own manifest section
+    from profkit.explain import Kind, explain_run
+
+    found = {f.variant: f for f in explain_run(run) if f.kind == Kind.STEPS}
+    for variant, section in (("dynamic", dyn), ("dynamic_fused", fused)):
+        top = max(section["tail_by_bucket"], key=lambda b: b["tail_share"])
+        ev = found[variant].evidence
+        assert ev["tail_bucket_p50_ms"] == top["p50_ms"], variant
     # the goals come last, as pass/fail lines
     goals = done.stdout.split("goals (issue 11")[1].splitlines()[1:]
-    assert [line.split()[0] in ("PASS", "FAIL") for line in goals] == [True, True, True]
+    assert [line.split()[0] in ("PASS", "FAIL") for line in goals] == [True] * 4
     assert "graph vs eager" in goals[0] and "dynamic p95/p50" in goals[2]
+    assert "dynamic_fused p95/p50" in goals[3]
 
 
 def test_probe_decode4_dry_run(tmp_path):
@@ -58,3 +78,21 @@ def test_probe_decode4_dry_run(tmp_path):
     assert table.correct.all() and (table.steps == 24).all()
     for col in ("p95_over_p50", "within_bucket", "inherent_mix", "tail_copy_in_us"):
         assert table[col].notna().all(), col
+
+
+def test_probe_attn5_dry_run(tmp_path):
+    argv = [sys.executable, str(ROOT / "bench" / "probe_attn5.py"), "--out", str(tmp_path)]
+    argv += ["--dry-run"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    import pandas as pd
+
+    table = pd.read_csv(tmp_path / "attn5.csv")
+    assert table.correct.all(), table[["batch", "cache", "impl", "error"]]
+    assert {"eager", "cur", "bn32"} <= set(table.impl)
+    assert (table.groupby(["lengths", "batch", "cache"]).size() >= 3).all()
+    dyn = pd.read_csv(tmp_path / "attn5_dynamic.csv").set_index("kernels")
+    assert list(dyn.index) == ["eager", "fused"] and dyn.correct.all()
+    assert (dyn.steps == 24).all() and dyn.inherent_mix.notna().all()
+    assert "dynamic walk 2..4" in done.stdout

@@ -135,7 +135,8 @@ def _padding(row: Mapping, manifest: Mapping, ev: Evidence, samples: pd.DataFram
     ev.put("buckets", text(row, "buckets"))
     ev.put("copy_in", text(row, "copy_in"))
     keys = ["pad_waste_pct", "within_bucket_p95_over_p50_ratio"]
-    dyn = manifest.get("dynamic") or {}
+    # the row's own section (dynamic_fused, since session 5), else "dynamic" (older runs)
+    dyn = manifest.get(text(row, "variant") or "") or manifest.get("dynamic") or {}
     derived = _dynamic_tail(row, dyn, samples)
     ev.put("inherent_mix_p95_over_p50_ratio", derived.get("inherent_mix_p95_over_p50"))
     split = derived.get("tail_split") or []
