@@ -46,7 +46,8 @@ for run in $P/*/; do
     > /tmp/pack/runs/$name/counters.ncu-rep.xz
   touch $J/sent-$name
 done
-cp $J/*.log $J/*.time /tmp/pack/ 2>/dev/null; [ -d $J/cupti ] && cp -r $J/cupti /tmp/pack/
+cp $J/*.log $J/*.time /tmp/pack/ 2>/dev/null
+for d in $J/*/; do [ "$(basename $d)" = runs ] || cp -r $d /tmp/pack/; done  # probes' folders
 tar -C /tmp/pack -cf /tmp/batch.tar .
 if [ $(stat -c %s /tmp/batch.tar) -gt 15000000 ]; then
   split -b 15M -d /tmp/batch.tar $OUT/batch.tar.part

@@ -396,6 +396,8 @@ class DynamicRunner:
         self.stage = torch.empty(
             (max(self.buckets), *self.x.shape[1:]), dtype=self.x.dtype, pin_memory=pin
         )
+        self.views: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        self.by_batch: dict[int, Replay] = {}  # batch -> its bucket's graph
         # the last pinned copy: the host must not overwrite the buffer before the GPU has read it
         self.copied = torch.cuda.Event() if pin else None
         fn, attn = KERNELS[norm]
@@ -404,15 +406,23 @@ class DynamicRunner:
             view = {**inp, "x": self.x[:b], "pos": inp["pos"][:b]}
             self.graphs[b] = Replay(lambda view=view: step(view, fn, mark, attn), capture)
 
+    def _rows(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The first n rows of the static input and of the pinned stage, sliced once per n: a
+        step's copy-in runs on the host before the GPU can start, so its Python is latency."""
+        views = self.views.get(n)
+        if views is None:
+            views = self.views[n] = (self.x[:n], self.stage[:n])
+        return views
+
     def _copy(self, x_real: torch.Tensor) -> None:
-        n = x_real.shape[0]
+        dst, stage = self._rows(x_real.shape[0])
         if x_real.is_cuda or self.copy_in == "pageable":
-            self.x[:n].copy_(x_real)
+            dst.copy_(x_real)
         elif self.copy_in == "pinned":
             if self.copied is not None:
                 self.copied.synchronize()  # done already when each step ends in a synchronize
-            self.stage[:n].copy_(x_real)
-            self.x[:n].copy_(self.stage[:n], non_blocking=True)
+            stage.copy_(x_real)
+            dst.copy_(stage, non_blocking=True)
             if self.copied is not None:
                 self.copied.record()
         else:
@@ -422,7 +432,10 @@ class DynamicRunner:
         n = x_real.shape[0]
         self._copy(x_real)
         self.mark("copy_in")
-        return self.graphs[choose_bucket(n, self.buckets)]()[:n]
+        replay = self.by_batch.get(n)
+        if replay is None:
+            replay = self.by_batch[n] = self.graphs[choose_bucket(n, self.buckets)]
+        return replay()[:n]
 
 
 FIXED = ("eager", "fused", "graph", "graph_fused", "piecewise")  # one shape per case

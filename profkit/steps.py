@@ -15,6 +15,7 @@ measurement loop imports torch when it runs.
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -277,21 +278,30 @@ def run_steps(
     host = np.empty(steps)
     stage_ms: dict[str, list[float]] = {}
     probe = clocks.Probe()
-    t_loop = time.perf_counter()
-    for i in range(steps):
-        starts[i].record()
-        t0 = time.perf_counter()
-        call(i)
-        t1 = time.perf_counter()
-        ends[i].record()
-        if device != "cpu" and i % 100 == 50:
-            probe.read()  # clocks while the step runs on the GPU (this step's timing unaffected)
-        ends[i].synchronize()
-        host[i] = (t1 - t0) * 1e3
-        if probes is not None:
-            for stage, ms in probes.read(starts[i], ends[i]).items():
-                stage_ms.setdefault(stage, []).append(ms)
-    loop_ms = (time.perf_counter() - t_loop) * 1e3 / steps
+    # as timeit does: a garbage collection landing inside a step is the harness's host noise,
+    # not the step's cost (a collection pass takes tens to hundreds of microseconds)
+    collecting = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        t_loop = time.perf_counter()
+        for i in range(steps):
+            starts[i].record()
+            t0 = time.perf_counter()
+            call(i)
+            t1 = time.perf_counter()
+            ends[i].record()
+            if device != "cpu" and i % 100 == 50:
+                probe.read()  # clocks while the step runs on the GPU (its timing unaffected)
+            ends[i].synchronize()
+            host[i] = (t1 - t0) * 1e3
+            if probes is not None:
+                for stage, ms in probes.read(starts[i], ends[i]).items():
+                    stage_ms.setdefault(stage, []).append(ms)
+        loop_ms = (time.perf_counter() - t_loop) * 1e3 / steps
+    finally:
+        if collecting:
+            gc.enable()
     device_ms = np.array([s.elapsed_time(e) for s, e in zip(starts, ends, strict=True)])
     return StepSamples(device_ms, host, loop_ms, stage_ms, probe.summary())
 

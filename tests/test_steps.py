@@ -1,6 +1,8 @@
 """profkit.steps: percentiles, the tail's attribution, probes and the step loop on the host clock
 (synthetic samples with known answers: constructed here, not measured)."""
 
+import gc
+
 import numpy as np
 import pytest
 
@@ -102,3 +104,22 @@ def test_samples_frame_is_profkits_long_format():
     assert row["host_us"] == pytest.approx(20.0) and row["loop_us"] == pytest.approx(600.0)
     assert row["step_method"] == "events" and row["step_p50_ms"] == pytest.approx(0.501)
     assert "device_p50_ms" not in row  # no single call's device time is measured
+
+
+def test_run_steps_keeps_garbage_collection_out_of_the_timed_steps():
+    seen = []
+    s = steps.run_steps(lambda i: seen.append(gc.isenabled()), steps=10, warmup=2, device="cpu")
+    assert len(s.device_ms) == 10
+    assert seen[:2] == [True, True]  # the warm-up runs as the caller's process does
+    assert not any(seen[2:])  # every timed step ran with the collector off
+    assert gc.isenabled()  # and it is back on afterwards
+
+
+def test_run_steps_restores_the_collector_when_a_step_raises():
+    def boom(i):
+        if i == 1:
+            raise RuntimeError("step failed")
+
+    with pytest.raises(RuntimeError):
+        steps.run_steps(boom, steps=5, warmup=0, device="cpu")
+    assert gc.isenabled()
