@@ -27,7 +27,9 @@ import triton.language as tl
 
 LOG2E = 1.4426950408889634
 SMS = 132  # H200; the split count only needs the order of magnitude
-WAVES = 4  # programs per SM the split rule aims for
+# programs per SM the split rule aims for: 16 beat 4 at 15 of 16 probed shapes (session 5,
+# bench/results/h200-20261130-s5/call3/attn5: 24x2048 ragged 202.7 against 257.7 us)
+WAVES = 16
 
 
 @triton.jit

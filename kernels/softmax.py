@@ -235,10 +235,13 @@ CONFIG = {
     # session 4 probe (bench/results/h200-20261130-s4/r/softmax): the one-launch split row, x read
     # once: 1024x32768 in 4096-element programs at 8 warps 74.1 / 74.1 / 91.6% of copy
     # (fp16 / bf16 / fp32) against rows w32's 68.5 / 68.1 / 84.1%
-    "long": ("rowsplit", 4096, None, 8, False),
-    # 256x65536: 8192-element programs at 16 warps 69.6 / 69.8 / 84.8% against the loop's
-    # 61.3 / 59.2 / 65.0%
-    "few_long": ("rowsplit", 8192, None, 16, False),
+    # session 5 probe (bench/results/h200-20261130-s5/call3/softmax5): 8192-element programs with
+    # 32 values per thread in 16-bit (8 warps) and 64 in fp32 (4 warps), more bytes in flight per
+    # thread: 1024x32768 80.8 / 80.9 / 92.4% of copy against 73.9 / 74.5 / 89.6% (4096 x 8 warps)
+    "long": ("rowsplit", 8192, None, None, False),
+    # 256x65536: 77.3 / 77.8 / 87.1% against 8192 x 16 warps' 69.4 / 70.8 / 84.2% (session 4's
+    # choice; the loop before it 61.3 / 59.2 / 65.0%)
+    "few_long": ("rowsplit", 8192, None, None, False),
 }
 
 
@@ -287,8 +290,10 @@ def launch_config(n_rows: int, n_cols: int, itemsize: int) -> tuple:
         num_warps = num_warps or min(16, max(4, block * rows // 512))
     elif path == "rowsplit":
         # BLOCK: the chunk per program; splits: the smallest power of two of chunks covering it
-        block = block or 8192  # 16 values per thread at 16 warps: 32 registers in 16-bit
+        block = block or 8192
         rows = rows or triton.next_power_of_2(triton.cdiv(n_cols, block))
+        # 32 values per thread in 16-bit, 64 in fp32: the best of 16/32/64 in each (session 5)
+        num_warps = num_warps or max(1, block // (32 * (32 if itemsize == 2 else 64)))
     elif path == "split" and rows is None:
         rows = min(triton.cdiv(n_cols, block), triton.cdiv(PROGRAMS_TARGET, n_rows))
     return path, block, rows, num_warps, narrow

@@ -95,9 +95,10 @@ def test_a_wrong_length_fails_the_reference():
 
 def test_split_count_depends_on_shapes_only():
     # graph-safe: the grid comes from batch, heads and capacity; many splits at batch 1, one
-    # once batch x heads fills the SMs
+    # once batch x heads alone fills the SMs WAVES times over
     assert ATT.launch_config(1, 32, 2064, 128)[1] >= 8
-    assert ATT.launch_config(32, 32, 2064, 128)[1] == 1
+    assert ATT.launch_config(32, 32, 2064, 128)[1] == 3  # 16 waves of 132 SMs: 2112 programs
+    assert ATT.launch_config(128, 32, 2064, 128)[1] == 1
     assert ATT.launch_config(1, 32, 16, 128)[1] == 1
 
 

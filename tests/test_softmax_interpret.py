@@ -90,9 +90,10 @@ def test_bytes_and_flops_model():
     [
         ((4096, 1024), 2, "rows", 2),  # one short row per 64-thread program
         ((4096, 16384), 4, "rows", 32),
-        ((1024, 32768), 2, "rowsplit", 8),  # >= 528 rows, <= 32768 columns: 4096-element chunks
-        ((1024, 65536), 2, "rowsplit", 16),  # longer rows: 8192-element chunks at 16 warps
-        ((256, 65536), 2, "rowsplit", 16),  # fewer rows: the same
+        ((1024, 32768), 2, "rowsplit", 8),  # long rows: 8192-element chunks, 32 per thread
+        ((1024, 32768), 4, "rowsplit", 4),  # fp32: 64 per thread
+        ((1024, 65536), 2, "rowsplit", 8),  # longer rows: the same
+        ((256, 65536), 2, "rowsplit", 8),  # fewer rows: the same
     ],
 )
 def test_launch_config_per_shape_class(shape, itemsize, path, warps):
@@ -100,8 +101,8 @@ def test_launch_config_per_shape_class(shape, itemsize, path, warps):
     assert (got, num_warps) == (path, warps)
     if path == "rows":
         assert block >= shape[1] and rows == 1
-    else:  # the chunk each program holds: 4096 for 32768-column rows, else 8192
-        assert block == (4096 if shape[1] == 32768 else 8192)
+    else:  # the chunk each program holds, and the smallest power of two of them per row
+        assert block == 8192 and rows == shape[1] // 8192
 
 
 def test_a_one_dimensional_shape_is_an_input_error():
@@ -155,6 +156,13 @@ def test_every_default_shape_has_a_class_and_a_whole_config(shape, cls):
 def test_wide_rows_take_32_warps_of_16_values():
     # 16384 columns: 16 per thread (32 registers offline) instead of 32 at 16 warps (64)
     assert LAB.launch_config(4096, 16384, 2) == ("rows", 16384, 1, 32, False)
+
+
+def test_long_rows_hold_32_values_per_thread_in_16_bit_and_64_in_fp32():
+    # 8192-element rowsplit programs: 8 warps in 16-bit, 4 in fp32 (session 5's probe)
+    assert LAB.launch_config(1024, 32768, 2) == ("rowsplit", 8192, 4, 8, False)
+    assert LAB.launch_config(1024, 32768, 4) == ("rowsplit", 8192, 4, 4, False)
+    assert LAB.launch_config(256, 65536, 2) == ("rowsplit", 8192, 8, 8, False)
 
 
 def test_the_config_table_switches_a_class(monkeypatch):
