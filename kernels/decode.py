@@ -396,8 +396,7 @@ class DynamicRunner:
         self.stage = torch.empty(
             (max(self.buckets), *self.x.shape[1:]), dtype=self.x.dtype, pin_memory=pin
         )
-        self.views: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
-        self.by_batch: dict[int, Replay] = {}  # batch -> its bucket's graph
+        self.plans: dict[int, tuple[torch.Tensor, torch.Tensor, Replay]] = {}
         # the last pinned copy: the host must not overwrite the buffer before the GPU has read it
         self.copied = torch.cuda.Event() if pin else None
         fn, attn = KERNELS[norm]
@@ -406,16 +405,17 @@ class DynamicRunner:
             view = {**inp, "x": self.x[:b], "pos": inp["pos"][:b]}
             self.graphs[b] = Replay(lambda view=view: step(view, fn, mark, attn), capture)
 
-    def _rows(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """The first n rows of the static input and of the pinned stage, sliced once per n: a
-        step's copy-in runs on the host before the GPU can start, so its Python is latency."""
-        views = self.views.get(n)
-        if views is None:
-            views = self.views[n] = (self.x[:n], self.stage[:n])
-        return views
+    def _plan(self, n: int) -> tuple[torch.Tensor, torch.Tensor, Replay]:
+        """A batch of n rows: the first n rows of the static input and of the pinned stage, and
+        its bucket's graph, looked up once per n: a step's copy-in runs on the host before the
+        GPU can start, so its Python is latency. Raises as choose_bucket does for a bad n."""
+        plan = self.plans.get(n)
+        if plan is None:
+            replay = self.graphs[choose_bucket(n, self.buckets)]
+            plan = self.plans[n] = (self.x[:n], self.stage[:n], replay)
+        return plan
 
-    def _copy(self, x_real: torch.Tensor) -> None:
-        dst, stage = self._rows(x_real.shape[0])
+    def _copy(self, x_real: torch.Tensor, dst: torch.Tensor, stage: torch.Tensor) -> None:
         if x_real.is_cuda or self.copy_in == "pageable":
             dst.copy_(x_real)
         elif self.copy_in == "pinned":
@@ -430,11 +430,9 @@ class DynamicRunner:
 
     def __call__(self, x_real: torch.Tensor) -> torch.Tensor:
         n = x_real.shape[0]
-        self._copy(x_real)
+        dst, stage, replay = self._plan(n)
+        self._copy(x_real, dst, stage)
         self.mark("copy_in")
-        replay = self.by_batch.get(n)
-        if replay is None:
-            replay = self.by_batch[n] = self.graphs[choose_bucket(n, self.buckets)]
         return replay()[:n]
 
 
