@@ -134,3 +134,29 @@ def test_bucket_view_agrees_with_the_bench_and_counts_padding():
     in16 = batches[(batches > 8) & (batches <= 16)]
     assert b.loc[16, "pad_waste"] == pytest.approx(((16 - in16) / 16).mean())
     assert steps.bucket_figure(store.load(RMSNORM)) is None
+
+
+FUSED = ROOT / "profiles" / "decode-20261201-002601-vm-da36a7"  # dynamic and dynamic_fused
+
+
+def test_bucket_view_draws_every_dynamic_variant():
+    r = store.load(FUSED)
+    assert steps.dynamic_variants(r) == ["dynamic", "dynamic_fused"]
+    fig = steps.bucket_figure(r)
+    bars = {t.name: t for t in fig.data if t.type == "bar"}
+    assert set(bars) == {"dynamic: step latency p50 (us)", "dynamic_fused: step latency p50 (us)"}
+    for variant in ("dynamic", "dynamic_fused"):
+        stored = {b["label"]: b for b in r.manifest[variant]["tail_by_bucket"]}
+        drawn = dict(
+            zip(
+                bars[f"{variant}: step latency p50 (us)"].x,
+                bars[f"{variant}: step latency p50 (us)"].y,
+                strict=True,
+            )
+        )
+        for label, b in stored.items():  # each variant's own steps, as the bench computed them
+            assert drawn[str(label)] == pytest.approx(b["p50_ms"] * 1e3, abs=1e-2)
+    # the two replayed the same batches: step share and padding drawn once, tail share per variant
+    names = [t.name for t in fig.data if t.type == "scatter"]
+    assert names.count("share of steps (%)") == 1 and names.count("padding waste (%)") == 1
+    assert sum("share of steps >= p" in n for n in names) == 2

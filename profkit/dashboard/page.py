@@ -318,10 +318,11 @@ def _step_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
             (
                 "Dynamic replay by batch bucket",
                 _note(
-                    "Dynamic replay's step latency per batch bucket (the manifest's dynamic "
-                    "section: each timed step's batch, padded to its bucket): p50 per bucket, "
-                    f"each bucket's share of all steps and of the steps at or above the "
-                    f"p{steps.TAIL_PCT}, and its mean padding waste (padded rows / bucket rows)."
+                    "Dynamic replay's step latency per batch bucket, for each dynamically "
+                    "replayed variant (its manifest section: each timed step's batch, padded to "
+                    "its bucket): p50 per bucket, each bucket's share of all steps and of the "
+                    f"steps at or above the p{steps.TAIL_PCT}, and its mean padding waste "
+                    "(padded rows / bucket rows)."
                 )
                 + plot_div(buckets, f"{prefix}-plot-stepbuckets"),
             )

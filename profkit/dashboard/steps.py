@@ -173,14 +173,24 @@ def tail_figure(run: Run) -> go.Figure | None:
     return fig
 
 
-def by_bucket(run: Run) -> pd.DataFrame:
-    """Dynamic replay per batch bucket, from its stored `device` samples (step order) and the
-    manifest's dynamic section (each timed step's batch, the buckets): step share, tail share,
-    p50 and p95 of step latency (ms), mean padding waste (padded rows / bucket rows). Empty when
-    the run has no dynamic case or the counts disagree."""
-    dyn = run.manifest.get("dynamic") or {}
+def dynamic_variants(run: Run) -> list[str]:
+    """The variants replayed dynamically, in the run's order: those with a manifest section of
+    their own name that holds the timed steps' batches (the bench writes `dynamic`,
+    `dynamic_fused`)."""
+    names = dict.fromkeys(run.cases["variant"].astype(str))
+    return [
+        v for v in names if isinstance(run.manifest.get(v), dict) and run.manifest[v].get("batches")
+    ]
+
+
+def by_bucket(run: Run, variant: str = "dynamic") -> pd.DataFrame:
+    """One dynamic variant's replay per batch bucket, from its stored `device` samples (step
+    order) and its manifest section (each timed step's batch, the buckets): step share, tail
+    share, p50 and p95 of step latency (ms), mean padding waste (padded rows / bucket rows).
+    Empty when the run has no such case or the counts disagree."""
+    dyn = run.manifest.get(variant) or {}
     batches, buckets = dyn.get("batches") or [], sorted(dyn.get("buckets") or [])
-    cases = run.cases[run.cases["variant"].astype(str) == "dynamic"]
+    cases = run.cases[run.cases["variant"].astype(str) == variant]
     if not batches or not buckets or cases.empty or run.samples is None:
         return pd.DataFrame()
     s = run.samples
@@ -197,54 +207,65 @@ def by_bucket(run: Run) -> pd.DataFrame:
 
 
 def bucket_figure(run: Run) -> go.Figure | None:
+    """Every dynamic variant side by side: a bar per variant and bucket (p50, whisker to p95) and
+    each variant's tail share; the step share and padding waste once when the variants replayed
+    the same batches (as the bench does), else per variant."""
     if not applies(run):
         return None
-    b = by_bucket(run)
-    if b.empty:
+    tables = {v: by_bucket(run, v) for v in dynamic_variants(run)}
+    tables = {v: b for v, b in tables.items() if not b.empty}
+    if not tables:
         return None
-    x = [str(v) for v in b["label"]]
+    batches = {tuple(run.manifest[v]["batches"]) for v in tables}
     fig = make_subplots(specs=[[{"secondary_y": True}]])
-    fig.add_trace(
-        go.Bar(
-            x=x,
-            y=(b["p50_ms"] * 1e3).tolist(),
-            name="step latency p50 (us)",
-            marker={"color": STAGE_COLORS[0]},
-            error_y={
-                "type": "data",
-                "symmetric": False,
-                "array": ((b["p95_ms"] - b["p50_ms"]) * 1e3).tolist(),
-                "arrayminus": [0.0] * len(b),
-            },
-            customdata=np.stack(
-                [b["p95_ms"] * 1e3, b["step_share"] * 100, b["tail_share"] * 100], axis=-1
-            ).tolist(),
-            hovertemplate=(
-                "bucket %{x}<br>p50 %{y:.1f} us, p95 %{customdata[0]:.1f} us<br>"
-                "%{customdata[1]:.1f}% of steps, %{customdata[2]:.1f}% of tail steps"
-                "<extra></extra>"
-            ),
-        ),
-        secondary_y=False,
-    )
-    for col, name, color in (
-        ("step_share", "share of steps (%)", STAGE_COLORS[2]),
-        ("tail_share", f"share of steps >= p{TAIL_PCT} (%)", STAGE_COLORS[3]),
-        ("pad_waste", "padding waste (%)", STAGE_COLORS[1]),
-    ):
+    for i, (variant, b) in enumerate(tables.items()):
         fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=(b[col] * 100).tolist(),
-                mode="lines+markers",
-                name=name,
-                marker={"color": color},
-                hovertemplate=f"bucket %{{x}}<br>{name}: %{{y:.1f}}<extra></extra>",
+            go.Bar(
+                x=[str(v) for v in b["label"]],
+                y=(b["p50_ms"] * 1e3).tolist(),
+                name=f"{variant}: step latency p50 (us)",
+                marker={"color": STAGE_COLORS[(4 * i) % len(STAGE_COLORS)]},
+                error_y={
+                    "type": "data",
+                    "symmetric": False,
+                    "array": ((b["p95_ms"] - b["p50_ms"]) * 1e3).tolist(),
+                    "arrayminus": [0.0] * len(b),
+                },
+                customdata=np.stack(
+                    [b["p95_ms"] * 1e3, b["step_share"] * 100, b["tail_share"] * 100], axis=-1
+                ).tolist(),
+                hovertemplate=(
+                    f"{variant}, bucket %{{x}}<br>p50 %{{y:.1f}} us, p95 %{{customdata[0]:.1f}} "
+                    "us<br>%{customdata[1]:.1f}% of steps, %{customdata[2]:.1f}% of tail steps"
+                    "<extra></extra>"
+                ),
             ),
-            secondary_y=True,
+            secondary_y=False,
         )
+        lines = [("tail_share", f"share of steps >= p{TAIL_PCT} (%)", 3)]
+        if i == 0 or len(batches) > 1:
+            lines += [
+                ("step_share", "share of steps (%)", 2),
+                ("pad_waste", "padding waste (%)", 1),
+            ]
+        for col, what, color in lines:
+            name = what if len(batches) == 1 and col != "tail_share" else f"{variant}: {what}"
+            fig.add_trace(
+                go.Scatter(
+                    x=[str(v) for v in b["label"]],
+                    y=(b[col] * 100).tolist(),
+                    mode="lines+markers",
+                    name=name,
+                    marker={"color": STAGE_COLORS[(color + 4 * i) % len(STAGE_COLORS)]},
+                    line={"dash": "dot" if i else "solid"},
+                    hovertemplate=f"bucket %{{x}}<br>{name}: %{{y:.1f}}<extra></extra>",
+                ),
+                secondary_y=True,
+            )
     fig.update_xaxes(title_text="batch bucket (rows per captured graph)", type="category")
     fig.update_yaxes(title_text="step latency (us), bar p50, whisker p95", secondary_y=False)
-    fig.update_yaxes(title_text="percent", range=[0, 100], secondary_y=True)
-    fig.update_layout(template="plotly_white", height=420, margin={"t": 30, "b": 40})
+    fig.update_yaxes(title_text="percent", range=[0, 100], dtick=20, tickmode="linear",
+                     showgrid=False, secondary_y=True)  # fmt: skip
+    fig.update_layout(template="plotly_white", height=420, margin={"t": 30, "b": 40},
+                      barmode="group")  # fmt: skip
     return fig
