@@ -43,6 +43,7 @@ ADD, va = probe_memory.ADD, probe_memory.va
 ITEMSIZE = {"float32": 4, "bfloat16": 2}
 DTYPES = ("float32", "bfloat16")
 LAUNCHES = 2  # profiled launches per candidate and case (the median is kept)
+CHILD_MARGIN_S = 8.0  # ncu's time to finish its last kernel, write the report and exit
 TIMING_SHARE = 0.5  # of the budget: timing stops here (rows 'skipped'), ncu gets the rest
 METRICS = [
     "dram__throughput.avg.pct_of_peak_sustained_elapsed",
@@ -104,13 +105,18 @@ def child(cases_path: Path) -> None:
     each in its own profkit range (one input set per dtype and shape)."""
     from profkit.timing import nvtx_range
 
-    todo = json.loads(cases_path.read_text())  # [[dtype, n, [names]], ...]
+    job = json.loads(
+        cases_path.read_text()
+    )  # {"deadline": epoch s, "cases": [[dtype, n, [names]]]}
     dev = "cuda" if torch.cuda.is_available() else "cpu"  # cpu: shaking it out in the interpreter
-    for dtype, n, names in todo:
+    for dtype, n, names in job["cases"]:
         gen = torch.Generator(dev).manual_seed(21)
         inputs = ADD.make_inputs((n,), dtype, dev, gen)
         cands = {**candidates(ITEMSIZE[dtype]), **ROOFS}
         for name in names:
+            if time.time() > job["deadline"]:  # stop launching, so ncu still writes its report
+                print(f"child: {name} {dtype} {n} skipped: past the deadline", flush=True)
+                continue
             try:
                 cands[name](inputs)  # compile / warm up, unprofiled
                 sync()
@@ -140,11 +146,14 @@ def counters(out: Path, rows: list[dict], timeout_s: float) -> tuple[pd.DataFram
         return pd.DataFrame(), "ncu: skipped, the `nvtx` package is missing (PYTHONPATH=/tmp/site)"
     with tempfile.TemporaryDirectory(prefix="vadd6-") as tmp:
         cases = Path(tmp) / "cases.json"
-        cases.write_text(json.dumps([[d, n, names] for (d, n), names in todo.items()]))
+        # the child stops launching CHILD_MARGIN_S before ncu's limit: a killed ncu writes nothing
+        deadline = time.time() + timeout_s - CHILD_MARGIN_S
+        job = {"deadline": deadline, "cases": [[d, n, names] for (d, n), names in todo.items()]}
+        cases.write_text(json.dumps(job))
         result = ncu.run_counter_pass(
             [sys.executable, __file__, "--child", str(cases), "--out", tmp],
             Path(tmp) / "vadd6",
-            timeout_s=max(timeout_s, 10.0),
+            timeout_s=max(timeout_s, 2 * CHILD_MARGIN_S),
             log_path=out / "ncu.log",
             metrics=METRICS,
             sections=[],
