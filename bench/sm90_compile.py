@@ -71,8 +71,23 @@ def jobs_vector_add():
             # the shipped config and torch.add's shape (1024 elements, 4 warps), hints on/off
             for block, warps in (shipped, (1024, 4)):
                 for hints in (False, True):
-                    const = {"BLOCK": block, "HINTS": hints}
+                    const = {"BLOCK": block, "HINTS": hints, "CS_STORE": False}
                     yield f"{dtype} {const} w{warps}", mod._add_kernel, args, const, warps, 3
+        # session 6's probe candidates (bench/probe_vadd6.py), at 2^28's shape
+        item = DTYPE_ITEMSIZE[dtype]
+        args = {"X": PTR[dtype], "Y": PTR[dtype], "OUT": PTR[dtype], "n": "i32"}
+        const = {"BLOCK": 1024, "HINTS": False, "CS_STORE": True}
+        yield f"{dtype} {const} w4", mod._add_kernel, args, const, 4, 3
+        const = {"BLOCK": 65536 // item, "HINTS": False, "CS_STORE": False}
+        yield f"{dtype} {const} w16", mod._add_kernel, args, const, 16, 3
+        for stages in (1, 3):
+            const = {"BLOCK": 8192 // item, "STAGES": stages}
+            yield f"persist {dtype} {const} w4", mod._add_persistent_kernel, args, const, 4, 3
+        cols = mod.TMA_ROW_BYTES // item
+        desc = f"tensordesc<{PTR[dtype][1:]}[128, {cols}]>"
+        const = {"BM": 128}
+        tma = {"XD": desc, "YD": desc, "OD": desc}
+        yield f"tma {dtype} {const} w4", mod._add_tma_kernel, tma, const, 4, 3
 
 
 def jobs_sum():
