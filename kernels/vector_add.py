@@ -163,7 +163,11 @@ SPEC = KernelSpec(
     name="vector_add",
     description="out = x + y, 1-D, against torch.add(out=)",
     variants=(
-        Variant("triton", add_triton, description="Triton, 1024 elements per 128-thread program (torch.add's shape)"),
+        Variant(
+            "triton",
+            add_triton,
+            description="Triton, 1024 elements per 128-thread program (torch.add's shape)",
+        ),
         Variant("torch", add_torch, baseline=True, description="torch.add(x, y, out=out)"),
     ),
     make_inputs=make_inputs,
