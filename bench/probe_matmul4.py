@@ -85,9 +85,11 @@ def parse() -> argparse.Namespace:
 def label(impl: str, cfg) -> str:
     if cfg is None:
         return impl
-    bm, bn, bk, g, s, w, sub, split = cfg
+    bm, bn, bk, g, s, w, sub, split = cfg[:8]
     extra = (f" g{g}" if g != 8 else "") + (f" sub{sub}" if sub > 1 else "")
     extra += f" split{split}" if split > 1 else ""
+    extra += " last" if split > 1 and cfg.reduce == "last" else ""  # in-kernel reduction
+    extra += " tma" if impl == "triton" and cfg.tma else ""
     return f"{impl} {bm}x{bn}x{bk} s{s} w{w}{extra}"
 
 
@@ -153,8 +155,12 @@ class Probe:
         return copy_gbps(SPEC.bytes_moved(shape, 2), self.copy)
 
     def shape_class(self, cls: str) -> None:
-        shape = (DRY_SHAPES if self.dry else SHAPES)[cls]
-        cands = [("cublas", None)] + CANDIDATES[cls]
+        self.run_class(cls, (DRY_SHAPES if self.dry else SHAPES)[cls], CANDIDATES[cls])
+
+    def run_class(self, cls: str, shape, candidates) -> None:
+        """Check every (impl, config) of `candidates` at `shape`, then time the correct ones
+        beside cuBLAS in ROUNDS interleaved rounds (both dtypes)."""
+        cands = [("cublas", None)] + list(candidates)
         for dtype in ("bfloat16", "float16"):
             good = []
             for impl, cfg in cands:
@@ -226,7 +232,7 @@ SUMMARY_FIELDS = [
 
 def table(rows: list[dict], summ: list[dict]) -> list[str]:
     short = {"bfloat16": "bf16", "float16": "fp16"}
-    out = [f"{'dt':<4} {'shape':<14} {'impl':<36} {'us':>7} {'%cuBLAS [95% CI]':>20} "
+    out = [f"{'dt':<4} {'shape':<14} {'impl':<40} {'us':>7} {'%cuBLAS [95% CI]':>20} "
            f"{'%copy':>5} cap"]  # fmt: skip
     for r in summ:
         pct = (
@@ -235,7 +241,7 @@ def table(rows: list[dict], summ: list[dict]) -> list[str]:
             else "-"
         )
         out.append(
-            f"{short[r['dtype']]:<4} {r['shape']:<14} {r['impl'][:36]:<36} {r['us']:7.1f} "
+            f"{short[r['dtype']]:<4} {r['shape']:<14} {r['impl'][:40]:<40} {r['us']:7.1f} "
             f"{pct:>20} {_f(r['pct_copy'])} {r['capped']}"
         )
     bad = [r for r in rows if r.get("error")]

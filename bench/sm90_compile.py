@@ -168,21 +168,28 @@ def jobs_rmsnorm():
 
 
 def _tiled_job(mod, dtype, shape, cfg):
-    (m, n, k), (bm, bn, bk, group_m, stages, warps, _, split_k) = shape, cfg
+    (m, n, k), (bm, bn, bk, group_m, stages, warps, _, split_k) = shape, cfg[:8]
     args = {"A": PTR[dtype], "B": PTR[dtype], "C": PTR[dtype], "M": "i32", "N": "i32"}
     args |= {"K": "i32", "stride_am": "i32", "stride_bk": "i32", "stride_cm": "i32"}
     even = m % bm == 0 and n % bn == 0 and k % bk == 0
     const = dict(BM=bm, BN=bn, BK=bk, GROUP_M=group_m, EVEN=even, WIDEN=False, SPLIT_K=split_k)
+    last = split_k > 1 and cfg.reduce == "last"
+    const |= dict(LAST=last, TMA=cfg.tma)
     if split_k > 1:
         args["W"] = "*fp32"
     else:
         const["W"] = None
+    if last:
+        args["COUNT"] = "*i32"
+    else:
+        const["COUNT"] = None
     label = f"tiled {dtype} {bm}x{bn}x{bk} s{stages} w{warps} split{split_k}"
+    label += (" last" if last else "") + (" tma" if cfg.tma else "")
     return label, mod._matmul_tiled_kernel, args, const, warps, stages
 
 
 def _persistent_job(mod, dtype, cfg, fp8=False):
-    bm, bn, bk, group_m, stages, warps, sub, _ = cfg
+    bm, bn, bk, group_m, stages, warps, sub, _ = cfg[:8]
     ptr = "*fp8e4nv" if fp8 else PTR[dtype]
     args = {"A": ptr, "B": ptr, "C": "*bf16" if fp8 else PTR[dtype], "M": "i32", "N": "i32"}
     args |= {"K": "i32"}
@@ -233,6 +240,20 @@ def jobs_matmul_probe4():
                 yield _persistent_job(mod, "bfloat16", cfg)
 
 
+def jobs_matmul_probe6():
+    """The candidates bench/probe_matmul6.py times (bf16; fp16 compiles alike)."""
+    mod = lab("matmul")
+    sys.path.insert(0, str(Path(__file__).parent))
+    import probe_matmul6
+
+    for cls, cands in probe_matmul6.CANDIDATES.items():
+        for impl, cfg in cands:
+            if impl == "triton":
+                yield _tiled_job(mod, "bfloat16", probe_matmul6.SHAPES[cls], cfg)
+            else:
+                yield _persistent_job(mod, "bfloat16", cfg)
+
+
 def warp_specialize_check() -> str:
     """Does tl.range(warp_specialize=True) change the sm_90 persistent matmul?"""
     mod = lab("matmul")
@@ -276,6 +297,7 @@ JOBS = {
     "matmul": jobs_matmul,
     "matmul_probe": jobs_matmul_probe,
     "matmul_probe4": jobs_matmul_probe4,
+    "matmul_probe6": jobs_matmul_probe6,
 }
 
 

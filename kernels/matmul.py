@@ -10,6 +10,9 @@ Two Triton variants against cuBLAS (torch.matmul(out=)):
   tensor descriptors (tl.make_tensor_descriptor: TMA on Hopper), so tile loads are issued by the
   TMA unit rather than by every thread, and the epilogue's store of one tile can overlap the
   next tile's loads.
+Decode-like shapes (small M x N) may split K (Config SPLIT_K): fp32 partials summed either by a
+second launch (REDUCE "launch") or in the same launch by each tile's last-arriving split (REDUCE
+"last", _reduce_if_last); the tiled kernel can also load A and B through tensor descriptors (TMA).
 Warp specialization: Triton 3.6 offers it only as tl.range(warp_specialize=True), documented
 for Blackwell. Compiled for sm_90 (bench/sm90_compile.py, no GPU needed), the persistent kernel
 with WS=True gives byte-identical PTX to WS=False: on the H200 it is the same kernel, so it is not
@@ -60,6 +63,9 @@ def _matmul_tiled_kernel(
     WIDEN: tl.constexpr,
     SPLIT_K: tl.constexpr = 1,
     W=None,  # SPLIT_K > 1: fp32 partials, SPLIT_K x M x N
+    COUNT=None,  # in-kernel reduction (LAST): one int32 arrival counter per output tile
+    LAST: tl.constexpr = False,  # the tile's last-arriving split sums the partials, stores C
+    TMA: tl.constexpr = False,  # A and B tiles through tensor descriptors (TMA on Hopper)
 ):
     pid_m, pid_n = _tile_coords(tl.program_id(0), tl.cdiv(M, BM), tl.cdiv(N, BN), GROUP_M)
     rm = pid_m * BM + tl.arange(0, BM)
@@ -85,9 +91,19 @@ def _matmul_tiled_kernel(
         k1 = tl.minimum(k0 + per, k_tiles)
         a_ptrs = A + am[:, None] * stride_am + (k0 * BK + rk)[None, :]
         b_ptrs = B + (k0 * BK + rk)[:, None] * stride_bk + bn[None, :]
+    if TMA:  # out-of-range boxes read zeros: no masks, no wrapped rows
+        a_desc = tl.make_tensor_descriptor(
+            A, shape=[M, K], strides=[stride_am, 1], block_shape=[BM, BK]
+        )
+        b_desc = tl.make_tensor_descriptor(
+            B, shape=[K, N], strides=[stride_bk, 1], block_shape=[BK, BN]
+        )
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k in range(k0, k1):
-        if EVEN:
+        if TMA:
+            a = a_desc.load([pid_m * BM, k * BK])
+            b = b_desc.load([k * BK, pid_n * BN])
+        elif EVEN:
             a = tl.load(a_ptrs)
             b = tl.load(b_ptrs)
         else:
@@ -101,13 +117,64 @@ def _matmul_tiled_kernel(
     if SPLIT_K == 1:
         c = acc.to(C.dtype.element_ty)
         c_ptrs = C + rm[:, None] * stride_cm + rn[None, :]
-    else:  # fp32 partial; _splitk_reduce_kernel sums the SPLIT_K of them and casts
+    else:  # fp32 partial; summed by _splitk_reduce_kernel or, with LAST, by the last arriver
         c = acc
         c_ptrs = W + tl.program_id(1) * M * N + rm[:, None] * N + rn[None, :]
     if EVEN:
         tl.store(c_ptrs, c)
     else:
         tl.store(c_ptrs, c, mask=(rm[:, None] < M) & (rn[None, :] < N))
+    if LAST:
+        _reduce_if_last(C, W, COUNT, rm, pid_n * BN, M, N, stride_cm, EVEN, SPLIT_K, BN)
+
+
+@triton.jit
+def _reduce_if_last(
+    C,
+    W,
+    COUNT,
+    rm,
+    n0,
+    M,
+    N,
+    stride_cm,
+    EVEN: tl.constexpr,
+    SPLIT_K: tl.constexpr,
+    BN: tl.constexpr,
+):
+    # No program waits for another (no dispatch-order assumption; the interpreter's sequential
+    # programs work too): each split counts its arrival after storing its partial, and the one
+    # that sees SPLIT_K - 1 earlier arrivals sums all SPLIT_K partials in the fixed order
+    # s = 0..SPLIT_K-1, so C is deterministic. Its own partial is read back too (from L2), and
+    # the sum goes RN columns at a time: with the accumulator live through a whole-tile sum, the
+    # 128x128 (4 warps) and 128x256 (8 warps) tiles compiled to 255 registers (offline sm_90).
+    tl.debug_barrier()  # every thread's partial is stored before the arrival is counted
+    tile = tl.program_id(0)
+    old = tl.atomic_add(COUNT + tile, 1, sem="acq_rel")
+    if old == SPLIT_K - 1:
+        # reset for the next launch on the stream (a CUDA graph replays with no memset): only
+        # this program touches the counter after the tile's SPLIT_K arrivals
+        tl.atomic_xchg(COUNT + tile, 0, sem="relaxed")
+        RN: tl.constexpr = min(BN, 32)
+        for j in tl.static_range(BN // RN):
+            rn = n0 + j * RN + tl.arange(0, RN)
+            mask = (rm[:, None] < M) & (rn[None, :] < N)
+            p_ptrs = W + rm[:, None] * N + rn[None, :]
+            # .cg: from L2, never an L1 line of W left stale by an earlier launch on this SM
+            if EVEN:
+                total = tl.load(p_ptrs, cache_modifier=".cg")
+            else:
+                total = tl.load(p_ptrs, mask=mask, other=0.0, cache_modifier=".cg")
+            for s in tl.static_range(1, SPLIT_K):
+                if EVEN:
+                    total += tl.load(p_ptrs + s * M * N, cache_modifier=".cg")
+                else:
+                    total += tl.load(p_ptrs + s * M * N, mask=mask, other=0.0, cache_modifier=".cg")
+            c_ptrs = C + rm[:, None] * stride_cm + rn[None, :]
+            if EVEN:
+                tl.store(c_ptrs, total.to(C.dtype.element_ty))
+            else:
+                tl.store(c_ptrs, total.to(C.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -188,12 +255,27 @@ def _matmul_persistent_kernel(
 
 
 class Config(tuple):
-    """(BM, BN, BK, GROUP_M, num_stages, num_warps, SUBTILE, SPLIT_K); SPLIT_K: tiled kernel only"""
+    """(BM, BN, BK, GROUP_M, num_stages, num_warps, SUBTILE, SPLIT_K, REDUCE, TMA).
+    Tiled kernel only: SPLIT_K; REDUCE (with SPLIT_K > 1) "launch" = _splitk_reduce_kernel, a
+    second launch, or "last" = the tile's last-arriving split sums the partials (one launch);
+    TMA = A and B tiles through tensor descriptors. Unpack the first 8 with cfg[:8]."""
 
     __slots__ = ()
 
-    def __new__(cls, bm, bn, bk, group_m, stages, warps, subtile=1, split_k=1):
-        return super().__new__(cls, (bm, bn, bk, group_m, stages, warps, subtile, split_k))
+    def __new__(
+        cls, bm, bn, bk, group_m, stages, warps, subtile=1, split_k=1, reduce="launch", tma=False
+    ):
+        assert reduce in ("launch", "last"), reduce
+        fields = (bm, bn, bk, group_m, stages, warps, subtile, split_k, reduce, tma)
+        return super().__new__(cls, fields)
+
+    @property
+    def reduce(self) -> str:
+        return self[8]
+
+    @property
+    def tma(self) -> bool:
+        return self[9]
 
 
 # Decode-like shapes (M <= 128), keyed by M rounded up to a power of two (16..128): the table to
@@ -277,13 +359,20 @@ def _check_operands(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> tupl
 def matmul_tiled(inputs: dict, config: Config | None = None) -> torch.Tensor:
     a, b, out = inputs["a"], inputs["b"], inputs["out"]
     m, n, k = _check_operands(a, b, out)
-    bm, bn, bk, group_m, stages, warps, _, split_k = config or launch_config(m, n, k)
+    cfg = config or launch_config(m, n, k)
+    bm, bn, bk, group_m, stages, warps, _, split_k = cfg[:8]
     even = m % bm == 0 and n % bn == 0 and k % bk == 0
-    grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn), split_k)
-    partials = None
-    if split_k > 1:
+    tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
+    grid = (tiles, split_k)
+    last = split_k > 1 and cfg.reduce == "last"
+    partials = counters = None
+    if last:
+        partials, counters = _splitk_workspace(a.device, m, n, tiles, cfg)
+    elif split_k > 1:
         assert split_k * m * n < 2**31, "split-K is for small M x N (int32 offsets)"
         partials = torch.empty((split_k, m, n), device=a.device, dtype=torch.float32)
+    if cfg.tma and a.is_cuda:
+        triton.set_allocator(_tma_scratch)
     _matmul_tiled_kernel[grid](
         a,
         b,
@@ -302,15 +391,35 @@ def matmul_tiled(inputs: dict, config: Config | None = None) -> torch.Tensor:
         WIDEN=_widen(a),
         SPLIT_K=split_k,
         W=partials,
+        COUNT=counters,
+        LAST=last,
+        TMA=cfg.tma,
         num_stages=stages,
         num_warps=warps,
     )
-    if split_k > 1:
+    if split_k > 1 and not last:
         block = 1024
         _splitk_reduce_kernel[(triton.cdiv(m * n, block),)](
             partials, out, m * n, SPLIT_K=split_k, BLOCK=block, num_warps=4
         )
     return out
+
+
+_WORKSPACE: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
+
+
+def _splitk_workspace(device, m: int, n: int, tiles: int, cfg: Config):
+    """fp32 partials (SPLIT_K x M x N) and per-tile arrival counters for REDUCE "last", made once
+    per (device, shape, config), on the first call (make it outside a CUDA graph capture), then
+    reused: the kernel's last arriver resets its tile's counter, so a call is one launch and a
+    graph replays it. Calls sharing a workspace must be ordered (one stream)."""
+    key = (str(device), m, n, tuple(cfg))
+    if key not in _WORKSPACE:
+        split_k = cfg[7]
+        assert split_k * m * n < 2**31, "split-K is for small M x N (int32 offsets)"
+        partials = torch.empty((split_k, m, n), device=device, dtype=torch.float32)
+        _WORKSPACE[key] = partials, torch.zeros(tiles, device=device, dtype=torch.int32)
+    return _WORKSPACE[key]
 
 
 def _tma_scratch(size: int, alignment: int, stream) -> torch.Tensor:
@@ -322,7 +431,7 @@ def _tma_scratch(size: int, alignment: int, stream) -> torch.Tensor:
 def _launch_persistent(a, b, out, cfg: Config, *, widen: bool, **extra) -> torch.Tensor:
     """One persistent launch: a program per SM (or per tile, when fewer), looping over tiles."""
     m, n, k = out.shape[0], out.shape[1], a.shape[1]
-    bm, bn, bk, group_m, stages, warps, subtile, _ = cfg
+    bm, bn, bk, group_m, stages, warps, subtile, _ = cfg[:8]
     if a.is_cuda:
         triton.set_allocator(_tma_scratch)
     programs = min(SMS, triton.cdiv(m, bm) * triton.cdiv(n, bn))
