@@ -66,6 +66,7 @@ def candidates(shape, itemsize: int) -> list[tuple[str, tuple]]:
     rows, cols = shape
     out = []
     for chunk, warps, keep in _configs(itemsize):
+        keep = keep if itemsize == 2 else False  # E16 / NARROW are 16-bit forms
         splits = 1 << (-(-cols // chunk) - 1).bit_length()
         if cols <= 8192 and chunk != 4096:  # the control: one candidate, 2 x 4096
             continue

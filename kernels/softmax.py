@@ -379,6 +379,8 @@ def launch_config(n_rows: int, n_cols: int, itemsize: int) -> tuple:
     - "rowsplit" (BLOCK = chunk per program, ROWS = splits S, a power of two, derived when
       None): one launch, x read once; a row's S programs exchange chunk statistics and wait for
       each other (see _softmax_rowsplit_kernel for the dispatch-order assumption).
+    - "rowsplit_tag": the same, exchanging generation-tagged 64-bit words (one L2 round trip);
+      its NARROW field is KEEP: False, True (x held 16-bit) or "e16" (exp held 16-bit).
     - NARROW (rows path, 16-bit): x stays in its 16-bit type in registers (see the kernel).
     """
     path, block, rows, num_warps, narrow = CONFIG[shape_class(n_rows, n_cols)]
