@@ -253,7 +253,7 @@ def _softmax_rowsplit_tag_kernel(
     # sum); siblings poll the row's 2S words directly. A 64-bit word is written and read whole,
     # so a word carrying this call's generation carries this call's statistic: no counter, no
     # fence, no separate stats load. The generation: every program reads its own max word at
-    # the start (only it writes that word, once per call; the read overlaps the x load) and
+    # the start (only it writes that word, once per call) and
     # publishes its generation + 1; the row's words move in lockstep from zero, so a sibling
     # waits for that same value. Wraps at 2^32 calls (equality only). Graph replays are calls.
     # SLOTS: int64 [rows, 2, S] (max words, then sum words), zeroed once, never reset.
@@ -268,7 +268,9 @@ def _softmax_rowsplit_tag_kernel(
     row = pid // S
     split = pid % S
     row_slots = SLOTS + row.to(tl.int64) * (2 * S)
-    own = tl.load(row_slots + split, volatile=True)
+    # a plain load: an earlier launch wrote the word. ptxas issues it after x's in-warp max
+    # (volatile or not), so its round trip overlaps the block reductions and exps, not x's
+    own = tl.load(row_slots + split, cache_modifier=".cg")
     cols = split * BLOCK + tl.arange(0, BLOCK)
     mask = cols < n_cols
     x_in = tl.load(X + row.to(tl.int64) * stride_x + cols, mask=mask, other=-float("inf"))
