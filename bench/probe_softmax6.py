@@ -179,7 +179,7 @@ def main() -> None:
         measure(resolve_callable(spec.variant("torch"), cache), shape, dtype, "torch", "")
         print(f"[{time.monotonic() - t0:5.1f}s] {dtype} {format_shape(shape)}", flush=True)
 
-    df = summarize(pd.DataFrame(rows_out), spec, copy_cache)
+    df = summarize(pd.DataFrame(rows_out), spec, copy_cache).drop(columns="vs_compile")
     df.to_csv(args.out / "probe_softmax6.csv", index=False)
     report(df, time.monotonic() - t0)
 
