@@ -3,11 +3,11 @@
     PYTHONPATH=. python3 bench/sm90_compile.py [KERNEL ...]     (default: all of them)
 
 For every configuration the kernels' launch heuristics pick over their default sweeps, this
-compiles with Triton's own ptxas and prints registers per thread, spilled bytes (LOCAL), shared
-memory (dynamic, from Triton's metadata) against the H200's 227 KB per block, and the resident
-blocks per SM that registers and shared memory allow. It catches a configuration that cannot
-launch (too much shared memory) or spills before any GPU time is spent. It also compiles the
-persistent matmul with and without warp_specialize=True and says whether the PTX differs.
+compiles with Triton's own ptxas and prints registers per thread, spilled bytes (STACK + LOCAL),
+shared memory (dynamic, from Triton's metadata) against the H200's 227 KB per block, and the
+resident blocks per SM that registers and shared memory allow. It catches a configuration that
+cannot launch (too much shared memory) or spills before any GPU time is spent. It also compiles
+the persistent matmul with and without warp_specialize=True and says whether the PTX differs.
 Run it with TRITON_INTERPRET unset.
 """
 
@@ -53,8 +53,10 @@ def usage(kernel) -> tuple[int, int]:
             text=True,
             check=True,
         ).stdout
-    m = re.search(r"REG:(\d+).*?LOCAL:(\d+)", out)
-    return int(m.group(1)), int(m.group(2))
+    # ptxas puts spilled registers on the STACK (frame), not in LOCAL: count both (a maxnreg
+    # build that spilled read LOCAL:0 STACK:160 and had STL/LDL in its SASS)
+    m = re.search(r"REG:(\d+) STACK:(\d+).*?LOCAL:(\d+)", out)
+    return int(m.group(1)), int(m.group(2)) + int(m.group(3))
 
 
 def lab(module: str, kernel: str | None = None):

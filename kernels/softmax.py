@@ -14,6 +14,9 @@ torch.softmax, and torch.compile of the eager code.
 - "rowsplit" (selectable in CONFIG, not a default yet): each row over S adjacent programs that
   hold their chunk in registers, publish its max and sum, count their arrival on a per-row
   counter, wait for the row's other chunks, then write y from registers: x read once, one launch.
+- "rowsplit_tag" (selectable in CONFIG, session 6, no default): rowsplit whose programs publish
+  (max, sum) as two 64-bit words tagged with a per-call generation and poll them directly: one
+  L2 round trip in the exchange instead of the counter's atomic, polls and stats load.
 Minimum traffic: read x once, write y once (what the floor counts; the loop kernel reads twice).
 """
 
@@ -219,10 +222,112 @@ def _softmax_rowsplit_kernel(
         tl.store(y_ptr, y.to(Y.dtype.element_ty), mask=mask)
 
 
+@triton.jit
+def _poll_tagged(row_slots, gen, S: tl.constexpr):
+    # one read of a row's 2S tagged words: (max bits, sum bits, how many lack generation gen)
+    offs = tl.arange(0, S)
+    mw = tl.load(row_slots + offs, volatile=True)
+    sw = tl.load(row_slots + S + offs, volatile=True)
+    late = tl.sum(((mw >> 32).to(tl.int32) != gen).to(tl.int32), axis=0)
+    late += tl.sum(((sw >> 32).to(tl.int32) != gen).to(tl.int32), axis=0)
+    return mw.to(tl.int32), sw.to(tl.int32), late  # the low 32 bits: the statistic
+
+
+@triton.jit
+def _softmax_rowsplit_tag_kernel(
+    X,
+    Y,
+    SLOTS,
+    n_cols,
+    stride_x,
+    stride_y,
+    BLOCK: tl.constexpr,
+    S: tl.constexpr,
+    MODE: tl.constexpr,
+    NARROW: tl.constexpr = False,
+    E16: tl.constexpr = False,
+    MAX_SPINS: tl.constexpr = 1 << 16,
+):
+    # rowsplit with one L2 round trip in the exchange instead of ~3: each (row, split) publishes
+    # two 64-bit words, (generation << 32 | bits of its max) and (generation << 32 | bits of its
+    # sum); siblings poll the row's 2S words directly. A 64-bit word is written and read whole,
+    # so a word carrying this call's generation carries this call's statistic: no counter, no
+    # fence, no separate stats load. The generation: every program reads its own max word at
+    # the start (only it writes that word, once per call) and publishes its generation + 1;
+    # the row's words move in lockstep from zero, so a sibling waits for that same value.
+    # Wraps at 2^32 calls (equality only). A graph replay is a call.
+    # SLOTS: int64 [rows, 2, S] (max words, then sum words), zeroed once, never reset.
+    # MODE 0: publish, poll until the row's 2S words carry the generation, combine, write y
+    #   (GPU only; the same in-id-order dispatch assumption as _softmax_rowsplit_kernel).
+    # MODE 1: publish only. MODE 2: no publish, the generation is the own word's current one
+    #   (MODE 1 just wrote it): combine and write y without waiting (Triton's interpreter).
+    # NARROW / E16 (16-bit inputs): hold x, or exp(x - m) rounded to x's type, through the
+    #   exchange instead of fp32 exp(x - m), to fit more programs per SM to cover another's
+    #   exchange. Offline, E16 saves registers at 8192 x 8 warps (48 against 53); NARROW does
+    #   not (the final exp of all values next to x is its peak).
+    pid = tl.program_id(0)
+    row = pid // S
+    split = pid % S
+    row_slots = SLOTS + row.to(tl.int64) * (2 * S)
+    # a plain load: an earlier launch wrote the word. ptxas issues it after x's in-warp max
+    # (volatile or not), so its round trip overlaps the block reductions and exps, not x's
+    own = tl.load(row_slots + split, cache_modifier=".cg")
+    cols = split * BLOCK + tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x_in = tl.load(X + row.to(tl.int64) * stride_x + cols, mask=mask, other=-float("inf"))
+    x = x_in.to(tl.float32)
+    m = tl.max(x, axis=0)
+    m_safe = tl.where(m == -float("inf"), 0.0, m)  # a chunk wholly past n_cols: e = 0, not NaN
+    e = tl.exp(x - m_safe)
+    if E16:
+        # e rounded to the input's 16-bit type (packed: half the registers through the
+        # exchange); the sum is of the same rounded values
+        e16 = e.to(x_in.dtype)
+        e = e16.to(tl.float32)
+    gen = (own >> 32).to(tl.int32)
+    if MODE != 2:
+        gen += 1
+        tag = gen.to(tl.int64) << 32
+        low = 0xFFFFFFFF
+        tl.store(row_slots + split, tag | (m.to(tl.int32, bitcast=True).to(tl.int64) & low))
+        s_bits = tl.sum(e, axis=0).to(tl.int32, bitcast=True).to(tl.int64) & low
+        tl.store(row_slots + S + split, tag | s_bits)
+    if MODE != 1:
+        ms, ss, late = _poll_tagged(row_slots, gen, S)
+        if MODE == 0:
+            # bounded as in _softmax_rowsplit_kernel: give up with a NaN row, not a hang. The
+            # loop carries the 32-bit halves only (registers: every one counts, see NOTES.md)
+            spins = 0
+            while (late > 0) & (spins < MAX_SPINS):
+                ms, ss, late = _poll_tagged(row_slots, gen, S)
+                spins += 1
+        poison = tl.where(late > 0, float("nan"), 0.0)
+        ms = ms.to(tl.float32, bitcast=True)
+        ss = ss.to(tl.float32, bitcast=True)
+        row_max = tl.max(ms, axis=0)
+        row_sum = tl.sum(ss * tl.exp(ms - row_max), axis=0) + poison  # -inf chunks add 0
+        scale = tl.exp(m_safe - row_max) / row_sum
+        # NARROW / E16: the 16-bit value again, through an XOR with `late` (0 unless the row
+        # is poisoned NaN anyway), so the compiler cannot reuse the first fp32 conversion: the
+        # packed 16-bit registers are what stays alive across the exchange
+        if NARROW:
+            bits = x_in.to(tl.int16, bitcast=True) ^ late.to(tl.int16)
+            x2 = bits.to(x_in.dtype, bitcast=True).to(tl.float32)
+            y = tl.exp(x2 - row_max) * (1.0 / row_sum)
+        elif E16:
+            bits = e16.to(tl.int16, bitcast=True) ^ late.to(tl.int16)
+            y = bits.to(x_in.dtype, bitcast=True).to(tl.float32) * scale
+        else:
+            y = e * scale
+        y_ptr = Y + row.to(tl.int64) * stride_y + cols
+        tl.store(y_ptr, y.to(Y.dtype.element_ty), mask=mask)
+
+
 # launch_config's choice per shape class, as (path, BLOCK, ROWS, num_warps, NARROW); None means
 # "derived from the shape" (see launch_config). bench/probe_softmax.py times the alternatives:
 # switching a class is an edit of its line here; ("rowsplit", 8192, None, 16, False) selects the
-# one-launch split-row kernel (bench/probe_softmax4.py times it).
+# one-launch split-row kernel (bench/probe_softmax4.py times it); ("rowsplit_tag", 8192, None,
+# 8, KEEP) its tagged-words form, KEEP False / True (NARROW) / "e16" (bench/probe_softmax6.py).
 # picked from bench/probe_softmax.py on the H200 (kernels/NOTES.md, softmax "session 3")
 CONFIG = {
     # <= 2048 columns (4096x1024): one row per 64-thread program; 94-98% of a same-size copy in
@@ -277,10 +382,12 @@ def launch_config(n_rows: int, n_cols: int, itemsize: int) -> tuple:
     - "rowsplit" (BLOCK = chunk per program, ROWS = splits S, a power of two, derived when
       None): one launch, x read once; a row's S programs exchange chunk statistics and wait for
       each other (see _softmax_rowsplit_kernel for the dispatch-order assumption).
+    - "rowsplit_tag": the same, exchanging generation-tagged 64-bit words (one L2 round trip);
+      its NARROW field is KEEP: False, True (x held 16-bit) or "e16" (exp held 16-bit).
     - NARROW (rows path, 16-bit): x stays in its 16-bit type in registers (see the kernel).
     """
     path, block, rows, num_warps, narrow = CONFIG[shape_class(n_rows, n_cols)]
-    narrow = narrow and itemsize == 2
+    narrow = narrow if itemsize == 2 else False  # True, or rowsplit_tag's "e16" (16-bit only)
     if path == "rows":
         block = block or triton.next_power_of_2(n_cols)
         if rows is None:
@@ -288,7 +395,7 @@ def launch_config(n_rows: int, n_cols: int, itemsize: int) -> tuple:
             while block * rows * itemsize < 16384 and n_rows >= rows * 2 * PROGRAMS_TARGET:
                 rows *= 2
         num_warps = num_warps or min(16, max(4, block * rows // 512))
-    elif path == "rowsplit":
+    elif path in ("rowsplit", "rowsplit_tag"):
         # BLOCK: the chunk per program; splits: the smallest power of two of chunks covering it
         block = block or 8192
         rows = rows or triton.next_power_of_2(triton.cdiv(n_cols, block))
@@ -325,6 +432,9 @@ def softmax_triton(inputs: dict, config: tuple | None = None) -> torch.Tensor:
         )
     elif path == "rowsplit":
         _rowsplit(x2, y2, block, rows, num_warps, single_launch=not _INTERPRETING)
+    elif path == "rowsplit_tag":
+        keep = (narrow[0] or False) if narrow and x.element_size() == 2 else False
+        _rowsplit_tag(x2, y2, block, rows, num_warps, keep, single_launch=not _INTERPRETING)
     else:
         # a whole number of blocks per chunk, so only a row's last chunk is partly masked
         chunk = triton.cdiv(triton.cdiv(n_cols, rows), block) * block
@@ -375,6 +485,44 @@ def _rowsplit(
     for mode in (0,) if single_launch else (1, 2):
         _softmax_rowsplit_kernel[grid](
             *args, BLOCK=block, S=splits, MODE=mode, MAX_SPINS=max_spins, num_warps=num_warps
+        )
+
+
+_SLOTS: dict[tuple[str, int, int], torch.Tensor] = {}
+
+
+def _rowsplit_tag(
+    x2,
+    y2,
+    block: int,
+    splits: int,
+    num_warps: int,
+    keep,
+    single_launch: bool,
+    max_spins: int = 1 << 16,
+) -> None:
+    """_rowsplit's layout with generation-tagged statistics words (_softmax_rowsplit_tag_kernel).
+    keep (16-bit inputs only): what a program holds through the exchange: False fp32 exp(x - m),
+    True (NARROW) x in its 16-bit type, "e16" exp(x - m) rounded to the 16-bit type.
+    The words are zeroed once per (device, rows, splits), on the first call (make it outside a
+    CUDA graph), and never reset; calls sharing them must be ordered (one stream)."""
+    n_rows, n_cols = x2.shape
+    if splits & (splits - 1) or block * splits < n_cols:
+        raise ValueError(f"rowsplit: splits {splits} must be a power of two covering the row")
+    key = (str(x2.device), n_rows, splits)
+    if key not in _SLOTS:
+        _SLOTS[key] = torch.zeros(n_rows * 2 * splits, dtype=torch.int64, device=x2.device)
+    args = (x2, y2, _SLOTS[key], n_cols, x2.stride(0), y2.stride(0))
+    for mode in (0,) if single_launch else (1, 2):
+        _softmax_rowsplit_tag_kernel[(n_rows * splits,)](
+            *args,
+            BLOCK=block,
+            S=splits,
+            MODE=mode,
+            NARROW=keep is True,
+            E16=keep == "e16",
+            MAX_SPINS=max_spins,
+            num_warps=num_warps,
         )
 
 

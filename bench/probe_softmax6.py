@@ -1,0 +1,188 @@
+"""Probe the generation-tagged rowsplit softmax ("rowsplit_tag": one L2 round trip in the
+exchange instead of the counter's ~3) at the long-row shapes, beside the shipped config,
+torch.softmax and a same-size device copy (issue 10, session 6).
+
+    PYTHONPATH=/tmp/site:$PWD python3 bench/probe_softmax6.py --out DIR [--budget 120]
+    PYTHONPATH=$PWD python3 bench/probe_softmax6.py --out DIR --dry-run   # CPU interpreter
+    PYTHONPATH=$PWD python3 bench/probe_softmax6.py --out DIR --sm90      # offline registers
+
+Every implementation is checked against the float64 reference on fresh inputs first (that check
+is the first test of the one-launch spin-wait with S > 1); a wrong or crashing one is recorded
+(correct=False, error) and never timed. Device time: CUDA-graph replay with the L2 flushed
+before each call (profkit.devicetime, ~0.3 s per timing), so a replay is a call: the tagged
+words advance one generation per replay with no reset launch. No torch.compile (earlier sessions
+measured it; its compiles would eat the budget). Once --budget seconds have passed, what is left
+is recorded as skipped. --dry-run: 3 rows of each length through Triton's interpreter, checks
+only (rowsplit paths run as two launches there, MODE 1 + 2).
+
+Writes DIR/probe_softmax6.csv (one row per case x implementation; p50_us device time, pct_copy
+the bandwidth over a same-size copy's, vs_cur the time over the shipped config's; summarize() of
+probe_softmax4) and prints two tables last: microseconds, and % of copy. Columns: cur (shipped
+launch_config), t{chunk}w{warps} (rowsplit_tag, x kept as fp32 exp in registers), suffix n =
+NARROW (x kept 16-bit, exp recomputed at the end).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from probe_softmax4 import summarize  # noqa: E402
+
+CASES = (
+    [(d, s) for s in ((1024, 32768), (256, 65536)) for d in ("float16", "bfloat16", "float32")]
+    + [(d, (4096, 16384)) for d in ("float16", "bfloat16")]
+    + [("float16", (16384, 8192))]
+)
+# CHUNKxWARPS[n|e] per item size (n: NARROW, e: E16, 16-bit only); PROBE_TAG16 / PROBE_TAG32
+# ="8192x8,4096x4e" replace them
+# (NARROW is not a default: offline it holds more registers than fp32 e, and 8192x8n spills)
+DEFAULT = {2: "8192x8,8192x8e,8192x16,8192x16e,4096x4e", 4: "8192x4,4096x4,8192x8"}
+KEEP = {"": False, "n": True, "e": "e16"}
+
+
+def _configs(itemsize: int) -> list[tuple[int, int, bool | str]]:
+    spec = os.environ.get(f"PROBE_TAG{8 * itemsize}", DEFAULT[itemsize])
+    out = []
+    for item in spec.split(","):
+        chunk, warps = item.rstrip("ne").split("x")
+        out.append((int(chunk), int(warps), KEEP[item[-1] if item[-1] in "ne" else ""]))
+    return out
+
+
+def _name(chunk: int, warps: int, keep) -> str:
+    return f"{chunk // 1024}kw{warps}" + {False: "", True: "n", "e16": "e"}[keep]
+
+
+COLUMNS = ["cur", *dict.fromkeys(_name(*c) for i in (2, 4) for c in _configs(i))]
+
+
+def candidates(shape, itemsize: int) -> list[tuple[str, tuple]]:
+    """(name, softmax_triton config) beyond the shipped launch_config."""
+    rows, cols = shape
+    out = []
+    for chunk, warps, keep in _configs(itemsize):
+        keep = keep if itemsize == 2 else False  # E16 / NARROW are 16-bit forms
+        splits = 1 << (-(-cols // chunk) - 1).bit_length()
+        if cols <= 8192 and chunk != 4096:  # the control: one candidate, 2 x 4096
+            continue
+        if splits >= 2:
+            out.append((_name(chunk, warps, keep), ("rowsplit_tag", chunk, splits, warps, keep)))
+    return out
+
+
+def sm90(lab) -> None:
+    from sm90_compile import PTR, REGS_PER_SM, compile_sm90, usage
+
+    print(f"{'dtype':9} {'shape':11} {'candidate':12} regs spill blocks/SM")
+    for dtype, shape in CASES:
+        isz = 2 if dtype != "float32" else 4
+        for name, cfg in candidates(shape, isz):
+            args = {"X": PTR[dtype], "Y": PTR[dtype], "SLOTS": "*i64", "n_cols": "i32"}
+            args |= {"stride_x": "i32", "stride_y": "i32"}
+            const = {"BLOCK": cfg[1], "S": cfg[2], "MODE": 0, "NARROW": cfg[4] is True}
+            const |= {"E16": cfg[4] == "e16", "MAX_SPINS": 1 << 16}
+            try:
+                kernel = compile_sm90(lab._softmax_rowsplit_tag_kernel, args, const, cfg[3])
+                regs, spill = usage(kernel)
+            except Exception as exc:  # a row, not an abort
+                print(f"{dtype:9} {'x'.join(map(str, shape)):11} {name:12} {exc}"[:100])
+                continue
+            # registers are allocated per thread in multiples of 8; 64 warps per SM at most
+            per_sm = min(64 // cfg[3], REGS_PER_SM // (-(-regs // 8) * 8 * 32 * cfg[3]))
+            print(f"{dtype:9} {'x'.join(map(str, shape)):11} {name:12} {regs:4} {spill:5} {per_sm}")
+
+
+def report(df, elapsed: float) -> None:
+    bad = df[df.correct == False]  # noqa: E712
+    for r in bad.itertuples():
+        print(f"FAILED {r.dtype} {r.shape} {r.impl}: {r.error}"[:100])
+    skipped = int((df.error == "skipped (budget)").sum())
+    print(f"{len(df)} rows, {len(bad)} failed, {skipped} skipped, {elapsed:.0f}s")
+    for title, col in (("device us", "p50_us"), ("% of copy", "pct_copy")):
+        print(
+            f"{title}\n{'dtype':8} {'shape':10} {'copy':>6} |"
+            + "".join(f"{c:>7}" for c in ["torch", *COLUMNS])
+        )
+        for (dtype, shape), g in df.groupby(["dtype", "shape"], sort=False):
+            by = g.set_index("impl")[col]
+            line = f"{dtype[:8]:8} {shape:10} {g.copy_us.iloc[0]:6.1f} |"
+            for c in ("torch", *COLUMNS):
+                v = by.get(c, float("nan"))
+                line += f"{v:7.1f}" if v == v else f"{'-':>7}"
+            print(line)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True, type=Path)
+    ap.add_argument("--budget", type=float, default=120.0, help="seconds before skipping the rest")
+    ap.add_argument("--dry-run", action="store_true", help="CPU interpreter, 3 rows, no timing")
+    ap.add_argument("--sm90", action="store_true", help="offline registers, then exit")
+    args = ap.parse_args()
+    if args.dry_run:
+        os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported
+    t0 = time.monotonic()
+
+    import pandas as pd
+
+    from profkit.spec import DTYPE_ITEMSIZE, find_spec, format_shape
+    from profkit.timing import check, copy_gbps, resolve_callable
+
+    spec = find_spec("softmax")
+    lab = importlib.import_module("profkit_lab.softmax")
+    if args.sm90:
+        sm90(lab)
+        return
+    device = "cpu" if args.dry_run else "cuda"
+    if not args.dry_run:
+        from profkit import devicetime
+        from profkit.timing import time_case
+
+        devicetime.TARGET_MS, devicetime.MAX_SAMPLES = 30.0, 150  # a probe: ~0.3 s per timing
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows_out: list[dict] = []
+    copy_cache: dict[int, float] = {}
+    cache: dict = {}
+
+    def measure(fn, shape, dtype, impl, config) -> None:
+        row = dict(dtype=dtype, shape=format_shape(shape), impl=impl, config=str(config))
+        if time.monotonic() - t0 > args.budget:
+            rows_out.append({**row, "correct": None, "error": "skipped (budget)"})
+            return
+        try:
+            res = check(spec, fn, shape, dtype, device, seed=1)
+            row |= dict(correct=res.correct, error=res.error, rel_err=res.rel_err)
+            if res.correct and not args.dry_run:
+                t = time_case(spec, fn, shape, dtype, seed=2).columns
+                row |= dict(p50_us=t["device_p50_ms"] * 1e3, iqr_us=t["device_iqr_ms"] * 1e3)
+                row |= dict(method=t["device_method"])
+        except Exception as exc:  # out of resources, compile failure: a row, not an abort
+            row |= dict(correct=False, error=f"{type(exc).__name__}: {exc}".splitlines()[0][:200])
+        rows_out.append(row)
+
+    for dtype, real in CASES:
+        isz = DTYPE_ITEMSIZE[dtype]
+        shape = (3, real[1]) if args.dry_run else real
+        if not args.dry_run:
+            copy_gbps(spec.bytes_moved(shape, isz), copy_cache)
+        cur = lab.launch_config(*real, isz)  # the shipped config of the real shape's class
+        measure(lambda i, c=cur: lab.softmax_triton(i, c), shape, dtype, "cur", cur)
+        for name, cfg in candidates(real, isz):
+            measure(lambda i, c=cfg: lab.softmax_triton(i, c), shape, dtype, name, cfg)
+        measure(resolve_callable(spec.variant("torch"), cache), shape, dtype, "torch", "")
+        print(f"[{time.monotonic() - t0:5.1f}s] {dtype} {format_shape(shape)}", flush=True)
+
+    df = summarize(pd.DataFrame(rows_out), spec, copy_cache).drop(columns="vs_compile")
+    df.to_csv(args.out / "probe_softmax6.csv", index=False)
+    report(df, time.monotonic() - t0)
+
+
+if __name__ == "__main__":
+    main()
