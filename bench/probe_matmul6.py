@@ -82,8 +82,36 @@ CANDIDATES = {
         ("triton", last(32, 128, 64, 2, 8, 4)),  # 128 programs, 160 KB
         ("triton", last(32, 256, 64, 4, 6, 4)),  # 128 programs, 216 KB
     ],
+    # second round (session 6, call 2), after call 1 found split-K and TMA slower at M = 128 and
+    # M = 32 slower than M = 64 (39 against 35 us) at the same 128-program grid
+    "m128b": [
+        ("triton", LAB.DECODE[128]),
+        (
+            "triton",
+            C(64, 64, 64, 8, 6, 4),
+        ),  # 256 programs, 96 KB: 2 per SM, B tile users adjacent
+        ("triton", C(64, 64, 128, 8, 3, 4)),  # the same at BK 128
+        ("triton", C(64, 128, 64, 8, 4, 4)),  # 128 programs, 96 KB
+        (
+            "triton",
+            last(128, 64, 64, 2, 4, 4),
+        ),  # 256 programs, 96 KB: 2 per SM
+        ("triton", C(128, 32, 64, 8, 5, 4)),  # 256 programs, 100 KB
+        ("triton", C(128, 64, 64, 8, 9, 8)),  # 8 warps issuing the copies
+    ],
+    "m32b": [
+        ("triton", LAB.DECODE[32]),
+        ("triton", C(64, 64, 64, 8, 8, 4)),  # M = 64's kernel, rows past 32 wrap (never stored)
+        ("triton", C(64, 64, 128, 8, 6, 4)),
+        ("triton", C(32, 64, 64, 8, 8, 4)),
+        ("triton", C(32, 64, 64, 8, 12, 4)),  # 144 KB
+        ("triton", C(16, 64, 128, 8, 4, 4)),  # M = 16's kernel, 2 row tiles: 256 programs
+        ("triton", C(32, 64, 128, 8, 4, 8)),
+    ],
 }
 SHAPES = {
+    "m128b": (128, 8192, 8192),
+    "m32b": (32, 8192, 8192),
     "m128": (128, 8192, 8192),
     "4096": (4096, 4096, 4096),
     "m64": (64, 8192, 8192),
@@ -91,7 +119,7 @@ SHAPES = {
 }
 # CPU: small enough for the interpreter, large enough that every split owns K tiles
 DRY_SHAPES = {"m128": (128, 256, 512), "4096": (256, 256, 128), "m64": (64, 256, 512),
-              "m32": (32, 256, 512)}  # fmt: skip
+              "m32": (32, 256, 512), "m128b": (128, 256, 512), "m32b": (32, 256, 512)}  # fmt: skip
 
 
 def main() -> int:
@@ -106,7 +134,7 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     p = p4.Probe(args)
     t0 = time.monotonic()
-    for cls in args.only or list(CANDIDATES):
+    for cls in args.only or [c for c in CANDIDATES if not c.endswith("b")]:
         shape = (DRY_SHAPES if args.dry_run else SHAPES)[cls]
         p.run_class(cls, shape, CANDIDATES[cls])
     summ = p4.summary(p)
