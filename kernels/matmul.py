@@ -278,22 +278,21 @@ class Config(tuple):
         return self[9]
 
 
-# Decode-like shapes (M <= 128), keyed by M rounded up to a power of two (16..128): the table to
-# entries measured by bench/probe_matmul.py on the H200 (session 3; kernels/NOTES.md): at M = 128
-# the split-K entry was the fastest of 7 candidates, 43.3 / 43.6 us (bf16 / fp16) against run
-# cac0's 45.9 / 46.1 us, still 0.83 of cuBLAS's 35.8-36.3 us. M = 64 is not measured.
-# The kernel streams B (K x N, 128 MB at N = K = 8192) from DRAM once, but every N tile re-reads
-# all of A (M x K) from L2: at M = 128 with BN = 64 that is 128 x 2 MB = 256 MB of L2 reads on
-# top of B's 128 MB, 384 MB in 46 us (8.3 TB/s) in run cac0, where DRAM ran at 60% with only
-# 128 programs. BN = 128 halves A's re-reads; split-K 4 brings the programs back to 256 (~2 per
-# SM, twice the bytes in flight) for 16 MB of fp32 partials, written and read back mostly in L2
-# (the reduce kernel). 3 stages, not 4: 96 KB of shared memory and 127 registers x 256 threads
-# let 2 programs share an SM (offline sm_90 build), so all 256 are resident at once; 4 stages
-# (128 KB) would allow 1, in two waves. BN = 32 gives 256 programs too but 4x A's re-reads.
+# Decode-like shapes (M <= 128), keyed by M rounded up to a power of two (16..128); entries from
+# the probes on the H200 (bench/probe_matmul*.py, kernels/NOTES.md). The kernel streams B (K x N,
+# 128 MB at N = K = 8192) from DRAM once, and every N tile re-reads all of A (M x K) from L2:
+# one wave of 128 programs (BN 64), 8 stages of BK 64, no split-K, is the best found at every M.
+# Split-K (a reduce launch, or the in-kernel last-arriver reduction), TMA loads, 2 programs per
+# SM and BN 128 all measured slower (session 6: 80-88% of cuBLAS at M = 128). At M = 128 A's
+# re-reads are 256 MB on top of B's 128 MB, and the L2 runs at 82% of its peak (run 250e7d).
 DECODE = {
     16: Config(16, 64, 128, 8, 4, 4),  # 34.6 us, 91% of copy, a tie with cuBLAS (run cac0)
-    32: Config(32, 64, 128, 8, 4, 4),
-    64: Config(64, 128, 64, 8, 3, 4, 1, 4),
+    # session 6 probes (bench/results/h200-20261201-s6/call1, call2): BK 64 and 8 stages at
+    # M = 32 and 64, one 128-program wave with no split-K. M = 32: 33.8 / 33.7 us, 100.4 /
+    # 101.0% of cuBLAS (bf16 / fp16) against 32x64x128 s4's 38.7 / 38.7 (87.6 / 88.1%); M = 64:
+    # 35.1 / 35.2 us, 98.9 / 98.3% against the split-K 4 entry's 38.5 / 38.2 (90.0 / 90.5%)
+    32: Config(32, 64, 64, 8, 8, 4),
+    64: Config(64, 64, 64, 8, 8, 4),
     # session 4 probe (bench/results/h200-20261130-s4/r/matmul): 8 stages of B, no split-K,
     # 39.0 / 39.0 us, 92.0 / 92.9% of cuBLAS (bf16 / fp16) against split-K's 43.9 / 43.6
     128: Config(128, 64, 64, 8, 8, 4),
@@ -519,6 +518,8 @@ SPEC = KernelSpec(
         (16384, 4096, 14336),  # MLP down projection, 16384 tokens
         (1024, 8192, 8192),
         (16, 8192, 8192),  # decode-like: bandwidth-bound
+        (32, 8192, 8192),
+        (64, 8192, 8192),
         (128, 8192, 8192),
     ),
     # outputs ~N(0, 1); fp32 accumulation errs ~1e-6, so output rounding dominates: half an ulp,

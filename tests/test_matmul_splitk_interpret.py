@@ -95,6 +95,7 @@ def test_config_defaults_keep_old_entries():
     old = LAB.Config(128, 64, 64, 8, 8, 4)
     assert old.reduce == "launch" and not old.tma and len(old) == 10
     assert LAB.DECODE[128] == old  # the shipped entry is unchanged
+    assert LAB.DECODE[32].reduce == "launch" and LAB.DECODE[32][7] == 1  # and no split-K at 32
     with pytest.raises(AssertionError):
         LAB.Config(16, 64, 64, 8, 4, 4, 1, 2, "atomic")
 
