@@ -7,6 +7,8 @@
 #
 #   bash bench/h200_job.sh STEPS_FILE        STEPS="a b" to run a subset, in that order
 #
+# The tree is over the device tool's 64 MiB with the stored reports: `bash bench/lean_tree.sh
+# strip` before the call, `restore` after.
 # STEPS_FILE is sourced inside the job; it defines DEFAULT_STEPS and run_step NAME (the command of
 # one step; its output goes to $J/NAME.log). Runs are expected under $P.
 set -u
