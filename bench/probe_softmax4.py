@@ -131,6 +131,71 @@ def report(df, elapsed: float) -> None:
             print(line)
 
 
+class Session:
+    """What the softmax probes share (this one and probe_softmax6): the spec and the lab module,
+    a float64 check then the device time of one candidate as a CSV row (skipped past the budget,
+    failed or wrong: a row too, never timed), and the same-size copy ceilings."""
+
+    def __init__(self, args, t0: float):
+        from profkit.spec import find_spec
+
+        self.args, self.t0 = args, t0
+        self.spec = find_spec("softmax")
+        self.lab = importlib.import_module("profkit_lab.softmax")
+        self.device = "cpu" if args.dry_run else "cuda"
+        self.rows: list[dict] = []
+        self.copy_cache: dict[int, float] = {}
+        self.cache: dict = {}
+
+    def start(self) -> None:
+        if not self.args.dry_run:
+            from profkit import devicetime
+
+            devicetime.TARGET_MS, devicetime.MAX_SAMPLES = 30.0, 150  # ~0.3 s per timing
+        self.args.out.mkdir(parents=True, exist_ok=True)
+
+    def measure(self, fn, shape, dtype, impl, config) -> None:
+        from profkit.spec import format_shape
+        from profkit.timing import check, time_case
+
+        row = dict(dtype=dtype, shape=format_shape(shape), impl=impl, config=str(config))
+        if time.monotonic() - self.t0 > self.args.budget:
+            self.rows.append({**row, "correct": None, "error": "skipped (budget)"})
+            return
+        try:
+            res = check(self.spec, fn, shape, dtype, self.device, seed=1)
+            row |= dict(correct=res.correct, error=res.error, rel_err=res.rel_err)
+            if res.correct and not self.args.dry_run:
+                t = time_case(self.spec, fn, shape, dtype, seed=2).columns
+                row |= dict(p50_us=t["device_p50_ms"] * 1e3, iqr_us=t["device_iqr_ms"] * 1e3)
+                row |= dict(method=t["device_method"])
+        except Exception as exc:  # out of resources, compile failure: a row, not an abort
+            row |= dict(correct=False, error=f"{type(exc).__name__}: {exc}".splitlines()[0][:200])
+        self.rows.append(row)
+
+    def sweep(self, cases, candidates, real_shape: bool) -> list[tuple[str, tuple]]:
+        """Per case: a same-size copy, the shipped config, candidates(shape, itemsize) (given
+        the real shape, or the dry run's 3-row one), torch.softmax. Returns the shapes run."""
+        from profkit.spec import DTYPE_ITEMSIZE, format_shape
+        from profkit.timing import copy_gbps, resolve_callable
+
+        lab, out = self.lab, []
+        for dtype, real in cases:
+            isz = DTYPE_ITEMSIZE[dtype]
+            shape = (3, real[1]) if self.args.dry_run else real
+            out.append((dtype, shape))
+            if not self.args.dry_run:
+                copy_gbps(self.spec.bytes_moved(shape, isz), self.copy_cache)
+            cur = lab.launch_config(*real, isz)  # the shipped config of the real shape's class
+            self.measure(lambda i, c=cur: lab.softmax_triton(i, c), shape, dtype, "cur", cur)
+            for name, cfg in candidates(real if real_shape else shape, isz):
+                self.measure(lambda i, c=cfg: lab.softmax_triton(i, c), shape, dtype, name, cfg)
+            torch_fn = resolve_callable(self.spec.variant("torch"), self.cache)
+            self.measure(torch_fn, shape, dtype, "torch", "")
+            print(f"[{time.monotonic() - self.t0:5.1f}s] {dtype} {format_shape(shape)}", flush=True)
+        return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, type=Path)
@@ -144,62 +209,22 @@ def main() -> None:
 
     import pandas as pd
 
-    from profkit.spec import DTYPE_ITEMSIZE, find_spec, format_shape
-    from profkit.timing import check, copy_gbps, resolve_callable
+    from profkit.spec import format_shape
+    from profkit.timing import resolve_callable
 
-    spec = find_spec("softmax")
-    lab = importlib.import_module("profkit_lab.softmax")
+    run = Session(args, t0)
     if args.sm90:
-        sm90(lab)
+        sm90(run.lab)
         return
-    device = "cpu" if args.dry_run else "cuda"
-    if not args.dry_run:
-        from profkit import devicetime
-        from profkit.timing import time_case
-
-        devicetime.TARGET_MS, devicetime.MAX_SAMPLES = 30.0, 150  # a probe: ~0.3 s per timing
-
-    args.out.mkdir(parents=True, exist_ok=True)
-    rows_out: list[dict] = []
-    copy_cache: dict[int, float] = {}
-    cache: dict = {}
-
-    def measure(fn, shape, dtype, impl, config) -> None:
-        row = dict(dtype=dtype, shape=format_shape(shape), impl=impl, config=str(config))
-        if time.monotonic() - t0 > args.budget:
-            rows_out.append({**row, "correct": None, "error": "skipped (budget)"})
-            return
-        try:
-            res = check(spec, fn, shape, dtype, device, seed=1)
-            row |= dict(correct=res.correct, error=res.error, rel_err=res.rel_err)
-            if res.correct and not args.dry_run:
-                t = time_case(spec, fn, shape, dtype, seed=2).columns
-                row |= dict(p50_us=t["device_p50_ms"] * 1e3, iqr_us=t["device_iqr_ms"] * 1e3)
-                row |= dict(method=t["device_method"])
-        except Exception as exc:  # out of resources, compile failure: a row, not an abort
-            row |= dict(correct=False, error=f"{type(exc).__name__}: {exc}".splitlines()[0][:200])
-        rows_out.append(row)
-
-    cases = []
-    for dtype, real in CASES:  # pass 1: copy, shipped config, candidates, torch
-        isz = DTYPE_ITEMSIZE[dtype]
-        shape = (3, real[1]) if args.dry_run else real
-        cases.append((dtype, shape))
-        if not args.dry_run:
-            copy_gbps(spec.bytes_moved(shape, isz), copy_cache)
-        cur = lab.launch_config(*real, isz)  # the shipped config of the real shape's class
-        measure(lambda i, c=cur: lab.softmax_triton(i, c), shape, dtype, "cur", cur)
-        for name, cfg in candidates(shape, isz):
-            measure(lambda i, c=cfg: lab.softmax_triton(i, c), shape, dtype, name, cfg)
-        measure(resolve_callable(spec.variant("torch"), cache), shape, dtype, "torch", "")
-        print(f"[{time.monotonic() - t0:5.1f}s] pass 1 {dtype} {format_shape(shape)}", flush=True)
+    run.start()
+    cases = run.sweep(CASES, candidates, real_shape=False)  # pass 1
     if not args.dry_run:  # pass 2: torch.compile, one compile per case
         for dtype, shape in cases:
-            fn = resolve_callable(spec.variant("compile"), cache)
-            measure(fn, shape, dtype, "compile", "")
+            fn = resolve_callable(run.spec.variant("compile"), run.cache)
+            run.measure(fn, shape, dtype, "compile", "")
             print(f"[{time.monotonic() - t0:5.1f}s] compile {dtype} {format_shape(shape)}")
 
-    df = summarize(pd.DataFrame(rows_out), spec, copy_cache)
+    df = summarize(pd.DataFrame(run.rows), run.spec, run.copy_cache)
     df.to_csv(args.out / "probe_softmax4.csv", index=False)
     report(df, time.monotonic() - t0)
 

@@ -25,14 +25,13 @@ NARROW (x kept 16-bit, exp recomputed at the end).
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from probe_softmax4 import summarize  # noqa: E402
+from probe_softmax4 import Session, summarize  # noqa: E402
 
 CASES = (
     [(d, s) for s in ((1024, 32768), (256, 65536)) for d in ("float16", "bfloat16", "float32")]
@@ -131,55 +130,13 @@ def main() -> None:
 
     import pandas as pd
 
-    from profkit.spec import DTYPE_ITEMSIZE, find_spec, format_shape
-    from profkit.timing import check, copy_gbps, resolve_callable
-
-    spec = find_spec("softmax")
-    lab = importlib.import_module("profkit_lab.softmax")
+    run = Session(args, t0)
     if args.sm90:
-        sm90(lab)
+        sm90(run.lab)
         return
-    device = "cpu" if args.dry_run else "cuda"
-    if not args.dry_run:
-        from profkit import devicetime
-        from profkit.timing import time_case
-
-        devicetime.TARGET_MS, devicetime.MAX_SAMPLES = 30.0, 150  # a probe: ~0.3 s per timing
-
-    args.out.mkdir(parents=True, exist_ok=True)
-    rows_out: list[dict] = []
-    copy_cache: dict[int, float] = {}
-    cache: dict = {}
-
-    def measure(fn, shape, dtype, impl, config) -> None:
-        row = dict(dtype=dtype, shape=format_shape(shape), impl=impl, config=str(config))
-        if time.monotonic() - t0 > args.budget:
-            rows_out.append({**row, "correct": None, "error": "skipped (budget)"})
-            return
-        try:
-            res = check(spec, fn, shape, dtype, device, seed=1)
-            row |= dict(correct=res.correct, error=res.error, rel_err=res.rel_err)
-            if res.correct and not args.dry_run:
-                t = time_case(spec, fn, shape, dtype, seed=2).columns
-                row |= dict(p50_us=t["device_p50_ms"] * 1e3, iqr_us=t["device_iqr_ms"] * 1e3)
-                row |= dict(method=t["device_method"])
-        except Exception as exc:  # out of resources, compile failure: a row, not an abort
-            row |= dict(correct=False, error=f"{type(exc).__name__}: {exc}".splitlines()[0][:200])
-        rows_out.append(row)
-
-    for dtype, real in CASES:
-        isz = DTYPE_ITEMSIZE[dtype]
-        shape = (3, real[1]) if args.dry_run else real
-        if not args.dry_run:
-            copy_gbps(spec.bytes_moved(shape, isz), copy_cache)
-        cur = lab.launch_config(*real, isz)  # the shipped config of the real shape's class
-        measure(lambda i, c=cur: lab.softmax_triton(i, c), shape, dtype, "cur", cur)
-        for name, cfg in candidates(real, isz):
-            measure(lambda i, c=cfg: lab.softmax_triton(i, c), shape, dtype, name, cfg)
-        measure(resolve_callable(spec.variant("torch"), cache), shape, dtype, "torch", "")
-        print(f"[{time.monotonic() - t0:5.1f}s] {dtype} {format_shape(shape)}", flush=True)
-
-    df = summarize(pd.DataFrame(rows_out), spec, copy_cache).drop(columns="vs_compile")
+    run.start()
+    run.sweep(CASES, candidates, real_shape=True)
+    df = summarize(pd.DataFrame(run.rows), run.spec, run.copy_cache).drop(columns="vs_compile")
     df.to_csv(args.out / "probe_softmax6.csv", index=False)
     report(df, time.monotonic() - t0)
 
