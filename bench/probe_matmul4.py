@@ -90,6 +90,7 @@ def label(impl: str, cfg) -> str:
     extra += f" split{split}" if split > 1 else ""
     extra += " last" if split > 1 and cfg.reduce == "last" else ""  # in-kernel reduction
     extra += " tma" if impl == "triton" and cfg.tma else ""
+    extra += " rot" if impl == "triton" and cfg.rot else ""
     return f"{impl} {bm}x{bn}x{bk} s{s} w{w}{extra}"
 
 

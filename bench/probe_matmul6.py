@@ -108,8 +108,30 @@ CANDIDATES = {
         ("triton", C(16, 64, 128, 8, 4, 4)),  # M = 16's kernel, 2 row tiles: 256 programs
         ("triton", C(32, 64, 128, 8, 4, 8)),
     ],
+    # third round (session 6, call 4): the K walk rotated per N tile (Config rot), and BK 32
+    "m128r": [
+        ("triton", LAB.DECODE[128]),
+        ("triton", C(128, 64, 64, 8, 8, 4, rot=True)),
+        ("triton", C(128, 64, 64, 8, 9, 4, rot=True)),
+        ("triton", C(128, 64, 32, 8, 16, 4)),  # 192 KB: more, smaller steps in flight
+        ("triton", C(128, 64, 32, 8, 16, 4, rot=True)),
+        ("triton", C(128, 64, 128, 8, 4, 4, rot=True)),
+    ],
+    "m64r": [
+        ("triton", LAB.DECODE[64]),
+        ("triton", C(64, 64, 64, 8, 8, 4, rot=True)),
+    ],
+    "m16r": [
+        ("triton", LAB.DECODE[16]),
+        ("triton", C(16, 64, 128, 8, 4, 4, rot=True)),
+        ("triton", C(16, 64, 64, 8, 8, 4)),
+        ("triton", C(16, 64, 64, 8, 8, 4, rot=True)),
+    ],
 }
 SHAPES = {
+    "m128r": (128, 8192, 8192),
+    "m64r": (64, 8192, 8192),
+    "m16r": (16, 8192, 8192),
     "m128b": (128, 8192, 8192),
     "m32b": (32, 8192, 8192),
     "m128": (128, 8192, 8192),
@@ -119,7 +141,8 @@ SHAPES = {
 }
 # CPU: small enough for the interpreter, large enough that every split owns K tiles
 DRY_SHAPES = {"m128": (128, 256, 512), "4096": (256, 256, 128), "m64": (64, 256, 512),
-              "m32": (32, 256, 512), "m128b": (128, 256, 512), "m32b": (32, 256, 512)}  # fmt: skip
+              "m32": (32, 256, 512), "m128b": (128, 256, 512), "m32b": (32, 256, 512),
+              "m128r": (128, 256, 512), "m64r": (64, 256, 512), "m16r": (16, 256, 512)}  # fmt: skip
 
 
 def main() -> int:
@@ -134,7 +157,7 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     p = p4.Probe(args)
     t0 = time.monotonic()
-    for cls in args.only or [c for c in CANDIDATES if not c.endswith("b")]:
+    for cls in args.only or ["m128", "4096", "m64", "m32"]:  # the first round
         shape = (DRY_SHAPES if args.dry_run else SHAPES)[cls]
         p.run_class(cls, shape, CANDIDATES[cls])
     summ = p4.summary(p)

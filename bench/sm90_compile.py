@@ -176,7 +176,7 @@ def _tiled_job(mod, dtype, shape, cfg):
     even = m % bm == 0 and n % bn == 0 and k % bk == 0
     const = dict(BM=bm, BN=bn, BK=bk, GROUP_M=group_m, EVEN=even, WIDEN=False, SPLIT_K=split_k)
     last = split_k > 1 and cfg.reduce == "last"
-    const |= dict(LAST=last, TMA=cfg.tma)
+    const |= dict(LAST=last, TMA=cfg.tma, ROT=cfg.rot)
     if split_k > 1:
         args["W"] = "*fp32"
     else:
@@ -186,7 +186,7 @@ def _tiled_job(mod, dtype, shape, cfg):
     else:
         const["COUNT"] = None
     label = f"tiled {dtype} {bm}x{bn}x{bk} s{stages} w{warps} split{split_k}"
-    label += (" last" if last else "") + (" tma" if cfg.tma else "")
+    label += (" last" if last else "") + (" tma" if cfg.tma else "") + (" rot" if cfg.rot else "")
     return label, mod._matmul_tiled_kernel, args, const, warps, stages
 
 

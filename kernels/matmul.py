@@ -66,6 +66,7 @@ def _matmul_tiled_kernel(
     COUNT=None,  # in-kernel reduction (LAST): one int32 arrival counter per output tile
     LAST: tl.constexpr = False,  # the tile's last-arriving split sums the partials, stores C
     TMA: tl.constexpr = False,  # A and B tiles through tensor descriptors (TMA on Hopper)
+    ROT: tl.constexpr = False,  # SPLIT_K = 1 only: rotate each N tile's K walk (see below)
 ):
     pid_m, pid_n = _tile_coords(tl.program_id(0), tl.cdiv(M, BM), tl.cdiv(N, BN), GROUP_M)
     rm = pid_m * BM + tl.arange(0, BM)
@@ -99,21 +100,41 @@ def _matmul_tiled_kernel(
             B, shape=[K, N], strides=[stride_bk, 1], block_shape=[BK, BN]
         )
     acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(k0, k1):
-        if TMA:
-            a = a_desc.load([pid_m * BM, k * BK])
-            b = b_desc.load([k * BK, pid_n * BN])
-        elif EVEN:
-            a = tl.load(a_ptrs)
-            b = tl.load(b_ptrs)
-        else:
-            a = tl.load(a_ptrs, mask=rk[None, :] < K - k * BK, other=0.0)
-            b = tl.load(b_ptrs, mask=rk[:, None] < K - k * BK, other=0.0)
-        if WIDEN:  # the interpreter only (see _widen)
-            a, b = a.to(tl.float32), b.to(tl.float32)
-        acc = tl.dot(a, b, acc)
-        a_ptrs += BK
-        b_ptrs += BK * stride_bk
+    if ROT:
+        # decode shapes: every N tile reads all of A. Unrotated, the 128 programs of a wave ask
+        # for the same A tile at about the same moment; starting each N tile's walk at its own
+        # K offset spreads those reads over A (and over the L2 slices holding it)
+        ks = (pid_n * k_tiles) // tl.cdiv(N, BN)
+        for i in range(0, k_tiles):
+            k = ks + i
+            k = tl.where(k >= k_tiles, k - k_tiles, k)
+            a_at = A + am[:, None] * stride_am + (k * BK + rk)[None, :]
+            b_at = B + (k * BK + rk)[:, None] * stride_bk + bn[None, :]
+            if EVEN:
+                a = tl.load(a_at)
+                b = tl.load(b_at)
+            else:
+                a = tl.load(a_at, mask=rk[None, :] < K - k * BK, other=0.0)
+                b = tl.load(b_at, mask=rk[:, None] < K - k * BK, other=0.0)
+            if WIDEN:
+                a, b = a.to(tl.float32), b.to(tl.float32)
+            acc = tl.dot(a, b, acc)
+    else:
+        for k in range(k0, k1):
+            if TMA:
+                a = a_desc.load([pid_m * BM, k * BK])
+                b = b_desc.load([k * BK, pid_n * BN])
+            elif EVEN:
+                a = tl.load(a_ptrs)
+                b = tl.load(b_ptrs)
+            else:
+                a = tl.load(a_ptrs, mask=rk[None, :] < K - k * BK, other=0.0)
+                b = tl.load(b_ptrs, mask=rk[:, None] < K - k * BK, other=0.0)
+            if WIDEN:  # the interpreter only (see _widen)
+                a, b = a.to(tl.float32), b.to(tl.float32)
+            acc = tl.dot(a, b, acc)
+            a_ptrs += BK
+            b_ptrs += BK * stride_bk
     if SPLIT_K == 1:
         c = acc.to(C.dtype.element_ty)
         c_ptrs = C + rm[:, None] * stride_cm + rn[None, :]
@@ -258,16 +279,33 @@ class Config(tuple):
     """(BM, BN, BK, GROUP_M, num_stages, num_warps, SUBTILE, SPLIT_K, REDUCE, TMA).
     Tiled kernel only: SPLIT_K; REDUCE (with SPLIT_K > 1) "launch" = _splitk_reduce_kernel, a
     second launch, or "last" = the tile's last-arriving split sums the partials (one launch);
-    TMA = A and B tiles through tensor descriptors. Unpack the first 8 with cfg[:8]."""
+    TMA = A and B tiles through tensor descriptors; ROT (SPLIT_K = 1, pointer loads) = each N
+    tile starts its K walk at its own offset (see the kernel). Unpack the first 8 with cfg[:8]."""
 
     __slots__ = ()
 
     def __new__(
-        cls, bm, bn, bk, group_m, stages, warps, subtile=1, split_k=1, reduce="launch", tma=False
+        cls,
+        bm,
+        bn,
+        bk,
+        group_m,
+        stages,
+        warps,
+        subtile=1,
+        split_k=1,
+        reduce="launch",
+        tma=False,
+        rot=False,
     ):
         assert reduce in ("launch", "last"), reduce
-        fields = (bm, bn, bk, group_m, stages, warps, subtile, split_k, reduce, tma)
+        assert not (rot and (split_k > 1 or tma)), "ROT is for the plain pointer loop"
+        fields = (bm, bn, bk, group_m, stages, warps, subtile, split_k, reduce, tma, rot)
         return super().__new__(cls, fields)
+
+    @property
+    def rot(self) -> bool:
+        return self[10]
 
     @property
     def reduce(self) -> str:
@@ -393,6 +431,7 @@ def matmul_tiled(inputs: dict, config: Config | None = None) -> torch.Tensor:
         COUNT=counters,
         LAST=last,
         TMA=cfg.tma,
+        ROT=cfg.rot,
         num_stages=stages,
         num_warps=warps,
     )

@@ -93,7 +93,7 @@ def test_sum_order_is_fixed():
 
 def test_config_defaults_keep_old_entries():
     old = LAB.Config(128, 64, 64, 8, 8, 4)
-    assert old.reduce == "launch" and not old.tma and len(old) == 10
+    assert old.reduce == "launch" and not old.tma and not old.rot and len(old) == 11
     assert LAB.DECODE[128] == old  # the shipped entry is unchanged
     assert LAB.DECODE[32].reduce == "launch" and LAB.DECODE[32][7] == 1  # and no split-K at 32
     with pytest.raises(AssertionError):
@@ -117,3 +117,25 @@ def test_probe6_candidates_cover_ragged_edges(impl, config):
     fn = getattr(LAB, {"triton": "matmul_tiled", "persistent": "matmul_persistent"}[impl])
     result = check(SPEC, lambda i: fn(i, config), (96, 112, 80), "float16", "cpu", seed=4)
     assert result.correct, result.error
+
+
+@pytest.mark.parametrize(
+    "shape,config",
+    [
+        ((32, 128, 256), LAB.Config(32, 32, 32, 2, 2, 4, rot=True)),  # 4 N tiles, 8 K tiles
+        ((24, 80, 80), LAB.Config(16, 32, 16, 2, 2, 4, rot=True)),  # ragged: masked K, wrapped M/N
+        ((16, 192, 64), LAB.Config(16, 32, 64, 2, 2, 4, rot=True)),  # 1 K tile: no rotation left
+    ],
+)
+@pytest.mark.parametrize("dtype", SPEC.dtypes)
+def test_rotated_k_walk_matches_float64(shape, config, dtype):
+    # ROT: each N tile starts its K loop at its own offset and wraps around
+    result = check(SPEC, lambda i: LAB.matmul_tiled(i, config), shape, dtype, "cpu", seed=9)
+    assert result.correct, result.error
+
+
+def test_rotation_is_only_for_the_plain_loop():
+    with pytest.raises(AssertionError):
+        LAB.Config(16, 64, 64, 8, 4, 4, 1, 2, "last", rot=True)
+    with pytest.raises(AssertionError):
+        LAB.Config(16, 64, 64, 8, 4, 4, tma=True, rot=True)
