@@ -136,6 +136,13 @@ def jobs_softmax():
                 const = {"BLOCK": block, "S": per, "MODE": 0, "MAX_SPINS": 1 << 16}
                 fn = mod._softmax_rowsplit_kernel
                 yield f"rowsplit {dtype} {const}", fn, args, const, warps, 3
+            elif path == "rowsplit_pipe":
+                args = {"X": PTR[dtype], "Y": PTR[dtype], "STATS": "*fp32", "COUNT": "*i32"}
+                args |= {"n_rows": "i32", "n_cols": "i32", "stride_x": "i32", "stride_y": "i32"}
+                const = {"BLOCK": block, "S": per, "MODE": 0, "LATE": bool(narrow)}
+                const |= {"MAX_SPINS": 1 << 16}
+                fn = mod._softmax_rowsplit_pipe_kernel
+                yield f"rowsplit_pipe {dtype} {const}", fn, args, const, warps, 3
             elif path == "loop":
                 args = {"X": PTR[dtype], "Y": PTR[dtype], "n_cols": "i32", "stride_x": "i32"}
                 args |= {"stride_y": "i32"}

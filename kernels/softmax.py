@@ -17,6 +17,9 @@ torch.softmax, and torch.compile of the eager code.
 - "rowsplit_tag" (selectable in CONFIG, session 6, no default): rowsplit whose programs publish
   (max, sum) as two 64-bit words tagged with a per-call generation and poll them directly: one
   L2 round trip in the exchange instead of the counter's atomic, polls and stats load.
+- "rowsplit_pipe" (selectable in CONFIG, session 6b, no default): rowsplit's exchange in a
+  persistent grid no larger than the GPU holds at once, walking the (row, split) items in
+  rounds and loading the next round's chunk before this round's exchange waits.
 Minimum traffic: read x once, write y once (what the floor counts; the loop kernel reads twice).
 """
 
@@ -31,6 +34,7 @@ import triton.language as tl
 from profkit.compiled import compile_per_shape
 from profkit.spec import KernelSpec, Variant
 
+PIPE_MARGIN = 0  # rowsplit_pipe: resident programs per SM held back from its persistent grid
 MAX_ROW_IN_REGISTERS = 16384  # elements: 32 fp32 values per thread at 16 warps
 PROGRAMS_TARGET = 4 * 132  # long rows: at least 4 programs per SM of the H200's 132
 
@@ -223,6 +227,86 @@ def _softmax_rowsplit_kernel(
 
 
 @triton.jit
+def _load_item(X, item, T, n_cols, stride_x, BLOCK: tl.constexpr, S: tl.constexpr):
+    # the chunk of work item (row, split) = (item // S, item % S) in x's own type (a 16-bit
+    # chunk carried across an iteration costs half the registers of fp32); masked off past T
+    cols = (item % S) * BLOCK + tl.arange(0, BLOCK)
+    ptr = X + (item // S).to(tl.int64) * stride_x + cols
+    return tl.load(ptr, mask=(cols < n_cols) & (item < T), other=-float("inf"))
+
+
+@triton.jit
+def _softmax_rowsplit_pipe_kernel(
+    X,
+    Y,
+    STATS,
+    COUNT,
+    n_rows,
+    n_cols,
+    stride_x,
+    stride_y,
+    BLOCK: tl.constexpr,
+    S: tl.constexpr,
+    MODE: tl.constexpr,
+    LATE: tl.constexpr = False,
+    MAX_SPINS: tl.constexpr = 1 << 16,
+):
+    # rowsplit's exchange (publish, count, bounded acquire spin, combine) in a persistent grid
+    # of P programs (P a multiple of S) walking items (row, split), item = row * S + split, in
+    # rounds: round k holds items k * P .. k * P + P - 1 (whole rows) and program pid takes
+    # item k * P + pid. Each iteration first issues the NEXT round's chunk load, so it is in
+    # flight while this round's exchange waits (session 6: ~30% of warp time was that wait).
+    # Deadlock freedom without a dispatch-order assumption: the host keeps P <= the programs
+    # resident at once, so every program is resident, and a program waits only for siblings
+    # of its own round, which reach it after finishing earlier rounds (induction on rounds).
+    # LATE: issue the next load after the arrival atomic instead (a release fence may make the
+    #   arriving warp wait for its outstanding loads first; after it, only the spin overlaps).
+    # MODE 0 one launch (GPU); MODE 1 publish every round's stats only; MODE 2 publish, count,
+    #   combine without waiting (after MODE 1 the stats are complete: Triton's interpreter).
+    pid = tl.program_id(0)
+    P = tl.num_programs(0)
+    T = n_rows * S
+    x_next = _load_item(X, pid, T, n_cols, stride_x, BLOCK, S)
+    for item in range(pid, T, P):
+        x_in = x_next
+        if not LATE:
+            x_next = _load_item(X, item + P, T, n_cols, stride_x, BLOCK, S)
+        row = item // S
+        cols = (item % S) * BLOCK + tl.arange(0, BLOCK)
+        x = x_in.to(tl.float32)
+        m = tl.max(x, axis=0)
+        m_safe = tl.where(m == -float("inf"), 0.0, m)  # a chunk wholly past n_cols: e = 0
+        e = tl.exp(x - m_safe)
+        tl.store(STATS + item * 2, m)
+        tl.store(STATS + item * 2 + 1, tl.sum(e, axis=0))
+        if MODE != 1:
+            tl.debug_barrier()  # the stats are written before the arrival is counted
+            # generation counting as in _softmax_rowsplit_kernel: never reset, S per call
+            old = tl.atomic_add(COUNT + row, 1, sem="acq_rel")
+        if LATE:
+            x_next = _load_item(X, item + P, T, n_cols, stride_x, BLOCK, S)
+        if MODE != 1:
+            base = old & (-S)
+            poison = 0.0
+            if MODE == 0:
+                # bounded: give up with a NaN row rather than hang if a sibling never arrives
+                cur = old + 1
+                spins = 0
+                while ((cur & (-S)) == base) & (spins < MAX_SPINS):
+                    cur = tl.atomic_add(COUNT + row, 0, sem="acquire")
+                    spins += 1
+                poison = tl.where((cur & (-S)) == base, float("nan"), 0.0)
+            offs = tl.arange(0, S)
+            ms = tl.load(STATS + (row * S + offs) * 2, cache_modifier=".cg")
+            ss = tl.load(STATS + (row * S + offs) * 2 + 1, cache_modifier=".cg")
+            row_max = tl.max(ms, axis=0)
+            row_sum = tl.sum(ss * tl.exp(ms - row_max), axis=0) + poison
+            y = e * (tl.exp(m_safe - row_max) / row_sum)
+            y_ptr = Y + row.to(tl.int64) * stride_y + cols
+            tl.store(y_ptr, y.to(Y.dtype.element_ty), mask=cols < n_cols)
+
+
+@triton.jit
 def _poll_tagged(row_slots, gen, S: tl.constexpr):
     # one read of a row's 2S tagged words: (max bits, sum bits, how many lack generation gen)
     offs = tl.arange(0, S)
@@ -327,7 +411,9 @@ def _softmax_rowsplit_tag_kernel(
 # "derived from the shape" (see launch_config). bench/probe_softmax.py times the alternatives:
 # switching a class is an edit of its line here; ("rowsplit", 8192, None, 16, False) selects the
 # one-launch split-row kernel (bench/probe_softmax4.py times it); ("rowsplit_tag", 8192, None,
-# 8, KEEP) its tagged-words form, KEEP False / True (NARROW) / "e16" (bench/probe_softmax6.py).
+# 8, KEEP) its tagged-words form, KEEP False / True (NARROW) / "e16" (bench/probe_softmax6.py);
+# ("rowsplit_pipe", 8192, None, 8, LATE) the persistent pipelined form (bench/probe_softmax7.py;
+# LATE: the next chunk's load after the arrival atomic; PIPE_MARGIN programs per SM held back).
 # picked from bench/probe_softmax.py on the H200 (kernels/NOTES.md, softmax "session 3")
 CONFIG = {
     # <= 2048 columns (4096x1024): one row per 64-thread program; 94-98% of a same-size copy in
@@ -384,10 +470,14 @@ def launch_config(n_rows: int, n_cols: int, itemsize: int) -> tuple:
       each other (see _softmax_rowsplit_kernel for the dispatch-order assumption).
     - "rowsplit_tag": the same, exchanging generation-tagged 64-bit words (one L2 round trip);
       its NARROW field is KEEP: False, True (x held 16-bit) or "e16" (exp held 16-bit).
+    - "rowsplit_pipe": rowsplit's chunks and exchange in a persistent grid of P programs, P
+      derived from the compiled kernel's residency (see _pipe_programs); its NARROW field is
+      LATE (kept for fp32 too).
     - NARROW (rows path, 16-bit): x stays in its 16-bit type in registers (see the kernel).
     """
     path, block, rows, num_warps, narrow = CONFIG[shape_class(n_rows, n_cols)]
-    narrow = narrow if itemsize == 2 else False  # True, or rowsplit_tag's "e16" (16-bit only)
+    if path != "rowsplit_pipe":  # there the field is LATE, for every item size
+        narrow = narrow if itemsize == 2 else False  # True, or rowsplit_tag's "e16" (16-bit)
     if path == "rows":
         block = block or triton.next_power_of_2(n_cols)
         if rows is None:
@@ -395,7 +485,7 @@ def launch_config(n_rows: int, n_cols: int, itemsize: int) -> tuple:
             while block * rows * itemsize < 16384 and n_rows >= rows * 2 * PROGRAMS_TARGET:
                 rows *= 2
         num_warps = num_warps or min(16, max(4, block * rows // 512))
-    elif path in ("rowsplit", "rowsplit_tag"):
+    elif path in ("rowsplit", "rowsplit_tag", "rowsplit_pipe"):
         # BLOCK: the chunk per program; splits: the smallest power of two of chunks covering it
         block = block or 8192
         rows = rows or triton.next_power_of_2(triton.cdiv(n_cols, block))
@@ -432,6 +522,14 @@ def softmax_triton(inputs: dict, config: tuple | None = None) -> torch.Tensor:
         )
     elif path == "rowsplit":
         _rowsplit(x2, y2, block, rows, num_warps, single_launch=not _INTERPRETING)
+    elif path == "rowsplit_pipe":
+        # NARROW's slot is LATE here; a 6th field is the margin (resident programs per SM
+        # held back from P)
+        late = bool(narrow and narrow[0])
+        margin = narrow[1] if len(narrow) > 1 else PIPE_MARGIN
+        _rowsplit_pipe(
+            x2, y2, block, rows, num_warps, late, margin, single_launch=not _INTERPRETING
+        )
     elif path == "rowsplit_tag":
         keep = (narrow[0] or False) if narrow and x.element_size() == 2 else False
         _rowsplit_tag(x2, y2, block, rows, num_warps, keep, single_launch=not _INTERPRETING)
@@ -486,6 +584,93 @@ def _rowsplit(
         _softmax_rowsplit_kernel[grid](
             *args, BLOCK=block, S=splits, MODE=mode, MAX_SPINS=max_spins, num_warps=num_warps
         )
+
+
+# rowsplit_pipe: P per (device, shape, dtype, chunk, splits, warps, LATE, margin)
+_PIPE_PROGRAMS: dict[tuple, int] = {}
+PIPE_INTERPRET_ROUNDS = 2  # the interpreter's P covers the items in about this many rounds
+
+
+def _resident_per_sm(kernel, num_warps: int) -> int:
+    """Programs of a compiled kernel resident at once on one SM: the driver's occupancy answer
+    where it can be had, never more than sm_90's register and shared-memory arithmetic."""
+    regs_per_warp = -(-kernel.n_regs * 32 // 256) * 256  # allocated per warp in 256s
+    by_regs = 65536 // (regs_per_warp * num_warps)
+    smem = kernel.metadata.shared + 1024  # the 1 KB per block the hardware reserves
+    per_sm = min(by_regs, 228 * 1024 // smem, 64 // num_warps, 32)
+    try:
+        import ctypes
+
+        n = ctypes.c_int(0)
+        cuda = ctypes.CDLL("libcuda.so.1")
+        err = cuda.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+            ctypes.byref(n),
+            ctypes.c_void_p(kernel.function),
+            ctypes.c_int(32 * num_warps),
+            ctypes.c_size_t(kernel.metadata.shared),
+        )
+        if err == 0 and n.value > 0:
+            per_sm = min(per_sm, n.value)
+    except (OSError, AttributeError, TypeError):
+        pass
+    return per_sm
+
+
+def _pipe_programs(args, consts: dict, num_warps: int, margin: int) -> int:
+    """P for _softmax_rowsplit_pipe_kernel: (resident programs per SM - margin) x SMs, rounded
+    down to a multiple of S and at most the items. Assumes this kernel has the GPU to itself
+    while it runs (no other kernel holding SM resources: stream order gives that; MPS or a
+    concurrent stream would not); if it fails, the bounded spin poisons rows, it never hangs.
+    On the interpreter: PIPE_INTERPRET_ROUNDS rounds' worth, so tests see several rounds."""
+    x2, s = args[0], consts["S"]
+    items = x2.shape[0] * s
+    if _INTERPRETING:
+        return max(s, triton.cdiv(triton.cdiv(items, PIPE_INTERPRET_ROUNDS), s) * s)
+    kernel = _softmax_rowsplit_pipe_kernel.warmup(*args, grid=(1,), num_warps=num_warps, **consts)
+    kernel = kernel.result() if hasattr(kernel, "result") else kernel  # an async compile
+    kernel._init_handles()
+    per_sm = _resident_per_sm(kernel, num_warps) - margin
+    sms = torch.cuda.get_device_properties(x2.device).multi_processor_count
+    if per_sm < 1:
+        raise ValueError(f"rowsplit_pipe: margin {margin} leaves no resident program per SM")
+    return min(items, per_sm * sms // s * s)
+
+
+def _rowsplit_pipe(
+    x2,
+    y2,
+    block: int,
+    splits: int,
+    num_warps: int,
+    late: bool,
+    margin: int,
+    single_launch: bool,
+    programs: int | None = None,
+    max_spins: int = 1 << 16,
+) -> None:
+    """_rowsplit's exchange in a persistent grid that loads the next round's chunk before this
+    round's exchange (_softmax_rowsplit_pipe_kernel). programs: P (a multiple of splits),
+    derived and cached per shape and config when None. Counters shared with _rowsplit (the
+    same per-row generation counting: S arrivals per row per call); zeroed on the first call
+    (make it outside a CUDA graph), never reset; calls sharing them must be ordered."""
+    n_rows, n_cols = x2.shape
+    if splits & (splits - 1) or block * splits < n_cols:
+        raise ValueError(f"rowsplit: splits {splits} must be a power of two covering the row")
+    key = (str(x2.device), n_rows, splits)
+    if key not in _COUNTERS:
+        _COUNTERS[key] = torch.zeros(n_rows, dtype=torch.int32, device=x2.device)
+    stats = torch.empty(n_rows * splits * 2, device=x2.device, dtype=torch.float32)
+    args = (x2, y2, stats, _COUNTERS[key], n_rows, n_cols, x2.stride(0), y2.stride(0))
+    consts = dict(BLOCK=block, S=splits, LATE=bool(late), MAX_SPINS=max_spins)
+    if programs is None:
+        pkey = (str(x2.device), n_rows, n_cols, x2.dtype, block, splits, num_warps, late, margin)
+        if pkey not in _PIPE_PROGRAMS:
+            _PIPE_PROGRAMS[pkey] = _pipe_programs(args, {**consts, "MODE": 0}, num_warps, margin)
+        programs = _PIPE_PROGRAMS[pkey]
+    if programs % splits:
+        raise ValueError(f"rowsplit_pipe: {programs} programs is not a multiple of {splits}")
+    for mode in (0,) if single_launch else (1, 2):
+        _softmax_rowsplit_pipe_kernel[(programs,)](*args, MODE=mode, num_warps=num_warps, **consts)
 
 
 _SLOTS: dict[tuple[str, int, int], torch.Tensor] = {}
