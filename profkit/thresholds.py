@@ -65,9 +65,9 @@ TENSOR_IDLE_PCT = 10.0
 # profkit choice: 1%, above the pipe's idle noise (0.1-0.5% on the RMSNorm kernels,
 # profiles/rmsnorm-20261130-014917-vm-4bc5).
 TENSOR_UNUSED_PCT = 1.0
-# A user matmul on the Tensor Cores under this share of their roof (at the clock ncu saw) is
-# under-fed: its tiles are too small to reuse data or hide latency. profkit choice: cuBLAS reaches
-# about 65-80% of the spec roof at ncu's clock on the H200.
+# A user matmul on the Tensor Cores under this share of their roof (at the clock it was timed at)
+# is under-fed: its tiles are too small to reuse data or hide latency. profkit choice: cuBLAS
+# reaches about 65-80% of the spec roof on the H200.
 UNDERFED_ROOF_PCT = 40.0
 
 # --- Latency-bound causes -------------------------------------------------------------------------

@@ -941,3 +941,14 @@ def test_runs_without_clock_notes_say_nothing_of_clocks(note: object) -> None:
     for f in report:
         assert Cause.THROTTLED not in causes(f) and "throttled" not in f.text
     assert "clock_notes" not in report.verdicts[0].comparisons[0].to_dict()
+
+
+def test_compute_roof_is_taken_at_the_clock_the_case_was_timed_at() -> None:
+    # the achieved rate is the timed one, so its roof is at the timing's clock, not at the
+    # counter pass's (they ran 1602 and 1822 MHz apart in the power-capped matmul run f75dcf)
+    gemm = {"flops": 2 * 4096.0**3, "bytes": 3 * 4096 * 4096 * 2.0, "device_p50_ms": 0.25}
+    f = one_case(dtype="bfloat16", **COMPUTE, **gemm, tensor_pipe_pct=90.0,
+                 ncu_sm_clock_mhz=1500.0, sm_clock_mhz=1800.0)  # fmt: skip
+    assert f.evidence["roof_clock_mhz"] == 1800.0
+    assert f.evidence["pipe_roof_tflops"] == pytest.approx(SM_COUNT * 1800e6 * 4096 / 1e12)
+    assert "roof at 1800 MHz" in f.text

@@ -213,7 +213,7 @@ def reason_text(r: Reason, ev: Mapping) -> str:
             if _has(ev, "pct_of_pipe_roof_pct"):
                 text += say(
                     ", {pct_of_pipe_roof_pct} of their {pipe_roof_tflops} roof at "
-                    "{ncu_sm_clock_mhz}",
+                    "{roof_clock_mhz}",
                     ev,
                 )
             text += ": the math runs near the hardware's rate"
@@ -255,7 +255,7 @@ def reason_text(r: Reason, ev: Mapping) -> str:
             )
         return say(
             "A matmul on the Tensor Cores at only {pct_of_pipe_roof_pct} of their "
-            "{pipe_roof_tflops} roof at {ncu_sm_clock_mhz}: its tiles keep them under-fed.",
+            "{pipe_roof_tflops} roof at {roof_clock_mhz}: its tiles keep them under-fed.",
             ev,
         )
     if c == Cause.PIPE_BUSY:

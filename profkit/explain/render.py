@@ -348,7 +348,7 @@ def facts(ev: dict) -> list[tuple[str, str]]:
         roof.append(
             f"{ev['achieved_tflops']:.3g} TFLOP/s, {ev['pct_of_pipe_roof_pct']:.1f}% of the "
             f"{ev['roof_pipe']} roof ({ev['pipe_roof_tflops']:.0f} TFLOP/s at "
-            f"{ev['ncu_sm_clock_mhz']:.0f} MHz)"
+            f"{ev['roof_clock_mhz']:.0f} MHz)"
         )
     if ev.get("pct_of_measured_matmul_pct") is not None:
         roof.append(f"{ev['pct_of_measured_matmul_pct']:.1f}% of the measured matmul")

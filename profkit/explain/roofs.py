@@ -1,9 +1,13 @@
 """The roofs a case is measured against: one compute roof per pipe and dtype, and memory roofs
 for DRAM (the large copy and a copy of the case's own size), L2 and L1.
 
-Compute roofs are the SM count times the clock ncu reported for the kernel times the
-architecture's rate per SM per clock. A kernel whose clock dropped (a GEMM under power limits) is
-judged against the roof at that clock, and the run's measured matmul ceiling stands beside it.
+Compute roofs are the SM count times a clock times the architecture's rate per SM per clock. The
+achieved rate comes from the device time, so the roof is taken at the clock sampled while that
+case was timed (sm_clock_mhz, NVML), and at ncu's clock only where the timing has none: under a
+power cap the counter pass and the timing can run hundreds of MHz apart (matmul run f75dcf: 1602
+against 1822 MHz), and a roof at the other pass's clock misstates the share. A kernel whose clock
+dropped is judged against the roof at that clock, and the run's measured matmul ceiling stands
+beside it.
 """
 
 from __future__ import annotations
@@ -113,15 +117,16 @@ def tensor_pct(row: Mapping) -> float | None:
 
 
 def compute_roof(row: Mapping, dtype: str, device: Device, ev: Evidence) -> None:
-    """The achieved FLOP rate against the roof of the pipe the case runs on, at ncu's clock, and
-    against the run's measured matmul where the dtype matches. Records evidence only."""
+    """The achieved FLOP rate against the roof of the pipe the case runs on, at the clock it was
+    timed at (else ncu's), and against the run's measured matmul where the dtype matches.
+    Records evidence only."""
     flops, ms = num(row, "flops"), num(row, "device_p50_ms")
     if not flops or not ms:
         return
     achieved = flops / (ms * 1e-3) / 1e12
     ev.put("achieved_tflops", achieved)
     rates = PER_SM_PER_CLOCK.get(device.compute_capability or "")
-    clock = num(row, "ncu_sm_clock_mhz")
+    clock = num(row, "sm_clock_mhz") or num(row, "ncu_sm_clock_mhz")
     tensor = tensor_pct(row)
     # any MMA activity puts the math on the Tensor Cores: judge it against their roof
     on_tensor = tensor is not None and tensor >= th.TENSOR_UNUSED_PCT
@@ -130,7 +135,7 @@ def compute_roof(row: Mapping, dtype: str, device: Device, ev: Evidence) -> None
         pipe = roofs[0] if on_tensor else roofs[1]
         roof = device.sm_count * clock * 1e6 * rates[pipe] / 1e12
         ev.put("roof_pipe", pipe)
-        ev.put("ncu_sm_clock_mhz", clock)
+        ev.put("roof_clock_mhz", clock)
         ev.put("pipe_roof_tflops", roof)
         ev.put("pct_of_pipe_roof_pct", achieved / roof * 100)
     if device.matmul_tflops and device.matmul_dtype == dtype and on_tensor:
