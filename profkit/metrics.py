@@ -131,7 +131,7 @@ METRICS: tuple[Metric, ...] = (
         "max",
         "compute capability, minor",
     ),
-    # --- the clock ncu saw (Nsight Compute's SOL "SM Frequency"); compute roofs use the timing's ---
+    # --- the clock ncu saw (Nsight Compute's SOL "SM Frequency"); roofs use the timing's ---
     Metric(
         "ncu_sm_clock_mhz",
         "gpc__cycles_elapsed.avg.per_second",
