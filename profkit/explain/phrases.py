@@ -212,8 +212,7 @@ def reason_text(r: Reason, ev: Mapping) -> str:
             text = say("The Tensor Cores are busy {" + key + "} of active cycles", ev)
             if _has(ev, "pct_of_pipe_roof_pct"):
                 text += say(
-                    ", {pct_of_pipe_roof_pct} of their {pipe_roof_tflops} roof at "
-                    "{roof_clock_mhz}",
+                    ", {pct_of_pipe_roof_pct} of their {pipe_roof_tflops} roof at {roof_clock_mhz}",
                     ev,
                 )
             text += ": the math runs near the hardware's rate"
