@@ -103,7 +103,8 @@ def sm90(lab) -> None:
             print(f"{line} {smem:5} {per_sm}")
 
 
-def report(df, elapsed: float) -> None:
+def report(df, elapsed: float, columns: list[str] | None = None) -> None:
+    columns = columns or COLUMNS
     bad = df[df.correct == False]  # noqa: E712
     for r in bad.itertuples():
         print(f"FAILED {r.dtype} {r.shape} {r.impl}: {r.error}"[:100])
@@ -112,11 +113,11 @@ def report(df, elapsed: float) -> None:
     short = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
     for title, col in (("device us", "p50_us"), ("% of copy", "pct_copy")):
         head = f"{'dtyp':4} {'shape':10} {'copy':>6}"
-        print(f"{title}\n{head}" + "".join(f"{c[:6]:>7}" for c in ["torch", *COLUMNS]))
+        print(f"{title}\n{head}" + "".join(f"{c[:6]:>7}" for c in ["torch", *columns]))
         for (dtype, shape), g in df.groupby(["dtype", "shape"], sort=False):
             by = g.set_index("impl")[col]
             line = f"{short[dtype]:4} {shape:10} {g.copy_us.iloc[0]:6.1f}"
-            for c in ("torch", *COLUMNS):
+            for c in ("torch", *columns):
                 v = by.get(c, float("nan"))
                 line += f"{v:7.1f}" if v == v else f"{'-':>7}"
             print(line)

@@ -30,6 +30,7 @@ import os
 import torch
 import triton
 import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 from profkit.compiled import compile_per_shape
 from profkit.spec import KernelSpec, Variant
@@ -119,6 +120,41 @@ def _softmax_loop_kernel(X, Y, n_cols, stride_x, stride_y, BLOCK: tl.constexpr):
     x_base = X + row.to(tl.int64) * stride_x
     row_max, row_sum = _online_max_sum(x_base, n_cols, BLOCK)
     _normalize(x_base, Y + row.to(tl.int64) * stride_y, n_cols, row_max, 1.0 / row_sum, BLOCK)
+
+
+@triton.jit
+def _softmax_looptma_kernel(
+    XD, Y, n_rows, n_cols, stride_y, BLOCK: tl.constexpr, C: tl.constexpr, STAGES: tl.constexpr
+):
+    # one program per row, the row in chunks of BLOCK read through a tensor descriptor (TMA on
+    # Hopper) over x seen as [rows * n_cols / C, C] (C * itemsize = 128 bytes): the pipeliner
+    # keeps STAGES chunks in flight in shared memory, so the bytes in flight no longer cost
+    # registers (the plain loop keeps one chunk in flight: Triton 3.6 does not pipeline its
+    # loads). Pass 1: a running (max, sum) over the chunks' maxima; pass 2 reads the row again,
+    # from L2 where it was just read, and writes y. A box past the row's end reads the next
+    # row (or zeros past the tensor): masked to -inf by column. The grid may be smaller than
+    # the rows (programs walk rows pid, pid + grid, ...): fewer rows in flight at once, so the
+    # row pass 2 reads is still in L2 when the tensor is larger than L2.
+    r = tl.arange(0, BLOCK // C)[:, None]
+    c = tl.arange(0, C)[None, :]
+    n_chunks = tl.cdiv(n_cols, BLOCK)
+    for row in range(tl.program_id(0), n_rows, tl.num_programs(0)):
+        first = row * (n_cols // C)  # int32: descriptor offsets are 32-bit (view rows < 2^31)
+        m = -float("inf")
+        s = 0.0
+        for k in tl.range(0, n_chunks, num_stages=STAGES):
+            x = XD.load([first + k * (BLOCK // C), 0]).to(tl.float32)
+            x = tl.where(k * BLOCK + r * C + c < n_cols, x, -float("inf"))
+            m_new = tl.maximum(m, tl.max(x))
+            s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new))
+            m = m_new
+        inv = 1.0 / s
+        y_row = Y + (row + tl.zeros([], tl.int64)) * stride_y  # int64 (the interpreter: an int)
+        for k in tl.range(0, n_chunks, num_stages=STAGES):
+            x = XD.load([first + k * (BLOCK // C), 0]).to(tl.float32)
+            cols = k * BLOCK + r * C + c
+            y = tl.exp(x - m) * inv
+            tl.store(y_row + cols, y.to(Y.dtype.element_ty), mask=cols < n_cols)
 
 
 @triton.jit
@@ -473,6 +509,10 @@ def launch_config(n_rows: int, n_cols: int, itemsize: int) -> tuple:
     - "rowsplit_pipe": rowsplit's chunks and exchange in a persistent grid of P programs, P
       derived from the compiled kernel's residency (see _pipe_programs); its NARROW field is
       LATE (kept for fp32 too).
+    - "looptma" (ROWS = the pipeline's stages, NARROW = programs per SM, 0: one per row):
+      "loop" with x read through a tensor descriptor, STAGES - 1 chunks in flight in shared
+      memory (_softmax_looptma_kernel); rows that are not contiguous whole 128-byte pieces take
+      the plain loop.
     - NARROW (rows path, 16-bit): x stays in its 16-bit type in registers (see the kernel).
     """
     path, block, rows, num_warps, narrow = CONFIG[shape_class(n_rows, n_cols)]
@@ -520,6 +560,21 @@ def softmax_triton(inputs: dict, config: tuple | None = None) -> torch.Tensor:
         _softmax_loop_kernel[(n_rows,)](
             x2, y2, n_cols, x2.stride(0), y2.stride(0), BLOCK=block, num_warps=num_warps
         )
+    elif path == "looptma" and _tma_rows(x2):
+        # rows: the pipeline's stages (shared memory: stages - 1 chunks per program); the NARROW
+        # slot: programs per SM (a grid of that many per SM walking the rows), 0 = one per row
+        c = TMA_ROW_BYTES // x2.element_size()
+        xd = TensorDescriptor.from_tensor(x2.view(-1, c), [block // c, c])
+        per_sm = int(narrow[0]) if narrow and narrow[0] else 0
+        sms = torch.cuda.get_device_properties(x.device).multi_processor_count if x.is_cuda else 2
+        grid = min(n_rows, per_sm * sms) if per_sm else n_rows
+        _softmax_looptma_kernel[(grid,)](
+            xd, y2, n_rows, n_cols, y2.stride(0), BLOCK=block, C=c, STAGES=rows, num_warps=num_warps
+        )
+    elif path == "looptma":  # rows the 2-D view cannot take: the plain loop
+        _softmax_loop_kernel[(n_rows,)](
+            x2, y2, n_cols, x2.stride(0), y2.stride(0), BLOCK=block, num_warps=num_warps
+        )
     elif path == "rowsplit":
         _rowsplit(x2, y2, block, rows, num_warps, single_launch=not _INTERPRETING)
     elif path == "rowsplit_pipe":
@@ -555,6 +610,20 @@ def softmax_triton(inputs: dict, config: tuple | None = None) -> torch.Tensor:
             num_warps=num_warps,
         )
     return out
+
+
+TMA_ROW_BYTES = 128  # looptma's view of x: rows of 128 bytes
+
+
+def _tma_rows(x2: torch.Tensor) -> bool:
+    """Can looptma see x2 as [rows * n_cols / C, C]: contiguous rows of whole 128-byte pieces,
+    16-byte aligned (TMA's requirements)."""
+    n_cols = x2.shape[1]
+    return (
+        x2.is_contiguous()
+        and (n_cols * x2.element_size()) % TMA_ROW_BYTES == 0
+        and x2.data_ptr() % 16 == 0
+    )
 
 
 # Triton's interpreter runs programs one at a time: a program waiting for another never returns
