@@ -196,15 +196,44 @@ class Session:
         return out
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parse_args(doc: str, budget: float) -> argparse.Namespace:
+    """The softmax probes' command line; --dry-run sets TRITON_INTERPRET before triton loads."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--out", required=True, type=Path)
-    ap.add_argument("--budget", type=float, default=90.0, help="seconds before skipping the rest")
+    ap.add_argument("--budget", type=float, default=budget, help="seconds before skipping the rest")
     ap.add_argument("--dry-run", action="store_true", help="CPU interpreter, 3 rows, no timing")
     ap.add_argument("--sm90", action="store_true", help="offline registers, then exit")
     args = ap.parse_args()
     if args.dry_run:
         os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported
+    return args
+
+
+def sweep_main(doc, budget, csv_name, cases, candidates, report, sm90=None, extra=None) -> None:
+    """A long-row probe's whole run (probes 6-8): the shipped config, candidates(real shape,
+    itemsize) and torch.softmax per case, no torch.compile; extra(run, df) adds columns; the CSV
+    under --out, then report(df, seconds)."""
+    args = parse_args(doc, budget)
+    t0 = time.monotonic()
+    import pandas as pd
+
+    run = Session(args, t0)
+    if args.sm90:
+        if sm90 is None:
+            sys.exit("this probe has no --sm90 view")
+        sm90(run.lab)
+        return
+    run.start()
+    run.sweep(cases, candidates, real_shape=True)
+    df = summarize(pd.DataFrame(run.rows), run.spec, run.copy_cache).drop(columns="vs_compile")
+    if extra:
+        extra(run, df)
+    df.to_csv(args.out / csv_name, index=False)
+    report(df, time.monotonic() - t0)
+
+
+def main() -> None:
+    args = parse_args(__doc__, 90.0)
     t0 = time.monotonic()
 
     import pandas as pd

@@ -24,14 +24,12 @@ NARROW (x kept 16-bit, exp recomputed at the end).
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from probe_softmax4 import Session, summarize  # noqa: E402
+from probe_softmax4 import sweep_main  # noqa: E402
 
 CASES = (
     [(d, s) for s in ((1024, 32768), (256, 65536)) for d in ("float16", "bfloat16", "float32")]
@@ -118,27 +116,7 @@ def report(df, elapsed: float) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True, type=Path)
-    ap.add_argument("--budget", type=float, default=120.0, help="seconds before skipping the rest")
-    ap.add_argument("--dry-run", action="store_true", help="CPU interpreter, 3 rows, no timing")
-    ap.add_argument("--sm90", action="store_true", help="offline registers, then exit")
-    args = ap.parse_args()
-    if args.dry_run:
-        os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported
-    t0 = time.monotonic()
-
-    import pandas as pd
-
-    run = Session(args, t0)
-    if args.sm90:
-        sm90(run.lab)
-        return
-    run.start()
-    run.sweep(CASES, candidates, real_shape=True)
-    df = summarize(pd.DataFrame(run.rows), run.spec, run.copy_cache).drop(columns="vs_compile")
-    df.to_csv(args.out / "probe_softmax6.csv", index=False)
-    report(df, time.monotonic() - t0)
+    sweep_main(__doc__, 120.0, "probe_softmax6.csv", CASES, candidates, report, sm90)
 
 
 if __name__ == "__main__":

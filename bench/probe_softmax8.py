@@ -14,14 +14,11 @@ DIR/probe_softmax8.csv.
 
 from __future__ import annotations
 
-import argparse
-import os
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from probe_softmax4 import Session, summarize  # noqa: E402
+from probe_softmax4 import sweep_main  # noqa: E402
 from probe_softmax7 import CASES, report  # noqa: E402
 
 # (chunk, stages, warps, programs per SM: 0 = one program per row); shared memory per program:
@@ -47,24 +44,12 @@ def candidates(shape, itemsize: int) -> list[tuple[str, tuple]]:
     return [(_name(*c), ("looptma", c[0], c[1], c[2], c[3])) for c in CONFIGS]
 
 
+def _report(df, seconds: float) -> None:
+    report(df, seconds, COLUMNS)
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True, type=Path)
-    ap.add_argument("--budget", type=float, default=90.0, help="seconds before skipping the rest")
-    ap.add_argument("--dry-run", action="store_true", help="CPU interpreter, 3 rows, no timing")
-    args = ap.parse_args()
-    if args.dry_run:
-        os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported
-    t0 = time.monotonic()
-
-    import pandas as pd
-
-    run = Session(args, t0)
-    run.start()
-    run.sweep(CASES, candidates, real_shape=True)
-    df = summarize(pd.DataFrame(run.rows), run.spec, run.copy_cache).drop(columns="vs_compile")
-    df.to_csv(args.out / "probe_softmax8.csv", index=False)
-    report(df, time.monotonic() - t0, COLUMNS)
+    sweep_main(__doc__, 90.0, "probe_softmax8.csv", CASES, candidates, _report)
 
 
 if __name__ == "__main__":
