@@ -195,6 +195,34 @@ def _softmax_split_norm_kernel(
 
 
 @triton.jit
+def _row_stats(
+    STATS, COUNT, row, old, S: tl.constexpr, MODE: tl.constexpr, MAX_SPINS: tl.constexpr
+):
+    # a row's max and sum of exp from its S chunk statistics, after this program's arrival
+    # (old: the counter before it). MODE 0 first waits for the row's S arrivals, bounded: a
+    # legitimate wait is about one program's lifetime (microseconds), 2^16 polls (the default)
+    # tens of milliseconds; if a sibling never arrives the sum comes out NaN (the reference
+    # check fails the row) instead of the GPU hanging. Generations: the counter is never reset;
+    # one call's S arrivals take it from a multiple of S (base) to base + S (S a power of two,
+    # so this holds across int32 wrap-around)
+    base = old & (-S)
+    poison = 0.0
+    if MODE == 0:
+        cur = old + 1
+        spins = 0
+        while ((cur & (-S)) == base) & (spins < MAX_SPINS):
+            cur = tl.atomic_add(COUNT + row, 0, sem="acquire")
+            spins += 1
+        poison = tl.where((cur & (-S)) == base, float("nan"), 0.0)
+    offs = tl.arange(0, S)
+    # .cg: from L2, never a line of STATS another program left stale in this SM's L1
+    ms = tl.load(STATS + (row * S + offs) * 2, cache_modifier=".cg")
+    ss = tl.load(STATS + (row * S + offs) * 2 + 1, cache_modifier=".cg")
+    row_max = tl.max(ms, axis=0)
+    return row_max, tl.sum(ss * tl.exp(ms - row_max), axis=0) + poison  # -inf chunks add 0
+
+
+@triton.jit
 def _softmax_rowsplit_kernel(
     X,
     Y,
@@ -238,24 +266,7 @@ def _softmax_rowsplit_kernel(
         # it from a multiple of S (base) to base + S (S a power of two, so this holds across
         # int32 wrap-around); the next launch on the stream starts at base + S
         old = tl.atomic_add(COUNT + row, 1, sem="acq_rel")
-        base = old & (-S)
-        poison = 0.0
-        if MODE == 0:
-            # bounded: a legitimate wait is about one program's lifetime (microseconds), 2^16
-            # polls (the default) tens of milliseconds. If the dispatch assumption ever fails,
-            # the row comes out NaN (the reference check fails it) instead of the GPU hanging
-            cur = old + 1
-            spins = 0
-            while ((cur & (-S)) == base) & (spins < MAX_SPINS):
-                cur = tl.atomic_add(COUNT + row, 0, sem="acquire")
-                spins += 1
-            poison = tl.where((cur & (-S)) == base, float("nan"), 0.0)
-        offs = tl.arange(0, S)
-        # .cg: from L2, never a line of STATS another program left stale in this SM's L1
-        ms = tl.load(STATS + (row * S + offs) * 2, cache_modifier=".cg")
-        ss = tl.load(STATS + (row * S + offs) * 2 + 1, cache_modifier=".cg")
-        row_max = tl.max(ms, axis=0)
-        row_sum = tl.sum(ss * tl.exp(ms - row_max), axis=0) + poison  # -inf chunks add 0
+        row_max, row_sum = _row_stats(STATS, COUNT, row, old, S, MODE, MAX_SPINS)
         # e = exp(x - m) stays in registers: y = e * exp(m - max) / sum, no second exp
         y = e * (tl.exp(m_safe - row_max) / row_sum)
         y_ptr = Y + row.to(tl.int64) * stride_y + cols
@@ -322,21 +333,7 @@ def _softmax_rowsplit_pipe_kernel(
         if LATE:
             x_next = _load_item(X, item + P, T, n_cols, stride_x, BLOCK, S)
         if MODE != 1:
-            base = old & (-S)
-            poison = 0.0
-            if MODE == 0:
-                # bounded: give up with a NaN row rather than hang if a sibling never arrives
-                cur = old + 1
-                spins = 0
-                while ((cur & (-S)) == base) & (spins < MAX_SPINS):
-                    cur = tl.atomic_add(COUNT + row, 0, sem="acquire")
-                    spins += 1
-                poison = tl.where((cur & (-S)) == base, float("nan"), 0.0)
-            offs = tl.arange(0, S)
-            ms = tl.load(STATS + (row * S + offs) * 2, cache_modifier=".cg")
-            ss = tl.load(STATS + (row * S + offs) * 2 + 1, cache_modifier=".cg")
-            row_max = tl.max(ms, axis=0)
-            row_sum = tl.sum(ss * tl.exp(ms - row_max), axis=0) + poison
+            row_max, row_sum = _row_stats(STATS, COUNT, row, old, S, MODE, MAX_SPINS)
             y = e * (tl.exp(m_safe - row_max) / row_sum)
             y_ptr = Y + row.to(tl.int64) * stride_y + cols
             tl.store(y_ptr, y.to(Y.dtype.element_ty), mask=cols < n_cols)
