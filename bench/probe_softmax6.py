@@ -30,6 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from probe_softmax4 import sweep_main  # noqa: E402
+from probe_softmax7 import report  # noqa: E402
 
 CASES = (
     [(d, s) for s in ((1024, 32768), (256, 65536)) for d in ("float16", "bfloat16", "float32")]
@@ -95,28 +96,12 @@ def sm90(lab) -> None:
             print(f"{dtype:9} {'x'.join(map(str, shape)):11} {name:12} {regs:4} {spill:5} {per_sm}")
 
 
-def report(df, elapsed: float) -> None:
-    bad = df[df.correct == False]  # noqa: E712
-    for r in bad.itertuples():
-        print(f"FAILED {r.dtype} {r.shape} {r.impl}: {r.error}"[:100])
-    skipped = int((df.error == "skipped (budget)").sum())
-    print(f"{len(df)} rows, {len(bad)} failed, {skipped} skipped, {elapsed:.0f}s")
-    for title, col in (("device us", "p50_us"), ("% of copy", "pct_copy")):
-        print(
-            f"{title}\n{'dtype':8} {'shape':10} {'copy':>6} |"
-            + "".join(f"{c:>7}" for c in ["torch", *COLUMNS])
-        )
-        for (dtype, shape), g in df.groupby(["dtype", "shape"], sort=False):
-            by = g.set_index("impl")[col]
-            line = f"{dtype[:8]:8} {shape:10} {g.copy_us.iloc[0]:6.1f} |"
-            for c in ("torch", *COLUMNS):
-                v = by.get(c, float("nan"))
-                line += f"{v:7.1f}" if v == v else f"{'-':>7}"
-            print(line)
+def _report(df, seconds: float) -> None:
+    report(df, seconds, COLUMNS)
 
 
 def main() -> None:
-    sweep_main(__doc__, 120.0, "probe_softmax6.csv", CASES, candidates, report, sm90)
+    sweep_main(__doc__, 120.0, "probe_softmax6.csv", CASES, candidates, _report, sm90)
 
 
 if __name__ == "__main__":
