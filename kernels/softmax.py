@@ -628,6 +628,20 @@ _INTERPRETING = os.environ.get("TRITON_INTERPRET") == "1"
 _COUNTERS: dict[tuple[str, int, int], torch.Tensor] = {}
 
 
+def _exchange_buffers(x2: torch.Tensor, block: int, splits: int):
+    """The split-row exchange's buffers: fresh fp32 chunk statistics (max, sum per chunk) and the
+    per-row arrival counters, zeroed once per (device, rows, splits) and then kept (the kernels
+    count generations)."""
+    n_rows, n_cols = x2.shape
+    if splits & (splits - 1) or block * splits < n_cols:
+        raise ValueError(f"rowsplit: splits {splits} must be a power of two covering the row")
+    key = (str(x2.device), n_rows, splits)
+    if key not in _COUNTERS:
+        _COUNTERS[key] = torch.zeros(n_rows, dtype=torch.int32, device=x2.device)
+    stats = torch.empty(n_rows * splits * 2, device=x2.device, dtype=torch.float32)
+    return stats, _COUNTERS[key]
+
+
 def _rowsplit(
     x2, y2, block: int, splits: int, num_warps: int, single_launch: bool, max_spins: int = 1 << 16
 ) -> None:
@@ -638,13 +652,8 @@ def _rowsplit(
     (make it outside a CUDA graph), and never reset: the kernel counts generations, so a call is
     one launch and a graph replays it. Calls sharing counters must be ordered (one stream)."""
     n_rows, n_cols = x2.shape
-    if splits & (splits - 1) or block * splits < n_cols:
-        raise ValueError(f"rowsplit: splits {splits} must be a power of two covering the row")
-    key = (str(x2.device), n_rows, splits)
-    if key not in _COUNTERS:
-        _COUNTERS[key] = torch.zeros(n_rows, dtype=torch.int32, device=x2.device)
-    stats = torch.empty(n_rows * splits * 2, device=x2.device, dtype=torch.float32)
-    args = (x2, y2, stats, _COUNTERS[key], n_cols, x2.stride(0), y2.stride(0))
+    stats, counters = _exchange_buffers(x2, block, splits)
+    args = (x2, y2, stats, counters, n_cols, x2.stride(0), y2.stride(0))
     grid = (n_rows * splits,)  # 1-D: a row's programs are adjacent ids (see the kernel)
     for mode in (0,) if single_launch else (1, 2):
         _softmax_rowsplit_kernel[grid](
@@ -720,13 +729,8 @@ def _rowsplit_pipe(
     same per-row generation counting: S arrivals per row per call); zeroed on the first call
     (make it outside a CUDA graph), never reset; calls sharing them must be ordered."""
     n_rows, n_cols = x2.shape
-    if splits & (splits - 1) or block * splits < n_cols:
-        raise ValueError(f"rowsplit: splits {splits} must be a power of two covering the row")
-    key = (str(x2.device), n_rows, splits)
-    if key not in _COUNTERS:
-        _COUNTERS[key] = torch.zeros(n_rows, dtype=torch.int32, device=x2.device)
-    stats = torch.empty(n_rows * splits * 2, device=x2.device, dtype=torch.float32)
-    args = (x2, y2, stats, _COUNTERS[key], n_rows, n_cols, x2.stride(0), y2.stride(0))
+    stats, counters = _exchange_buffers(x2, block, splits)
+    args = (x2, y2, stats, counters, n_rows, n_cols, x2.stride(0), y2.stride(0))
     consts = dict(BLOCK=block, S=splits, LATE=bool(late), MAX_SPINS=max_spins)
     if programs is None:
         pkey = (str(x2.device), n_rows, n_cols, x2.dtype, block, splits, num_warps, late, margin)
