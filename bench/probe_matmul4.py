@@ -91,6 +91,7 @@ def label(impl: str, cfg) -> str:
     extra += " last" if split > 1 and cfg.reduce == "last" else ""  # in-kernel reduction
     extra += " tma" if impl == "triton" and cfg.tma else ""
     extra += " rot" if impl == "triton" and cfg.rot else ""
+    extra += f" x{cfg.per_sm}/SM" if cfg.per_sm > 1 else ""
     return f"{impl} {bm}x{bn}x{bk} s{s} w{w}{extra}"
 
 

@@ -127,8 +127,25 @@ CANDIDATES = {
         ("triton", C(16, 64, 64, 8, 8, 4)),
         ("triton", C(16, 64, 64, 8, 8, 4, rot=True)),
     ],
+    # fourth round (session 6, call 6): the persistent kernel at 2 programs per SM (128x128
+    # tiles, 95-157 registers, 96-112 KB of shared memory each: one program's epilogue and
+    # pipeline fill overlap the other's main loop)
+    "p2_4096": [
+        ("persistent", LAB.PERSISTENT_LARGE["short"]),
+        ("persistent", C(128, 128, 64, 8, 3, 8, 2, per_sm=2)),
+        ("persistent", C(128, 128, 64, 8, 2, 8, 1, per_sm=2)),
+        ("persistent", C(128, 128, 64, 8, 3, 4, 2, per_sm=2)),
+        ("persistent", C(128, 128, 64, 8, 4, 8, 1)),
+    ],
+    "p2_up": [
+        ("persistent", LAB.PERSISTENT_LARGE["large"]),
+        ("persistent", C(128, 128, 64, 8, 3, 8, 2, per_sm=2)),
+        ("persistent", C(128, 128, 64, 8, 3, 4, 2, per_sm=2)),
+    ],
 }
 SHAPES = {
+    "p2_4096": (4096, 4096, 4096),
+    "p2_up": (4096, 14336, 4096),
     "m128r": (128, 8192, 8192),
     "m64r": (64, 8192, 8192),
     "m16r": (16, 8192, 8192),
@@ -142,7 +159,8 @@ SHAPES = {
 # CPU: small enough for the interpreter, large enough that every split owns K tiles
 DRY_SHAPES = {"m128": (128, 256, 512), "4096": (256, 256, 128), "m64": (64, 256, 512),
               "m32": (32, 256, 512), "m128b": (128, 256, 512), "m32b": (32, 256, 512),
-              "m128r": (128, 256, 512), "m64r": (64, 256, 512), "m16r": (16, 256, 512)}  # fmt: skip
+              "m128r": (128, 256, 512), "m64r": (64, 256, 512), "m16r": (16, 256, 512),
+              "p2_4096": (256, 256, 128), "p2_up": (256, 512, 128)}  # fmt: skip
 
 
 def main() -> int:

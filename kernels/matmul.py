@@ -280,7 +280,9 @@ class Config(tuple):
     Tiled kernel only: SPLIT_K; REDUCE (with SPLIT_K > 1) "launch" = _splitk_reduce_kernel, a
     second launch, or "last" = the tile's last-arriving split sums the partials (one launch);
     TMA = A and B tiles through tensor descriptors; ROT (SPLIT_K = 1, pointer loads) = each N
-    tile starts its K walk at its own offset (see the kernel). Unpack the first 8 with cfg[:8]."""
+    tile starts its K walk at its own offset (see the kernel). PER_SM (persistent kernel only):
+    programs per SM, so that one program's epilogue overlaps another's main loop when two fit.
+    Unpack the first 8 with cfg[:8]."""
 
     __slots__ = ()
 
@@ -297,11 +299,16 @@ class Config(tuple):
         reduce="launch",
         tma=False,
         rot=False,
+        per_sm=1,
     ):
         assert reduce in ("launch", "last"), reduce
         assert not (rot and (split_k > 1 or tma)), "ROT is for the plain pointer loop"
-        fields = (bm, bn, bk, group_m, stages, warps, subtile, split_k, reduce, tma, rot)
+        fields = (bm, bn, bk, group_m, stages, warps, subtile, split_k, reduce, tma, rot, per_sm)
         return super().__new__(cls, fields)
+
+    @property
+    def per_sm(self) -> int:
+        return self[11]
 
     @property
     def rot(self) -> bool:
@@ -467,12 +474,13 @@ def _tma_scratch(size: int, alignment: int, stream) -> torch.Tensor:
 
 
 def _launch_persistent(a, b, out, cfg: Config, *, widen: bool, **extra) -> torch.Tensor:
-    """One persistent launch: a program per SM (or per tile, when fewer), looping over tiles."""
+    """One persistent launch: cfg.per_sm programs per SM (or one per tile, when fewer), looping
+    over tiles."""
     m, n, k = out.shape[0], out.shape[1], a.shape[1]
     bm, bn, bk, group_m, stages, warps, subtile, _ = cfg[:8]
     if a.is_cuda:
         triton.set_allocator(_tma_scratch)
-    programs = min(SMS, triton.cdiv(m, bm) * triton.cdiv(n, bn))
+    programs = min(SMS * cfg.per_sm, triton.cdiv(m, bm) * triton.cdiv(n, bn))
     _matmul_persistent_kernel[(programs,)](
         a,
         b,

@@ -93,7 +93,7 @@ def test_sum_order_is_fixed():
 
 def test_config_defaults_keep_old_entries():
     old = LAB.Config(128, 64, 64, 8, 8, 4)
-    assert old.reduce == "launch" and not old.tma and not old.rot and len(old) == 11
+    assert old.reduce == "launch" and not old.tma and not old.rot and len(old) == 12
     assert LAB.DECODE[128] == old  # the shipped entry is unchanged
     assert LAB.DECODE[32].reduce == "launch" and LAB.DECODE[32][7] == 1  # and no split-K at 32
     with pytest.raises(AssertionError):
@@ -139,3 +139,15 @@ def test_rotation_is_only_for_the_plain_loop():
         LAB.Config(16, 64, 64, 8, 4, 4, 1, 2, "last", rot=True)
     with pytest.raises(AssertionError):
         LAB.Config(16, 64, 64, 8, 4, 4, tma=True, rot=True)
+
+
+@pytest.mark.parametrize("per_sm", [1, 2])
+def test_persistent_programs_per_sm_walk_every_tile(monkeypatch, per_sm):
+    # 2 "SMs": 2 or 4 programs loop over the 12 output tiles of a 48x64 output in 16x16 tiles
+    monkeypatch.setattr(LAB, "SMS", 2)
+    config = LAB.Config(16, 16, 32, 2, 2, 4, per_sm=per_sm)
+    shape = (48, 64, 96)
+    result = check(
+        SPEC, lambda i: LAB.matmul_persistent(i, config), shape, "float16", "cpu", seed=2
+    )
+    assert result.correct, result.error
