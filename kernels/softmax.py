@@ -1,26 +1,25 @@
 """Row softmax over the last dimension: y = exp(x - max(x)) / sum(exp(x - max(x))).
 
-The lab's Triton kernel (one variant, two code paths chosen by row length) against three
+The lab's Triton kernel (one variant; CONFIG picks a code path per shape class) against three
 baselines: the unfused eager code (max, subtract, exp, sum, divide: each its own kernel),
-torch.softmax, and torch.compile of the eager code.
-- Rows up to 16384 elements: a program holds whole rows in registers, reads x once, writes y once.
-- Longer rows: a loop over the row in chunks. Pass 1 keeps a running max and a running sum of
-  exponentials rescaled to it (online softmax, one read of x); pass 2 reads x again and writes y.
-  The second read is the price of not holding the row: it should mostly hit L2 (the rows in
-  flight at once, 2 per SM x 132 SMs x 128 KB, ~34 MB, fit in the 60 MB L2).
-- Few long rows (under 4 programs per SM): each row split over several programs, two launches:
-  per-chunk max and sum (online, as above), then each program combines its row's few pairs and
-  normalizes its chunk.
-- "rowsplit" (selectable in CONFIG, not a default yet): each row over S adjacent programs that
-  hold their chunk in registers, publish its max and sum, count their arrival on a per-row
-  counter, wait for the row's other chunks, then write y from registers: x read once, one launch.
-- "rowsplit_tag" (selectable in CONFIG, session 6, no default): rowsplit whose programs publish
-  (max, sum) as two 64-bit words tagged with a per-call generation and poll them directly: one
-  L2 round trip in the exchange instead of the counter's atomic, polls and stats load.
-- "rowsplit_pipe" (selectable in CONFIG, session 6b, no default): rowsplit's exchange in a
-  persistent grid no larger than the GPU holds at once, walking the (row, split) items in
-  rounds and loading the next round's chunk before this round's exchange waits.
-Minimum traffic: read x once, write y once (what the floor counts; the loop kernel reads twice).
+torch.softmax, and torch.compile of the eager code. The paths CONFIG ships:
+- "rows", rows up to 16384 elements: a program holds whole rows in registers, reads x once,
+  writes y once.
+- "rowsplit", longer rows: each row over S adjacent programs that hold their chunk in registers,
+  publish its max and sum, count their arrival on a per-row counter, wait for the row's other
+  chunks, then write y from registers: x read once, one launch (79-81% of a same-size copy in
+  16-bit, 86-93% in fp32; the exchange is ~30% of the warps' time, kernels/NOTES.md).
+Measured and kept selectable (tests in tests/test_softmax_*), none faster where it was tried:
+- "loop": a loop over the row in chunks, pass 1 an online max and rescaled sum, pass 2 reads x
+  again (from L2, mostly) and writes y; "looptma" feeds the same loop through a tensor
+  descriptor so the pipeliner keeps chunks in flight in shared memory (session 6c: 58-68%).
+- "split": few long rows over several programs in two launches (chunk statistics, then
+  normalize).
+- "rowsplit_tag": rowsplit exchanging generation-tagged 64-bit words that every warp polls
+  (session 6: at best 62%).
+- "rowsplit_pipe": rowsplit's exchange in a persistent grid no larger than the GPU holds at once,
+  loading the next round's chunk before this round's exchange waits (session 6b: at best 79%).
+Minimum traffic: read x once, write y once (what the floor counts; the loop paths read twice).
 """
 
 from __future__ import annotations
