@@ -952,3 +952,15 @@ def test_compute_roof_is_taken_at_the_clock_the_case_was_timed_at() -> None:
     assert f.evidence["roof_clock_mhz"] == 1800.0
     assert f.evidence["pipe_roof_tflops"] == pytest.approx(SM_COUNT * 1800e6 * 4096 / 1e12)
     assert "roof at 1800 MHz" in f.text
+
+
+def test_hfma2_mma_moves_are_not_tensor_core_math() -> None:
+    # ptxas moves constants with HFMA2.MMA, which ncu's tensor pipe counts: a kernel with no MMA
+    # (the lab's softmax reads 1.7%) whose FMA pipe does more is judged against the FMA roof
+    gemm = {"flops": 5 * 1024 * 32768.0, "bytes": 2 * 1024 * 32768 * 2.0, "device_p50_ms": 0.04}
+    f = one_case(dtype="float16", **MEMORY, **gemm, tensor_pipe_pct=1.7, fma_pipe_pct=21.8,
+                 sm_clock_mhz=1980.0)  # fmt: skip
+    assert f.evidence["roof_pipe"] == "fp32_fma"
+    f = one_case(dtype="float16", **MEMORY, **gemm, tensor_pipe_pct=7.6, fma_pipe_pct=0.03,
+                 sm_clock_mhz=1980.0)  # fmt: skip
+    assert f.evidence["roof_pipe"] == "tensor_fp16"  # cuBLAS at M = 16: MMA math, little else
