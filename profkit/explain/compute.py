@@ -17,7 +17,7 @@ from profkit.explain.context import Context, Said
 from profkit.explain.evidence import Evidence, num
 from profkit.explain.library import GEMM, LIBRARY
 from profkit.explain.model import Action, Cause, Reason, Step, Unit
-from profkit.explain.roofs import busiest_pipe, tensor_pct
+from profkit.explain.roofs import busiest_pipe, on_tensor_cores, tensor_pct
 from profkit.explain.siblings import sibling_step
 
 
@@ -65,7 +65,7 @@ def pipe_detail(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
             return Reason(Cause.TENSOR_UNDERFED, [key], {"library": True}), [
                 Step(Action.LIBRARY_SHAPES, [key])
             ]
-        if tensor < th.TENSOR_UNUSED_PCT and gemm:  # a user kernel with no MMA instructions at all
+        if not on_tensor_cores(m) and gemm:  # a user kernel with no MMA instructions at all
             if ctx.dtype == "float32":
                 return Reason(Cause.MATMUL_OFF_TENSOR, [key], {"fp32": True}), [
                     Step(Action.USE_TF32, [key]),

@@ -116,6 +116,15 @@ def tensor_pct(row: Mapping) -> float | None:
     return any_type if any_type is not None else num(row, "tensor_pipe_pct")
 
 
+def on_tensor_cores(row: Mapping) -> bool:
+    """Does the case's math run on the Tensor Cores (it issues MMAs)? ncu's tensor pipe also
+    counts HFMA2.MMA, which ptxas uses to move constants: kernels with no MMA read up to 4.1%
+    there (torch.softmax, run a879b0) while their FMA pipe does more; MMA math keeps the tensor
+    pipe busier than the FMA pipe."""
+    tensor, fma = tensor_pct(row), num(row, "fma_pipe_pct")
+    return tensor is not None and tensor >= th.TENSOR_UNUSED_PCT and (fma is None or tensor >= fma)
+
+
 def compute_roof(row: Mapping, dtype: str, device: Device, ev: Evidence) -> None:
     """The achieved FLOP rate against the roof of the pipe the case runs on, at the clock it was
     timed at (else ncu's), and against the run's measured matmul where the dtype matches.
@@ -127,16 +136,7 @@ def compute_roof(row: Mapping, dtype: str, device: Device, ev: Evidence) -> None
     ev.put("achieved_tflops", achieved)
     rates = PER_SM_PER_CLOCK.get(device.compute_capability or "")
     clock = num(row, "sm_clock_mhz") or num(row, "ncu_sm_clock_mhz")
-    tensor, fma = tensor_pct(row), num(row, "fma_pipe_pct")
-    # MMA activity puts the math on the Tensor Cores: judge it against their roof. But ncu's
-    # tensor pipe also counts HFMA2.MMA, which ptxas uses to move constants: kernels with no MMA
-    # read up to 4.1% there (torch.softmax, run a879b0) while their FMA pipe does more; MMA math
-    # keeps the tensor pipe busier than the FMA pipe
-    on_tensor = (
-        tensor is not None
-        and tensor >= th.TENSOR_UNUSED_PCT
-        and (fma is None or tensor >= fma)
-    )
+    on_tensor = on_tensor_cores(row)  # then judged against the Tensor Cores' roof
     roofs = _DTYPE_ROOFS.get(dtype)
     if rates and clock and device.sm_count and roofs:
         pipe = roofs[0] if on_tensor else roofs[1]
