@@ -552,22 +552,17 @@ def softmax_triton(inputs: dict, config: tuple | None = None) -> torch.Tensor:
             NARROW=bool(narrow and narrow[0]),
             num_warps=num_warps,
         )
-    elif path == "loop":
-        _softmax_loop_kernel[(n_rows,)](
-            x2, y2, n_cols, x2.stride(0), y2.stride(0), BLOCK=block, num_warps=num_warps
-        )
     elif path == "looptma" and _tma_rows(x2):
         # rows: the pipeline's stages (shared memory: stages - 1 chunks per program); the NARROW
         # slot: programs per SM (a grid of that many per SM walking the rows), 0 = one per row
         c = TMA_ROW_BYTES // x2.element_size()
         xd = TensorDescriptor.from_tensor(x2.view(-1, c), [block // c, c])
         per_sm = int(narrow[0]) if narrow and narrow[0] else 0
-        sms = torch.cuda.get_device_properties(x.device).multi_processor_count if x.is_cuda else 2
-        grid = min(n_rows, per_sm * sms) if per_sm else n_rows
+        grid = min(n_rows, per_sm * _sm_count(x.device)) if per_sm else n_rows
         _softmax_looptma_kernel[(grid,)](
             xd, y2, n_rows, n_cols, y2.stride(0), BLOCK=block, C=c, STAGES=rows, num_warps=num_warps
         )
-    elif path == "looptma":  # rows the 2-D view cannot take: the plain loop
+    elif path in ("loop", "looptma"):  # looptma's rows the 2-D view cannot take: the plain loop
         _softmax_loop_kernel[(n_rows,)](
             x2, y2, n_cols, x2.stride(0), y2.stride(0), BLOCK=block, num_warps=num_warps
         )
@@ -627,13 +622,25 @@ _INTERPRETING = os.environ.get("TRITON_INTERPRET") == "1"
 _COUNTERS: dict[tuple[str, int, int], torch.Tensor] = {}
 
 
+def _check_splits(block: int, splits: int, n_cols: int) -> None:
+    """The split-row paths' layout: a power of two of BLOCK-element chunks covering the row."""
+    if splits & (splits - 1) or block * splits < n_cols:
+        raise ValueError(f"rowsplit: splits {splits} must be a power of two covering the row")
+
+
+def _sm_count(device: torch.device) -> int:
+    """The GPU's SM count (2 on the CPU: the interpreter's stand-in)."""
+    if device.type != "cuda":
+        return 2
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
 def _exchange_buffers(x2: torch.Tensor, block: int, splits: int):
     """The split-row exchange's buffers: fresh fp32 chunk statistics (max, sum per chunk) and the
     per-row arrival counters, zeroed once per (device, rows, splits) and then kept (the kernels
     count generations)."""
     n_rows, n_cols = x2.shape
-    if splits & (splits - 1) or block * splits < n_cols:
-        raise ValueError(f"rowsplit: splits {splits} must be a power of two covering the row")
+    _check_splits(block, splits, n_cols)
     key = (str(x2.device), n_rows, splits)
     if key not in _COUNTERS:
         _COUNTERS[key] = torch.zeros(n_rows, dtype=torch.int32, device=x2.device)
@@ -704,7 +711,7 @@ def _pipe_programs(args, consts: dict, num_warps: int, margin: int) -> int:
     kernel = kernel.result() if hasattr(kernel, "result") else kernel  # an async compile
     kernel._init_handles()
     per_sm = _resident_per_sm(kernel, num_warps) - margin
-    sms = torch.cuda.get_device_properties(x2.device).multi_processor_count
+    sms = _sm_count(x2.device)
     if per_sm < 1:
         raise ValueError(f"rowsplit_pipe: margin {margin} leaves no resident program per SM")
     return min(items, per_sm * sms // s * s)
@@ -761,8 +768,7 @@ def _rowsplit_tag(
     The words are zeroed once per (device, rows, splits), on the first call (make it outside a
     CUDA graph), and never reset; calls sharing them must be ordered (one stream)."""
     n_rows, n_cols = x2.shape
-    if splits & (splits - 1) or block * splits < n_cols:
-        raise ValueError(f"rowsplit: splits {splits} must be a power of two covering the row")
+    _check_splits(block, splits, n_cols)
     key = (str(x2.device), n_rows, splits)
     if key not in _SLOTS:
         _SLOTS[key] = torch.zeros(n_rows * 2 * splits, dtype=torch.int64, device=x2.device)
