@@ -276,7 +276,7 @@ def _matmul_persistent_kernel(
 
 
 class Config(tuple):
-    """(BM, BN, BK, GROUP_M, num_stages, num_warps, SUBTILE, SPLIT_K, REDUCE, TMA).
+    """(BM, BN, BK, GROUP_M, num_stages, num_warps, SUBTILE, SPLIT_K, REDUCE, TMA, ROT, PER_SM).
     Tiled kernel only: SPLIT_K; REDUCE (with SPLIT_K > 1) "launch" = _splitk_reduce_kernel, a
     second launch, or "last" = the tile's last-arriving split sums the partials (one launch);
     TMA = A and B tiles through tensor descriptors; ROT (SPLIT_K = 1, pointer loads) = each N
@@ -409,11 +409,11 @@ def matmul_tiled(inputs: dict, config: Config | None = None) -> torch.Tensor:
     tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
     grid = (tiles, split_k)
     last = split_k > 1 and cfg.reduce == "last"
+    assert split_k == 1 or split_k * m * n < 2**31, "split-K is for small M x N (int32 offsets)"
     partials = counters = None
     if last:
         partials, counters = _splitk_workspace(a.device, m, n, tiles, cfg)
     elif split_k > 1:
-        assert split_k * m * n < 2**31, "split-K is for small M x N (int32 offsets)"
         partials = torch.empty((split_k, m, n), device=a.device, dtype=torch.float32)
     if cfg.tma and a.is_cuda:
         triton.set_allocator(_tma_scratch)
@@ -460,9 +460,7 @@ def _splitk_workspace(device, m: int, n: int, tiles: int, cfg: Config):
     graph replays it. Calls sharing a workspace must be ordered (one stream)."""
     key = (str(device), m, n, tuple(cfg))
     if key not in _WORKSPACE:
-        split_k = cfg[7]
-        assert split_k * m * n < 2**31, "split-K is for small M x N (int32 offsets)"
-        partials = torch.empty((split_k, m, n), device=device, dtype=torch.float32)
+        partials = torch.empty((cfg[7], m, n), device=device, dtype=torch.float32)
         _WORKSPACE[key] = partials, torch.zeros(tiles, device=device, dtype=torch.int32)
     return _WORKSPACE[key]
 
