@@ -219,9 +219,10 @@ def bucket_figure(run: Run) -> go.Figure | None:
     batches = {tuple(run.manifest[v]["batches"]) for v in tables}
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     for i, (variant, b) in enumerate(tables.items()):
+        x = [str(v) for v in b["label"]]
         fig.add_trace(
             go.Bar(
-                x=[str(v) for v in b["label"]],
+                x=x,
                 y=(b["p50_ms"] * 1e3).tolist(),
                 name=f"{variant}: step latency p50 (us)",
                 marker={"color": STAGE_COLORS[(4 * i) % len(STAGE_COLORS)]},
@@ -252,7 +253,7 @@ def bucket_figure(run: Run) -> go.Figure | None:
             name = what if len(batches) == 1 and col != "tail_share" else f"{variant}: {what}"
             fig.add_trace(
                 go.Scatter(
-                    x=[str(v) for v in b["label"]],
+                    x=x,
                     y=(b[col] * 100).tolist(),
                     mode="lines+markers",
                     name=name,
