@@ -128,8 +128,9 @@ def _programs(lab, row) -> int | None:
     _, block, splits, warps, late, margin = ast.literal_eval(row["config"])
     rows, cols = (int(v) for v in row["shape"].split("x"))
     for key, p in lab._PIPE_PROGRAMS.items():
-        if key[1:3] == (rows, cols) and str(key[3]).endswith(row["dtype"]):
-            if key[4:] == (block, splits, warps, late, margin):
+        if key[0] == "_softmax_rowsplit_pipe_kernel" and key[2:4] == (rows, cols):
+            wanted = (block, splits, warps, late, margin)
+            if str(key[4]).endswith(row["dtype"]) and key[5:] == wanted:
                 return p
     return None
 

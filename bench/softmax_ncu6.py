@@ -3,12 +3,17 @@
 against float64, then launched twice inside an NVTX range `sm6.<name>` (one warm-up outside it).
 
     ncu --set full --import-source yes --nvtx --nvtx-include "regex:sm6\\..*/" -o REP \\
-        python3 bench/softmax_ncu6.py
+        python3 bench/softmax_ncu6.py [NAME=CONFIG ...]
+
+NAME=CONFIG (a softmax_triton config tuple, e.g. 'd8kw8r=("rowsplit_defer",8192,4,8,False)')
+replaces the tagged form: the shipped config is always profiled first (session 7).
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
+import sys
 
 import torch
 
@@ -21,9 +26,10 @@ def main() -> None:
     spec = find_spec("softmax")
     lab = importlib.import_module("profkit_lab.softmax")
     rows, cols = SHAPE
-    configs = {
-        "rowsplit": lab.launch_config(rows, cols, 2),
-        "tag_e16": ("rowsplit_tag", 8192, 4, 8, "e16"),
+    configs = {"rowsplit": lab.launch_config(rows, cols, 2)}
+    given = dict(arg.split("=", 1) for arg in sys.argv[1:])
+    configs |= {k: ast.literal_eval(v) for k, v in given.items()} or {
+        "tag_e16": ("rowsplit_tag", 8192, 4, 8, "e16")
     }
     gen = torch.Generator(device="cuda").manual_seed(3)
     inputs = spec.make_inputs(SHAPE, DTYPE, "cuda", gen)

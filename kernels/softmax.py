@@ -195,7 +195,7 @@ def _softmax_split_norm_kernel(
 
 @triton.jit
 def _row_stats(
-    STATS, COUNT, row, old, S: tl.constexpr, MODE: tl.constexpr, MAX_SPINS: tl.constexpr
+    STATS, COUNT, row, old, first, S: tl.constexpr, MODE: tl.constexpr, MAX_SPINS: tl.constexpr
 ):
     # a row's max and sum of exp from its S chunk statistics, after this program's arrival
     # (old: the counter before it). MODE 0 first waits for the row's S arrivals, bounded: a
@@ -207,7 +207,7 @@ def _row_stats(
     base = old & (-S)
     poison = 0.0
     if MODE == 0:
-        cur = old + 1
+        cur = first  # the counter as last seen (old + 1 right after this program's arrival)
         spins = 0
         while ((cur & (-S)) == base) & (spins < MAX_SPINS):
             cur = tl.atomic_add(COUNT + row, 0, sem="acquire")
@@ -265,7 +265,7 @@ def _softmax_rowsplit_kernel(
         # it from a multiple of S (base) to base + S (S a power of two, so this holds across
         # int32 wrap-around); the next launch on the stream starts at base + S
         old = tl.atomic_add(COUNT + row, 1, sem="acq_rel")
-        row_max, row_sum = _row_stats(STATS, COUNT, row, old, S, MODE, MAX_SPINS)
+        row_max, row_sum = _row_stats(STATS, COUNT, row, old, old + 1, S, MODE, MAX_SPINS)
         # e = exp(x - m) stays in registers: y = e * exp(m - max) / sum, no second exp
         y = e * (tl.exp(m_safe - row_max) / row_sum)
         y_ptr = Y + row.to(tl.int64) * stride_y + cols
@@ -277,7 +277,7 @@ def _load_item(X, item, T, n_cols, stride_x, BLOCK: tl.constexpr, S: tl.constexp
     # the chunk of work item (row, split) = (item // S, item % S) in x's own type (a 16-bit
     # chunk carried across an iteration costs half the registers of fp32); masked off past T
     cols = (item % S) * BLOCK + tl.arange(0, BLOCK)
-    ptr = X + (item // S).to(tl.int64) * stride_x + cols
+    ptr = X + tl.cast(item // S, tl.int64) * stride_x + cols  # item: an int in the interpreter
     return tl.load(ptr, mask=(cols < n_cols) & (item < T), other=-float("inf"))
 
 
@@ -332,10 +332,94 @@ def _softmax_rowsplit_pipe_kernel(
         if LATE:
             x_next = _load_item(X, item + P, T, n_cols, stride_x, BLOCK, S)
         if MODE != 1:
-            row_max, row_sum = _row_stats(STATS, COUNT, row, old, S, MODE, MAX_SPINS)
+            row_max, row_sum = _row_stats(STATS, COUNT, row, old, old + 1, S, MODE, MAX_SPINS)
             y = e * (tl.exp(m_safe - row_max) / row_sum)
             y_ptr = Y + row.to(tl.int64) * stride_y + cols
             tl.store(y_ptr, y.to(Y.dtype.element_ty), mask=cols < n_cols)
+
+
+@triton.jit
+def _publish(STATS, COUNT, item, x_raw, S: tl.constexpr, MODE: tl.constexpr):
+    # a chunk's (max, sum of exp) to STATS and, MODE != 1, its arrival on the row's counter
+    # (release: the stats before it; whoever reads them polls with acquire). Returns the
+    # counter before the arrival (0 in MODE 1)
+    x = x_raw.to(tl.float32)
+    m = tl.max(x, axis=0)
+    m_safe = tl.where(m == -float("inf"), 0.0, m)  # a chunk wholly past n_cols: e = 0, not NaN
+    tl.store(STATS + item * 2, m)
+    tl.store(STATS + item * 2 + 1, tl.sum(tl.exp(x - m_safe), axis=0))
+    old = 0
+    if MODE != 1:
+        tl.debug_barrier()  # the stats are written before the arrival is counted
+        old = tl.atomic_add(COUNT + item // S, 1, sem="release")
+    return old
+
+
+@triton.jit
+def _softmax_rowsplit_defer_kernel(
+    X,
+    Y,
+    STATS,
+    COUNT,
+    n_rows,
+    n_cols,
+    stride_x,
+    stride_y,
+    BLOCK: tl.constexpr,
+    S: tl.constexpr,
+    MODE: tl.constexpr,
+    CARRY: tl.constexpr = True,
+    PREFETCH: tl.constexpr = False,
+    MAX_SPINS: tl.constexpr = 1 << 16,
+):
+    # rowsplit_pipe's persistent rounds (P programs, P a multiple of S and at most the programs
+    # resident at once; program pid takes item k * P + pid in round k), with each item's
+    # normalization deferred by one round: iteration k publishes round k's chunk statistics,
+    # then waits for round k - 1's row (whose siblings published a whole round earlier, so the
+    # wait is normally one poll) and writes its y. rowsplit_pipe waited on its own round, so a
+    # round ended with its slowest row (session 6b). The poll of round k - 1's counter is issued
+    # right after round k's load, so its L2 round trip overlaps that load.
+    # CARRY: round k - 1's chunk kept in registers in x's type (y = exp(x - max) / sum is
+    #   recomputed from x: a second exp per element); else re-read (from L1 or L2: it was read a
+    #   round ago). PREFETCH: round k + 1's chunk is loaded at the top of iteration k.
+    # Deadlock freedom: all P programs are resident; a program publishes round k before it
+    # waits on round k - 1, so by induction on k every wait ends.
+    # MODE 0 one launch (GPU); MODE 1 publish only; MODE 2 publish, count and combine without
+    #   waiting (after MODE 1 the stats are complete: Triton's interpreter).
+    pid = tl.program_id(0)
+    P = tl.num_programs(0)
+    T = n_rows * S
+    x_back = _load_item(X, pid, T, n_cols, stride_x, BLOCK, S)
+    old_back = _publish(STATS, COUNT, pid, x_back, S, MODE)
+    if PREFETCH:
+        x_next = _load_item(X, pid + P, T, n_cols, stride_x, BLOCK, S)
+    for item in range(pid + P, T + P, P):  # one iteration past the last item: its y
+        back = item - P
+        if PREFETCH:
+            x_in = x_next
+            x_next = _load_item(X, item + P, T, n_cols, stride_x, BLOCK, S)
+        else:
+            x_in = _load_item(X, item, T, n_cols, stride_x, BLOCK, S)
+        seen = old_back + 1
+        if MODE == 0:
+            seen = tl.atomic_add(COUNT + back // S, 0, sem="acquire")
+        old = old_back
+        if item < T:
+            old = _publish(STATS, COUNT, item, x_in, S, MODE)
+        if MODE != 1:
+            if CARRY:
+                xb = x_back
+            else:
+                xb = _load_item(X, back, T, n_cols, stride_x, BLOCK, S)
+            row = back // S
+            row_max, row_sum = _row_stats(STATS, COUNT, row, old_back, seen, S, MODE, MAX_SPINS)
+            cols = (back % S) * BLOCK + tl.arange(0, BLOCK)
+            y = tl.exp(xb.to(tl.float32) - row_max) * (1.0 / row_sum)
+            y_ptr = Y + tl.cast(row, tl.int64) * stride_y + cols
+            tl.store(y_ptr, y.to(Y.dtype.element_ty), mask=cols < n_cols)
+        if CARRY:
+            x_back = x_in
+        old_back = old
 
 
 @triton.jit
@@ -445,7 +529,9 @@ def _softmax_rowsplit_tag_kernel(
 # one-launch split-row kernel (bench/probe_softmax4.py times it); ("rowsplit_tag", 8192, None,
 # 8, KEEP) its tagged-words form, KEEP False / True (NARROW) / "e16" (bench/probe_softmax6.py);
 # ("rowsplit_pipe", 8192, None, 8, LATE) the persistent pipelined form (bench/probe_softmax7.py;
-# LATE: the next chunk's load after the arrival atomic; PIPE_MARGIN programs per SM held back).
+# LATE: the next chunk's load after the arrival atomic; PIPE_MARGIN programs per SM held back);
+# ("rowsplit_defer", 8192, None, 8, CARRY, PREFETCH) the same rounds with each chunk's
+# normalization deferred a round (bench/probe_softmax9.py).
 # picked from bench/probe_softmax.py on the H200 (kernels/NOTES.md, softmax "session 3")
 CONFIG = {
     # <= 2048 columns (4096x1024): one row per 64-thread program; 94-98% of a same-size copy in
@@ -505,14 +591,17 @@ def launch_config(n_rows: int, n_cols: int, itemsize: int) -> tuple:
     - "rowsplit_pipe": rowsplit's chunks and exchange in a persistent grid of P programs, P
       derived from the compiled kernel's residency (see _pipe_programs); its NARROW field is
       LATE (kept for fp32 too).
+    - "rowsplit_defer": rowsplit_pipe's persistent rounds with each chunk normalized one round
+      after its statistics are published (_softmax_rowsplit_defer_kernel); its NARROW field is
+      CARRY (the chunk held in registers across the round, else re-read), a 6th PREFETCH.
     - "looptma" (ROWS = the pipeline's stages, NARROW = programs per SM, 0: one per row):
       "loop" with x read through a tensor descriptor, STAGES - 1 chunks in flight in shared
       memory (_softmax_looptma_kernel); rows that are not contiguous whole 128-byte pieces take
       the plain loop.
     - NARROW (rows path, 16-bit): x stays in its 16-bit type in registers (see the kernel).
     """
-    path, block, rows, num_warps, narrow = CONFIG[shape_class(n_rows, n_cols)]
-    if path != "rowsplit_pipe":  # there the field is LATE, for every item size
+    path, block, rows, num_warps, narrow, *extra = CONFIG[shape_class(n_rows, n_cols)]
+    if path not in ("rowsplit_pipe", "rowsplit_defer"):  # there: LATE / CARRY, every item size
         narrow = narrow if itemsize == 2 else False  # True, or rowsplit_tag's "e16" (16-bit)
     if path == "rows":
         block = block or triton.next_power_of_2(n_cols)
@@ -521,7 +610,7 @@ def launch_config(n_rows: int, n_cols: int, itemsize: int) -> tuple:
             while block * rows * itemsize < 16384 and n_rows >= rows * 2 * PROGRAMS_TARGET:
                 rows *= 2
         num_warps = num_warps or min(16, max(4, block * rows // 512))
-    elif path in ("rowsplit", "rowsplit_tag", "rowsplit_pipe"):
+    elif path in ("rowsplit", "rowsplit_tag", "rowsplit_pipe", "rowsplit_defer"):
         # BLOCK: the chunk per program; splits: the smallest power of two of chunks covering it
         block = block or 8192
         rows = rows or triton.next_power_of_2(triton.cdiv(n_cols, block))
@@ -529,7 +618,7 @@ def launch_config(n_rows: int, n_cols: int, itemsize: int) -> tuple:
         num_warps = num_warps or max(1, block // (32 * (32 if itemsize == 2 else 64)))
     elif path == "split" and rows is None:
         rows = min(triton.cdiv(n_cols, block), triton.cdiv(PROGRAMS_TARGET, n_rows))
-    return path, block, rows, num_warps, narrow
+    return path, block, rows, num_warps, narrow, *extra
 
 
 def softmax_triton(inputs: dict, config: tuple | None = None) -> torch.Tensor:
@@ -575,6 +664,13 @@ def softmax_triton(inputs: dict, config: tuple | None = None) -> torch.Tensor:
         margin = narrow[1] if len(narrow) > 1 else PIPE_MARGIN
         _rowsplit_pipe(
             x2, y2, block, rows, num_warps, late, margin, single_launch=not _INTERPRETING
+        )
+    elif path == "rowsplit_defer":
+        # NARROW's slot is CARRY here; a 6th field is PREFETCH
+        carry = bool(narrow and narrow[0])
+        prefetch = len(narrow) > 1 and bool(narrow[1])
+        _rowsplit_defer(
+            x2, y2, block, rows, num_warps, carry, prefetch, single_launch=not _INTERPRETING
         )
     elif path == "rowsplit_tag":
         keep = (narrow[0] or False) if narrow and x.element_size() == 2 else False
@@ -667,7 +763,8 @@ def _rowsplit(
         )
 
 
-# rowsplit_pipe: P per (device, shape, dtype, chunk, splits, warps, LATE, margin)
+# the persistent split rows' P per (kernel, device, rows, cols, dtype, chunk, splits, warps,
+# the kernel's flags, margin)
 _PIPE_PROGRAMS: dict[tuple, int] = {}
 PIPE_INTERPRET_ROUNDS = 2  # the interpreter's P covers the items in about this many rounds
 
@@ -697,8 +794,9 @@ def _resident_per_sm(kernel, num_warps: int) -> int:
     return per_sm
 
 
-def _pipe_programs(args, consts: dict, num_warps: int, margin: int) -> int:
-    """P for _softmax_rowsplit_pipe_kernel: (resident programs per SM - margin) x SMs, rounded
+def _pipe_programs(kernel, args, consts: dict, num_warps: int, margin: int) -> int:
+    """P for a persistent split-row kernel (_softmax_rowsplit_pipe_kernel,
+    _softmax_rowsplit_defer_kernel): (resident programs per SM - margin) x SMs, rounded
     down to a multiple of S and at most the items. Assumes this kernel has the GPU to itself
     while it runs (no other kernel holding SM resources: stream order gives that; MPS or a
     concurrent stream would not); if it fails, the bounded spin poisons rows, it never hangs.
@@ -707,13 +805,13 @@ def _pipe_programs(args, consts: dict, num_warps: int, margin: int) -> int:
     items = x2.shape[0] * s
     if _INTERPRETING:
         return max(s, triton.cdiv(triton.cdiv(items, PIPE_INTERPRET_ROUNDS), s) * s)
-    kernel = _softmax_rowsplit_pipe_kernel.warmup(*args, grid=(1,), num_warps=num_warps, **consts)
+    kernel = kernel.warmup(*args, grid=(1,), num_warps=num_warps, **consts)
     kernel = kernel.result() if hasattr(kernel, "result") else kernel  # an async compile
     kernel._init_handles()
     per_sm = _resident_per_sm(kernel, num_warps) - margin
     sms = _sm_count(x2.device)
     if per_sm < 1:
-        raise ValueError(f"rowsplit_pipe: margin {margin} leaves no resident program per SM")
+        raise ValueError(f"persistent rowsplit: margin {margin} leaves no resident program")
     return min(items, per_sm * sms // s * s)
 
 
@@ -734,19 +832,54 @@ def _rowsplit_pipe(
     derived and cached per shape and config when None. Counters shared with _rowsplit (the
     same per-row generation counting: S arrivals per row per call); zeroed on the first call
     (make it outside a CUDA graph), never reset; calls sharing them must be ordered."""
+    kernel, flags = _softmax_rowsplit_pipe_kernel, dict(LATE=bool(late))
+    _persistent_rowsplit(
+        x2, y2, kernel, flags, block, splits, num_warps, margin, single_launch, programs, max_spins
+    )
+
+
+def _rowsplit_defer(
+    x2,
+    y2,
+    block: int,
+    splits: int,
+    num_warps: int,
+    carry: bool,
+    prefetch: bool,
+    single_launch: bool,
+    programs: int | None = None,
+    max_spins: int = 1 << 16,
+) -> None:
+    """The persistent split row with each chunk's normalization one round after its statistics
+    (_softmax_rowsplit_defer_kernel). carry: the chunk kept in registers across the round, else
+    re-read; prefetch: the next round's chunk loaded a round ahead. programs, counters and
+    ordering as _rowsplit_pipe."""
+    kernel, flags = _softmax_rowsplit_defer_kernel, dict(CARRY=bool(carry), PREFETCH=bool(prefetch))
+    margin = PIPE_MARGIN
+    _persistent_rowsplit(
+        x2, y2, kernel, flags, block, splits, num_warps, margin, single_launch, programs, max_spins
+    )
+
+
+def _persistent_rowsplit(
+    x2, y2, kernel, flags, block, splits, num_warps, margin, single_launch, programs, max_spins
+) -> None:
     n_rows, n_cols = x2.shape
     stats, counters = _exchange_buffers(x2, block, splits)
     args = (x2, y2, stats, counters, n_rows, n_cols, x2.stride(0), y2.stride(0))
-    consts = dict(BLOCK=block, S=splits, LATE=bool(late), MAX_SPINS=max_spins)
+    consts = dict(BLOCK=block, S=splits, MAX_SPINS=max_spins, **flags)
     if programs is None:
-        pkey = (str(x2.device), n_rows, n_cols, x2.dtype, block, splits, num_warps, late, margin)
-        if pkey not in _PIPE_PROGRAMS:
-            _PIPE_PROGRAMS[pkey] = _pipe_programs(args, {**consts, "MODE": 0}, num_warps, margin)
-        programs = _PIPE_PROGRAMS[pkey]
+        name, shape = kernel.fn.__name__, (n_rows, n_cols)
+        key = (name, str(x2.device), *shape, x2.dtype, block, splits, num_warps, *flags.values())
+        key += (margin,)
+        if key not in _PIPE_PROGRAMS:
+            consts0 = {**consts, "MODE": 0}
+            _PIPE_PROGRAMS[key] = _pipe_programs(kernel, args, consts0, num_warps, margin)
+        programs = _PIPE_PROGRAMS[key]
     if programs % splits:
-        raise ValueError(f"rowsplit_pipe: {programs} programs is not a multiple of {splits}")
+        raise ValueError(f"persistent rowsplit: {programs} programs is not a multiple of {splits}")
     for mode in (0,) if single_launch else (1, 2):
-        _softmax_rowsplit_pipe_kernel[(programs,)](*args, MODE=mode, num_warps=num_warps, **consts)
+        kernel[(programs,)](*args, MODE=mode, num_warps=num_warps, **consts)
 
 
 _SLOTS: dict[tuple[str, int, int], torch.Tensor] = {}
