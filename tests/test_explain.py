@@ -444,6 +444,46 @@ def test_launch_names_are_demangled_and_shortened() -> None:
     assert lib.family("vectorized_layer_norm_kernel") == lib.Family.ATEN_NORM
 
 
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        # ATen's own kernels, as the H200 runs named them
+        ("cunn_SoftMaxForwardSmem", lib.Family.ATEN_NORM),
+        ("softmax_warp_forward", lib.Family.ATEN_NORM),
+        ("reduce_kernel", lib.Family.ATEN_REDUCE),
+        # user kernels whose names only resemble ATen's: the lab's, and the Triton tutorials'
+        ("_softmax_rowsplit_kernel", lib.Family.OTHER),
+        ("softmax_kernel", lib.Family.OTHER),
+        ("_layer_norm_fwd_fused", lib.Family.OTHER),
+        ("_splitk_reduce_kernel", lib.Family.OTHER),
+    ],
+)
+def test_only_atens_own_names_are_library_code(name: str, expected: str) -> None:
+    assert lib.family(name) == expected
+
+
+def test_a_lab_kernels_shape_rules_are_not_set_aside_as_library_code() -> None:
+    # a case's rules are judged with the case's own family: a lab kernel named like ATen's
+    # layer norm is the user's Triton code, though a bare report (lab unknown) could only go
+    # by the name
+    from profkit.explain import rules as rules_mod
+
+    launch = {"launch": 0, "kernel_name": "cunn_SoftMaxForward", **LATENCY}
+    table = rule_rows(
+        (0, "", "cunn_SoftMaxForward", "Occupancy", "TheoreticalOccupancy", "OPTIMIZATION",
+         "limited by the number of required registers", 20.0, ""),
+    )  # fmt: skip
+    index = rules_mod.by_launch(table)
+    (baseline,) = rules_mod.case_rules(index, [launch], lab=False)
+    assert baseline.suppressed == "library_kernel"
+    lab_launch = {**launch, "kernel_name": "layer_norm_fwd_kernel"}
+    assert lib.family("layer_norm_fwd_kernel") == lib.Family.ATEN_NORM  # by the name alone
+    (lab,) = rules_mod.case_rules(index, [lab_launch], lab=True)
+    assert lab.suppressed is None
+    (bare,) = rules_mod.case_rules(index, [lab_launch])
+    assert bare.suppressed == "library_kernel"
+
+
 # --- NVIDIA's rules, judged ---------------------------------------------------------------------
 
 

@@ -8,7 +8,6 @@ memory line).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import replace
 
 import pandas as pd
@@ -17,7 +16,7 @@ from profkit import thresholds as th
 from profkit.explain.context import Context
 from profkit.explain.diagnose import diagnose
 from profkit.explain.evidence import Evidence, num, text
-from profkit.explain.library import Family, family, short_name
+from profkit.explain.library import launch_family, short_name
 from profkit.explain.model import Bottleneck, Cause, Launch, Reason
 
 # counters quoted per launch
@@ -45,38 +44,6 @@ def by_case(kernels: pd.DataFrame | None) -> dict[str, list[dict]]:
     for r in ordered.to_dict("records"):
         out.setdefault(str(r["case"]), []).append(r)
     return out
-
-
-# ATen's own kernel names, exactly: a lab variant that runs PyTorch ops around its Triton kernels
-# (the decode step's fused variant) launches these, and they are not the user's code. A lab
-# kernel merely resembling them (_softmax_rows_kernel, _splitk_reduce_kernel) is not one of them.
-_ATEN_NAMES = frozenset(
-    {
-        "elementwise_kernel",
-        "vectorized_elementwise_kernel",
-        "unrolled_elementwise_kernel",
-        "vectorized_templated_elementwise_kernel",
-        "index_elementwise_kernel",
-        "reduce_kernel",
-        "cunn_SoftMaxForward",
-        "cunn_SoftMaxForwardReg",
-        "cunn_SoftMaxForwardSmem",
-    }
-)
-
-
-def launch_family(row: Mapping, lab: bool = False) -> Family:
-    """A lab variant's own kernels are the user's (Triton) code, whatever their names resemble;
-    only a library GEMM or cuDNN kernel it calls, or an ATen kernel by its exact name, stays a
-    library kernel. A baseline's kernels are library code even when the name is not recognised."""
-    name = text(row, "kernel_name") or ""
-    fam = family(name)
-    lib = (Family.CUBLAS, Family.CUTLASS, Family.CUDNN)
-    if lab and fam not in lib and short_name(name, width=200) not in _ATEN_NAMES:
-        return Family.TRITON
-    if not lab and fam == Family.OTHER:  # a baseline's kernel is library code, named or not
-        return Family.ATEN_OTHER
-    return fam
 
 
 def drill_down(rows: list[dict], ctx: Context, lab: bool = False) -> list[Launch]:

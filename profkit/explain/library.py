@@ -8,6 +8,7 @@ elementwise or reduce kernel is fixed code: fuse it away (torch.compile) rather 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from enum import StrEnum
 
 
@@ -54,8 +55,15 @@ _PATTERNS: tuple[tuple[Family, re.Pattern], ...] = tuple(
         (Family.CUDNN, r"^(cudnn|sm\d+_.*_(conv|fprop|dgrad|wgrad)|implicit_convolve)"),
         (Family.FLASH, r"(flash_fwd|flash_bwd|fmha|flash_attn)"),
         (Family.INDUCTOR, r"^triton_(poi|red|per|tem|for)_"),
-        (Family.ATEN_NORM, r"(layer_norm|rms_norm|softmax|batch_norm|group_norm|SoftMax)"),
-        (Family.ATEN_REDUCE, r"^(reduce_kernel|.*reduce.*_kernel)$"),
+        # ATen's own names, anchored: a user's Triton kernel called softmax_kernel or
+        # _layer_norm_fwd_fused (the Triton tutorials' names) is not library code
+        (
+            Family.ATEN_NORM,
+            r"^(cunn_(Spatial)?SoftMax|(masked_)?softmax_warp_(forward|backward)"
+            r"|(vectorized_)?layer_norm_|LayerNorm\w*CUDAKernel|RowwiseMoments|GammaBetaBackward"
+            r"|ComputeInternalGradients|Compute\w*FusedParams|batch_norm_\w*kernel|GroupNorm)",
+        ),
+        (Family.ATEN_REDUCE, r"^(reduce_kernel|Device(Segmented)?Reduce\w*Kernel)$"),
         (
             Family.ATEN_ELEMENTWISE,
             r"^(vectorized_elementwise_kernel|unrolled_elementwise_kernel|elementwise_kernel"
@@ -110,3 +118,36 @@ def is_persistent(name: str) -> bool:
     schedules): "at least two blocks per SM" advice does not apply to it."""
     base = short_name(name, width=200).lower()
     return any(tag in base for tag in ("persistent", "coop", "_ws_", "warpspecialized"))
+
+
+# ATen's own kernel names, exactly: a lab variant that runs PyTorch ops around its Triton kernels
+# (the decode step's fused variant) launches these, and they are not the user's code. A lab
+# kernel merely resembling them (_softmax_rows_kernel, _splitk_reduce_kernel) is not one of them.
+_ATEN_NAMES = frozenset(
+    {
+        "elementwise_kernel",
+        "vectorized_elementwise_kernel",
+        "unrolled_elementwise_kernel",
+        "vectorized_templated_elementwise_kernel",
+        "index_elementwise_kernel",
+        "reduce_kernel",
+        "cunn_SoftMaxForward",
+        "cunn_SoftMaxForwardReg",
+        "cunn_SoftMaxForwardSmem",
+    }
+)
+
+
+def launch_family(row: Mapping, lab: bool = False) -> Family:
+    """A lab variant's own kernels are the user's (Triton) code, whatever their names resemble;
+    only a library GEMM or cuDNN kernel it calls, or an ATen kernel by its exact name, stays a
+    library kernel. A baseline's kernels are library code even when the name is not recognised."""
+    name = row.get("kernel_name")
+    name = name if isinstance(name, str) else ""  # NaN where the report had none
+    fam = family(name)
+    lib = (Family.CUBLAS, Family.CUTLASS, Family.CUDNN)
+    if lab and fam not in lib and short_name(name, width=200) not in _ATEN_NAMES:
+        return Family.TRITON
+    if not lab and fam == Family.OTHER:  # a baseline's kernel is library code, named or not
+        return Family.ATEN_OTHER
+    return fam

@@ -16,7 +16,7 @@ import pandas as pd
 
 from profkit import thresholds as th
 from profkit.explain.evidence import num, text
-from profkit.explain.library import LIBRARY, family, is_persistent
+from profkit.explain.library import LIBRARY, family, is_persistent, launch_family
 from profkit.explain.model import RuleResult
 from profkit.explain.roofs import tensor_pct
 from profkit.explain.shape import tail_idle
@@ -36,15 +36,19 @@ def by_launch(rules: pd.DataFrame | None) -> dict[int, list[dict]]:
     return out
 
 
-def launch_rules(rules: Mapping[int, list[dict]], launch: Mapping) -> list[RuleResult]:
-    """NVIDIA's results for one launch (a kernels.csv row), each judged."""
+def launch_rules(
+    rules: Mapping[int, list[dict]], launch: Mapping, lab: bool | None = None
+) -> list[RuleResult]:
+    """NVIDIA's results for one launch (a kernels.csv row), each judged. lab: whether the launch
+    belongs to a lab variant (its own kernels are the user's code, whatever their names
+    resemble) or a baseline; None (a bare report) judges by the kernel's name alone."""
     index = num(launch, "launch")
     if index is None:
         return []
-    return [judge(r, launch) for r in rules.get(int(index), [])]
+    return [judge(r, launch, lab) for r in rules.get(int(index), [])]
 
 
-def judge(rule: Mapping, launch: Mapping) -> RuleResult:
+def judge(rule: Mapping, launch: Mapping, lab: bool | None = None) -> RuleResult:
     speedup = num(rule, "speedup_pct")
     result = RuleResult(
         rule=str(rule.get("rule", "")),
@@ -72,8 +76,9 @@ def judge(rule: Mapping, launch: Mapping) -> RuleResult:
             )
     if "two blocks per multiprocessor" in result.message and is_persistent(name):
         return _aside(result, "persistent_kernel")
-    if result.rule in SHAPE_RULES and family(name) in LIBRARY:
-        return _aside(result, "library_kernel", family=str(family(name)))
+    fam = family(name) if lab is None else launch_family(launch, lab)
+    if result.rule in SHAPE_RULES and fam in LIBRARY:
+        return _aside(result, "library_kernel", family=str(fam))
     return result
 
 
@@ -83,13 +88,15 @@ def _aside(result: RuleResult, why: str, **note: object) -> RuleResult:
     return result
 
 
-def case_rules(rules: Mapping[int, list[dict]], launches: list[Mapping]) -> list[RuleResult]:
+def case_rules(
+    rules: Mapping[int, list[dict]], launches: list[Mapping], lab: bool | None = None
+) -> list[RuleResult]:
     """A case's results: each rule once, from the launch NVIDIA expects most of (its estimated
-    speedup, else the longest launch)."""
+    speedup, else the longest launch). lab as launch_rules."""
     best: dict[tuple[str, str], tuple[tuple[float, float], RuleResult]] = {}
     for launch in launches:
         weight = num(launch, "ncu_duration_ms") or 0.0
-        for result in launch_rules(rules, launch):
+        for result in launch_rules(rules, launch, lab):
             key = (result.rule, result.title)
             score = result.speedup_pct if result.speedup_pct is not None else -1.0
             rank = (score, weight)

@@ -194,7 +194,7 @@ def case_finding(row: Mapping, ctx: Context, tables: _Tables, no_counters: str |
         f.bottleneck, f.unit = diagnosis.bottleneck, diagnosis.unit
         f.reasons, f.next, f.ruled_out = diagnosis.reasons, diagnosis.steps, diagnosis.ruled_out
     ev.put("family", str(ctx.family))
-    f.nvidia_rules = rules.case_rules(tables.rules, rows)
+    f.nvidia_rules = rules.case_rules(tables.rules, rows, lab)
     f.evidence = dict(ev)
     _throttled(f, row)
     return f
