@@ -166,6 +166,25 @@ def test_a_same_size_copy_is_the_roof_where_measured() -> None:
     assert "97.0% of a same-size device copy (85.0% of the large copy)" in f.text
 
 
+@pytest.mark.parametrize(("share", "at_roof"), [(95.0, True), (94.9, False)])
+def test_a_latency_bound_case_at_the_same_size_copy_keeps_no_stream_steps(
+    share: float, at_roof: bool
+) -> None:
+    # a short stream (latency-bound, long scoreboard, a grid under one wave) as fast as a copy
+    # of its bytes: the copy has the same limits at that size, so no latency or grid advice
+    stalls = {"stall_long_scoreboard_pct": 60.0, "waves_per_sm": 0.4, "grid_size": 100.0}
+    same = 0.30 * 4000  # GB/s a copy of these bytes reached
+    p50 = 134217728.0 / (share / 100 * same * 1e9) * 1e3
+    f = one_case(device_p50_ms=p50, copy_gbps_same_size=same, **LATENCY, **stalls)
+    assert f.bottleneck == Bottleneck.LATENCY
+    assert (Cause.AT_SIZE_ROOF in causes(f)) is at_roof
+    steps = set(actions(f))
+    assert bool(steps & {Action.HIDE_LATENCY, Action.MORE_PROGRAMS}) is not at_roof
+    if at_roof:
+        assert actions(f)[0] == Action.FEWER_BYTES
+        assert Cause.SMALL_GRID in causes(f)  # still said: a fact, with no step of its own
+
+
 def test_a_launch_without_timing_is_at_the_roof_by_dram_peak() -> None:
     kernels = pd.DataFrame([{"launch": 0, "kernel_name": "k", **MEMORY}])
     (f,) = list(explain_launches(kernels, None))

@@ -580,3 +580,33 @@ def test_a_matmul_stalled_on_its_pipeline_is_told_to_deepen_it() -> None:
     assert stall.detail["stall"] == "barrier"
     assert f.next[0].action == Action.DEEPER_PIPELINE
     assert "reduce within warps" not in f.text + " ".join(s.to_dict()["text"] for s in f.next)
+
+
+# --- a short stream as fast as a copy of its bytes (vector_add run 9f781f) -----------------------
+
+
+VADD = "vector_add-20261130-194931-vm-9f781f"
+STREAM_STEPS = {Action.HIDE_LATENCY, Action.BYTES_IN_FLIGHT, Action.MORE_PROGRAMS}
+
+
+def test_a_latency_bound_stream_at_the_same_size_copy_gets_no_latency_advice() -> None:
+    # the stored run's small cases are latency-bound in ncu's terms (long scoreboard stalls, a
+    # grid under a wave) yet as fast as a device copy of the same bytes: hiding latency or a
+    # bigger grid would not beat the copy, which has the same limits at that size
+    run = store.load(run_path(VADD))
+    df = run.cases
+    pct = 100 * df.gbps / df.copy_gbps_same_size
+    by_case = {f.case: f for f in explain_run(run) if f.kind == Kind.CASE and f.reasons}
+    checked = 0
+    for r, share in zip(df.itertuples(), pct, strict=True):
+        f = by_case.get(r.case)
+        if f is None or f.bottleneck not in (Bottleneck.LATENCY, Bottleneck.BALANCED):
+            continue
+        at_size_roof = Cause.AT_SIZE_ROOF in [x.cause for x in f.reasons]
+        if round(share, 6) >= th.NEAR_SAME_SIZE_COPY_PCT and at_size_roof:
+            assert not STREAM_STEPS & {s.action for s in f.next}, f.case
+            assert f.next[0].action == Action.FEWER_BYTES
+            checked += 1
+        elif round(share, 6) < th.NEAR_SAME_SIZE_COPY_PCT:
+            assert not at_size_roof, f.case
+    assert checked >= 4  # the run's 65536 and 1048576 cases, triton and torch

@@ -118,6 +118,10 @@ def diagnose(m: Mapping, ctx: Context) -> Diagnosis | None:
         ]
         if not any(found):
             found.append(_open("ComputeWorkloadAnalysis"))
+    if kind in (Bottleneck.LATENCY, Bottleneck.BALANCED):
+        roof = memory.at_size_roof(m, ctx, ev)
+        if roof:  # a copy of the same bytes is no faster: its stalls and shape are a copy's too
+            found = [roof, *(_without(s, _STREAM_STEPS) for s in found)]
     said: list[Said] = []
     for s in found:  # one reason per cause (a small grid is both a shape and a matmul cause)
         if s and all(s[0].cause != x[0].cause for x in said):
@@ -129,6 +133,24 @@ def diagnose(m: Mapping, ctx: Context) -> Diagnosis | None:
 
 
 _SHORT = (Cause.SHORT_OF_ROOF, Cause.SIBLING_FASTER)
+# what would make a stream faster per byte: moot for one already as fast as a same-size copy
+_STREAM_STEPS = frozenset(
+    {
+        Action.HIDE_LATENCY,
+        Action.BYTES_IN_FLIGHT,
+        Action.MORE_PROGRAMS,
+        Action.WHOLE_WAVES,
+        Action.RAISE_OCCUPANCY,
+        Action.BALANCE_WORK,
+        Action.WIDER_LOADS,
+        Action.ILP,
+    }
+)
+
+
+def _without(said: Said | None, actions: frozenset) -> Said | None:
+    """A cause kept as a fact, without the steps that would not help."""
+    return (said[0], [s for s in said[1] if s.action not in actions]) if said else None
 
 
 def _why_short(m: Mapping, ctx: Context, ev: Evidence) -> list[Said | None]:

@@ -72,6 +72,22 @@ def dram_level(m: Mapping, ctx: Context, ev: Evidence, *, chain: bool = False) -
     return Reason(Cause.SHORT_OF_ROOF, keys), []
 
 
+def at_size_roof(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
+    """A case ncu calls latency-bound or balanced (a short stream) that runs as fast as a device
+    copy of its bytes: at this size the copy's own fixed costs (launch, ramp, a partial wave)
+    are the roof, so the launch-shape and latency steps its counters point to would not make it
+    faster; a copy shows the same. Unless a sibling moves as many bytes measurably faster."""
+    if not num(m, "copy_gbps_same_size") or ctx.matmul_like(m):
+        return None
+    share = memory_roof(m, ctx.device, ev)
+    if share is None or round(share, 6) < th.NEAR_SAME_SIZE_COPY_PCT:
+        return None
+    if ctx.siblings and ctx.siblings.faster_same_bytes() is not None:
+        return None  # the copy is not the roof: dram_level's sibling finding says why
+    keys = [k for k in ("pct_of_same_size_copy_pct", "pct_of_copy_pct") if k in ev]
+    return Reason(Cause.AT_SIZE_ROOF, keys), [Step(Action.FEWER_BYTES, keys)]
+
+
 def cache_bound(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
     """The pressure is on L1/L2 or shared memory, not DRAM: ncu's memory throughput well above
     DRAM's."""

@@ -51,6 +51,7 @@ class Unit(StrEnum):
 
 class Cause(StrEnum):
     AT_ROOF = "at_roof"  # streams at about a same-size copy's rate
+    AT_SIZE_ROOF = "at_size_roof"  # not a DRAM stream, yet as fast as a copy of its bytes
     SHORT_OF_ROOF = "short_of_roof"  # memory-bound, below the copy roof
     CACHE_BOUND = "cache_bound"  # the busy memory level is L1/L2, not DRAM
     EXTRA_READS = "extra_reads"  # DRAM reads well over the model's (or a sibling's)

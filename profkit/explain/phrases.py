@@ -82,6 +82,16 @@ def reason_text(r: Reason, ev: Mapping) -> str:
             "reaches: only moving fewer bytes helps.",
             ev,
         )
+    if c == Cause.AT_SIZE_ROOF:
+        large = (
+            " ({pct_of_copy_pct} of the large copy's rate)" if _has(ev, "pct_of_copy_pct") else ""
+        )
+        return say(
+            "At {pct_of_same_size_copy_pct} of a same-size device copy" + large + " it moves its "
+            "bytes as fast as a copy of them does: the limits its counters show are a copy's "
+            "too at this size, so launch-shape and latency changes will not make it faster.",
+            ev,
+        )
     if c == Cause.SIBLING_FASTER:
         if _has(ev, "pct_of_same_size_copy_pct"):
             lead = "At {pct_of_same_size_copy_pct} of a same-size device copy it looks at the roof"
