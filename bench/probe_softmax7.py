@@ -73,6 +73,12 @@ def candidates(shape, itemsize: int) -> list[tuple[str, tuple]]:
 
 
 def sm90(lab) -> None:
+    sm90_table(lab, candidates, lab._softmax_rowsplit_pipe_kernel, lambda cfg: {"LATE": cfg[4]})
+
+
+def sm90_table(lab, candidates, kernel_fn, flags) -> None:
+    """Registers, spills, shared memory and resident programs per SM of a persistent split-row
+    kernel's candidates (flags(cfg): the kernel's own constexprs from a candidate's config)."""
     from sm90_compile import PTR, compile_sm90, usage
 
     print(f"{'dtype':9} {'shape':11} {'candidate':10} regs spill smem blocks/SM")
@@ -80,16 +86,16 @@ def sm90(lab) -> None:
     for dtype, shape in CASES:
         isz = 2 if dtype != "float32" else 4
         for name, cfg in candidates(shape, isz):
-            key = (dtype, cfg[1:5])
+            key = (dtype, cfg[1:])
             if key in seen:
                 continue
             seen.add(key)
             args = {"X": PTR[dtype], "Y": PTR[dtype], "STATS": "*fp32", "COUNT": "*i32"}
             args |= {"n_rows": "i32", "n_cols": "i32", "stride_x": "i32", "stride_y": "i32"}
-            const = {"BLOCK": cfg[1], "S": cfg[2], "MODE": 0, "LATE": cfg[4]}
+            const = {"BLOCK": cfg[1], "S": cfg[2], "MODE": 0, **flags(cfg)}
             const |= {"MAX_SPINS": 1 << 16}
             try:
-                kernel = compile_sm90(lab._softmax_rowsplit_pipe_kernel, args, const, cfg[3])
+                kernel = compile_sm90(kernel_fn, args, const, cfg[3])
                 regs, spill = usage(kernel)
             except Exception as exc:  # a row, not an abort
                 print(f"{dtype:9} {'x'.join(map(str, shape)):11} {name:10} {exc}"[:100])
@@ -121,26 +127,32 @@ def report(df, elapsed: float, columns: list[str] | None = None) -> None:
             print(line)
 
 
-def _programs(lab, row) -> int | None:
-    """The persistent grid P that a candidate ran with (cached by softmax_triton's first call)."""
-    if not row["config"].startswith("('rowsplit_pipe'"):
+def programs_column(kernel_name: str, path: str):
+    """A sweep hook adding `programs`: the persistent grid P each candidate of `path` ran with
+    (cached by softmax_triton's first call, keyed (kernel, device, rows, cols, dtype, chunk,
+    splits, warps, flags..., margin); a config is (path, chunk, splits, warps, flags...))."""
+
+    def programs(lab, row) -> int | None:
+        if not row["config"].startswith(f"('{path}'"):
+            return None
+        cfg = ast.literal_eval(row["config"])
+        rows, cols = (int(v) for v in row["shape"].split("x"))
+        for key, p in lab._PIPE_PROGRAMS.items():
+            if key[0] == kernel_name and key[2:4] == (rows, cols):
+                same = key[5:8] == cfg[1:4] and key[8 : 8 + len(cfg) - 4] == cfg[4:]
+                if str(key[4]).endswith(row["dtype"]) and same:
+                    return p
         return None
-    _, block, splits, warps, late, margin = ast.literal_eval(row["config"])
-    rows, cols = (int(v) for v in row["shape"].split("x"))
-    for key, p in lab._PIPE_PROGRAMS.items():
-        if key[0] == "_softmax_rowsplit_pipe_kernel" and key[2:4] == (rows, cols):
-            wanted = (block, splits, warps, late, margin)
-            if str(key[4]).endswith(row["dtype"]) and key[5:] == wanted:
-                return p
-    return None
 
+    def add(run, df) -> None:
+        df["programs"] = [programs(run.lab, r) for r in df.to_dict("records")]
 
-def _add_programs(run, df) -> None:
-    df["programs"] = [_programs(run.lab, r) for r in df.to_dict("records")]
+    return add
 
 
 def main() -> None:
-    sweep_main(__doc__, 100.0, "probe_softmax7.csv", CASES, candidates, report, sm90, _add_programs)
+    add = programs_column("_softmax_rowsplit_pipe_kernel", "rowsplit_pipe")
+    sweep_main(__doc__, 100.0, "probe_softmax7.csv", CASES, candidates, report, sm90, add)
 
 
 if __name__ == "__main__":

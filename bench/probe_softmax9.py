@@ -16,13 +16,12 @@ DIR/probe_softmax9.csv (with `programs`, the persistent grid P each candidate ra
 
 from __future__ import annotations
 
-import ast
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from probe_softmax4 import sweep_main  # noqa: E402
-from probe_softmax7 import CASES, report  # noqa: E402
+from probe_softmax7 import CASES, programs_column, report, sm90_table  # noqa: E402
 
 # (chunk, warps, carry, prefetch) per item size
 CONFIGS = {
@@ -54,50 +53,8 @@ def candidates(shape, itemsize: int) -> list[tuple[str, tuple]]:
 
 
 def sm90(lab) -> None:
-    from sm90_compile import PTR, compile_sm90, usage
-
-    print(f"{'dtype':9} {'shape':11} {'candidate':10} regs spill smem blocks/SM")
-    seen = set()
-    for dtype, shape in CASES:
-        isz = 2 if dtype != "float32" else 4
-        for name, cfg in candidates(shape, isz):
-            key = (dtype, cfg[1:])
-            if key in seen:
-                continue
-            seen.add(key)
-            args = {"X": PTR[dtype], "Y": PTR[dtype], "STATS": "*fp32", "COUNT": "*i32"}
-            args |= {"n_rows": "i32", "n_cols": "i32", "stride_x": "i32", "stride_y": "i32"}
-            const = {"BLOCK": cfg[1], "S": cfg[2], "MODE": 0, "CARRY": cfg[4]}
-            const |= {"PREFETCH": cfg[5], "MAX_SPINS": 1 << 16}
-            try:
-                kernel = compile_sm90(lab._softmax_rowsplit_defer_kernel, args, const, cfg[3])
-                regs, spill = usage(kernel)
-            except Exception as exc:  # a row, not an abort
-                print(f"{dtype:9} {'x'.join(map(str, shape)):11} {name:10} {exc}"[:100])
-                continue
-            kernel.n_regs = regs  # what the host's P arithmetic reads from a loaded kernel
-            per_sm = lab._resident_per_sm(kernel, cfg[3])  # no driver here: the arithmetic
-            smem = kernel.metadata.shared
-            line = f"{dtype:9} {'x'.join(map(str, shape)):11} {name:10} {regs:4} {spill:5}"
-            print(f"{line} {smem:5} {per_sm}")
-
-
-def _programs(lab, row) -> int | None:
-    """The persistent grid P that a candidate ran with (cached by softmax_triton's first call)."""
-    if not row["config"].startswith("('rowsplit_defer'"):
-        return None
-    _, block, splits, warps, carry, prefetch = ast.literal_eval(row["config"])
-    rows, cols = (int(v) for v in row["shape"].split("x"))
-    for key, p in lab._PIPE_PROGRAMS.items():
-        if key[0] == "_softmax_rowsplit_defer_kernel" and key[2:4] == (rows, cols):
-            wanted = (block, splits, warps, carry, prefetch)
-            if str(key[4]).endswith(row["dtype"]) and key[5:10] == wanted:
-                return p
-    return None
-
-
-def _add_programs(run, df) -> None:
-    df["programs"] = [_programs(run.lab, r) for r in df.to_dict("records")]
+    kernel = lab._softmax_rowsplit_defer_kernel
+    sm90_table(lab, candidates, kernel, lambda cfg: {"CARRY": cfg[4], "PREFETCH": cfg[5]})
 
 
 def _report(df, seconds: float) -> None:
@@ -105,9 +62,8 @@ def _report(df, seconds: float) -> None:
 
 
 def main() -> None:
-    sweep_main(
-        __doc__, 100.0, "probe_softmax9.csv", CASES, candidates, _report, sm90, _add_programs
-    )
+    add = programs_column("_softmax_rowsplit_defer_kernel", "rowsplit_defer")
+    sweep_main(__doc__, 100.0, "probe_softmax9.csv", CASES, candidates, _report, sm90, add)
 
 
 if __name__ == "__main__":
