@@ -400,6 +400,16 @@ def doctor(no_probe, timeout) -> int:
 # ---- explain / compare ----
 
 
+def _what_is_there(report) -> str:
+    """The run's own variant names and one of its case names, for a --case/--variant miss."""
+    cases = [f for f in report if f.variant and f.dtype and f.shape]
+    if not cases:
+        return "this report has no named cases"
+    variants = ", ".join(dict.fromkeys(f.variant for f in cases))
+    example = f"{cases[0].variant} {cases[0].dtype} {cases[0].shape}"
+    return f"its variants are {variants}; cases are named like '{example}'"
+
+
 @cli.command()
 @click.argument("ref", required=False)
 @click.option(
@@ -432,9 +442,7 @@ def explain(ref, fmt, profiles, case, variant, verbose, history) -> None:
         report = ex.explain_run(obj, earlier)
     if (case or variant) and not render.select(report, case, variant):
         wanted = " and ".join(f"{k} {v!r}" for k, v in (("case", case), ("variant", variant)) if v)
-        raise ProfkitError(
-            f"no finding matches {wanted}: cases are named like 'triton float16 4096x8192'"
-        )
+        raise ProfkitError(f"no finding matches {wanted}: {_what_is_there(report)}")
     if fmt == "json":
         click.echo(render.to_json(report))
     elif fmt == "markdown":

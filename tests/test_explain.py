@@ -779,6 +779,19 @@ def test_cli_case_that_matches_nothing_is_a_one_line_error() -> None:
     assert "Traceback" not in result.output
 
 
+def test_cli_variant_that_matches_nothing_names_the_runs_variants() -> None:
+    from click.testing import CliRunner
+
+    from profkit.cli import cli
+
+    profiles = Path(__file__).parents[1] / "profiles"
+    args = ["explain", "softmax-20261201-002228-vm-a879b0", "--profiles", str(profiles)]
+    result = CliRunner().invoke(cli, [*args, "--variant", "nope"])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    (line,) = result.output.strip().splitlines()
+    assert "its variants are triton, eager, torch, compile" in line
+
+
 def test_a_library_gemm_short_of_busy_gets_shape_advice_never_tile_advice() -> None:
     kernels = pd.DataFrame([{"launch": 0, "kernel_name": "nvjet_sm90_tst_128x128_64x4_h_bz",
                              **COMPUTE, "tensor_pipe_pct": 60.0}])  # fmt: skip
