@@ -213,12 +213,19 @@ def _row_stats(
             cur = tl.atomic_add(COUNT + row, 0, sem="acquire")
             spins += 1
         poison = tl.where((cur & (-S)) == base, float("nan"), 0.0)
+    row_max, row_sum = _combine_stats(STATS, row, S)
+    return row_max, row_sum + poison
+
+
+@triton.jit
+def _combine_stats(STATS, row, S: tl.constexpr):
+    # a row's max and sum of exp from its S published chunk statistics
     offs = tl.arange(0, S)
     # .cg: from L2, never a line of STATS another program left stale in this SM's L1
     ms = tl.load(STATS + (row * S + offs) * 2, cache_modifier=".cg")
     ss = tl.load(STATS + (row * S + offs) * 2 + 1, cache_modifier=".cg")
     row_max = tl.max(ms, axis=0)
-    return row_max, tl.sum(ss * tl.exp(ms - row_max), axis=0) + poison  # -inf chunks add 0
+    return row_max, tl.sum(ss * tl.exp(ms - row_max), axis=0)  # -inf chunks add 0
 
 
 @triton.jit
@@ -423,6 +430,151 @@ def _softmax_rowsplit_defer_kernel(
 
 
 @triton.jit
+def _publish_asm(stat, count, m, s):
+    # thread 0 stores a chunk's (max, sum) and counts its arrival with a release reduction, in
+    # one asm: the arrival follows its own stores, so no block barrier is needed between them
+    # (a barrier in the loop keeps Triton's pipeliner from prefetching the next chunks)
+    return tl.inline_asm_elementwise(
+        """{
+        .reg .pred p; .reg .u32 t;
+        mov.u32 t, %tid.x;
+        setp.eq.u32 p, t, 0;
+        @p st.global.f32 [$1], $3;
+        @p st.global.f32 [$1+4], $4;
+        @p red.release.gpu.global.add.s32 [$2], 1;
+        mov.b32 $0, 0;
+        }""",
+        "=r,l,l,f,f",
+        [stat.to(tl.int64), count.to(tl.int64), m, s],
+        dtype=tl.int32,
+        is_pure=False,
+        pack=1,
+    )
+
+
+@triton.jit
+def _spin_asm(count, base, S: tl.constexpr, MAX_SPINS: tl.constexpr):
+    # every thread polls the row's counter (acquire) until its generation leaves base, at most
+    # MAX_SPINS times; returns the generation last seen (base: it gave up). A loop in PTX, not in
+    # Triton: a Triton while loop in the body also keeps the pipeliner from prefetching
+    return tl.inline_asm_elementwise(
+        """{
+        .reg .pred p; .reg .s32 v; .reg .u32 n;
+        mov.u32 n, 0;
+        SPIN:
+        ld.acquire.gpu.global.s32 v, [$1];
+        and.b32 v, v, $3;
+        setp.ne.s32 p, v, $2;
+        @p bra DONE;
+        add.u32 n, n, 1;
+        setp.lt.u32 p, n, $4;
+        @p bra SPIN;
+        DONE:
+        mov.b32 $0, v;
+        }""",
+        "=r,l,r,r,r",
+        [count.to(tl.int64), base, -S, MAX_SPINS],
+        dtype=tl.int32,
+        is_pure=False,
+        pack=1,
+    )
+
+
+# Loads the pipeliner cannot move: Triton's pipeliner turns plain loads in a pipelined loop into
+# cp.async prefetches for later iterations, which for the exchange's counter and statistics would
+# read them before the siblings publish.
+@triton.jit
+def _counter_asm(ptr):
+    return tl.inline_asm_elementwise(
+        "ld.relaxed.gpu.global.s32 $0, [$1];",
+        "=r,l",
+        [ptr.to(tl.int64)],
+        dtype=tl.int32,
+        is_pure=False,
+        pack=1,
+    )
+
+
+@triton.jit
+def _stat_asm(ptr):
+    return tl.inline_asm_elementwise(
+        "ld.relaxed.gpu.global.f32 $0, [$1];",
+        "=f,l",
+        [ptr.to(tl.int64)],
+        dtype=tl.float32,
+        is_pure=False,
+        pack=1,
+    )
+
+
+@triton.jit
+def _softmax_rowsplit_tma_kernel(
+    XD,
+    YD,
+    STATS,
+    COUNT,
+    n_rows,
+    n_cols,
+    BLOCK: tl.constexpr,
+    C: tl.constexpr,
+    S: tl.constexpr,
+    STAGES: tl.constexpr,
+    MODE: tl.constexpr,
+    MAX_SPINS: tl.constexpr = 1 << 16,
+):
+    # rowsplit's chunks and exchange in a persistent grid (rowsplit_pipe's rounds: P resident
+    # programs, P a multiple of S, program pid takes item k * P + pid in round k), with x read
+    # and y written through tensor descriptors over [rows * n_cols / C, C] (C * itemsize = 128
+    # bytes; n_cols a multiple of BLOCK, so no chunk is ragged). Triton's pipeliner loads the
+    # next STAGES - 1 rounds' chunks into shared memory while this round's exchange waits:
+    # bytes stay in flight through the wait at no register cost (rowsplit_pipe carried one
+    # chunk in registers and lost a program per SM). The pipeliner gives up on a loop holding a
+    # block barrier or a Triton while loop, so the exchange is two asm blocks: thread 0's
+    # stores + release arrival, every thread's bounded acquire spin.
+    # Generations: `before`, the row's counter read ahead of this program's arrival, lies in
+    # [base, base + S) (the row cannot complete without it; the previous call completed in
+    # stream order), so base = before & -S without an atomic's return value; the row is done
+    # when its generation leaves base. A spin that gives up poisons the chunk (NaN).
+    # MODE 0 one launch (GPU). MODE 1 publish only; MODE 2 publish, count (a Triton atomic),
+    # combine without waiting: the interpreter's two launches (it runs no inline asm).
+    pid = tl.program_id(0)
+    P = tl.num_programs(0)
+    T = n_rows * S
+    for item in tl.range(pid, T, P, num_stages=STAGES):
+        row = item // S
+        box = row * (n_cols // C) + (item % S) * (BLOCK // C)  # int32: view rows < 2^31
+        before = 0
+        if MODE == 0:
+            before = _counter_asm(COUNT + row)
+        x = XD.load([box, 0]).to(tl.float32)
+        m = tl.max(tl.max(x, axis=1), axis=0)
+        e = tl.exp(x - m)
+        s = tl.sum(tl.sum(e, axis=1), axis=0)
+        poison = 0.0
+        if MODE == 0:
+            _publish_asm(STATS + item * 2, COUNT + row, m, s)
+            seen = _spin_asm(COUNT + row, before & (-S), S, MAX_SPINS)
+            poison = tl.where(seen == (before & (-S)), float("nan"), 0.0)
+        else:
+            tl.store(STATS + item * 2, m)
+            tl.store(STATS + item * 2 + 1, s)
+            if MODE == 2:
+                tl.debug_barrier()
+                tl.atomic_add(COUNT + row, 1, sem="acq_rel")
+        if MODE == 0:
+            offs = tl.arange(0, S)
+            ms = _stat_asm(STATS + (row * S + offs) * 2)
+            ss = _stat_asm(STATS + (row * S + offs) * 2 + 1)
+            row_max = tl.max(ms, axis=0)
+            row_sum = tl.sum(ss * tl.exp(ms - row_max), axis=0) + poison
+        elif MODE == 2:
+            row_max, row_sum = _combine_stats(STATS, row, S)
+        if MODE != 1:
+            y = e * (tl.exp(m - row_max) / row_sum)
+            YD.store([box, 0], y.to(YD.dtype))
+
+
+@triton.jit
 def _poll_tagged(row_slots, gen, S: tl.constexpr):
     # one read of a row's 2S tagged words: (max bits, sum bits, how many lack generation gen)
     offs = tl.arange(0, S)
@@ -531,7 +683,8 @@ def _softmax_rowsplit_tag_kernel(
 # ("rowsplit_pipe", 8192, None, 8, LATE) the persistent pipelined form (bench/probe_softmax7.py;
 # LATE: the next chunk's load after the arrival atomic; PIPE_MARGIN programs per SM held back);
 # ("rowsplit_defer", 8192, None, 8, CARRY, PREFETCH) the same rounds with each chunk's
-# normalization deferred a round (bench/probe_softmax9.py).
+# normalization deferred a round (bench/probe_softmax9.py); ("rowsplit_tma", 8192, None, 8, STAGES)
+# the same rounds fed through tensor descriptors, chunks prefetched during the exchange.
 # picked from bench/probe_softmax.py on the H200 (kernels/NOTES.md, softmax "session 3")
 CONFIG = {
     # <= 2048 columns (4096x1024): one row per 64-thread program; 94-98% of a same-size copy in
@@ -594,6 +747,10 @@ def launch_config(n_rows: int, n_cols: int, itemsize: int) -> tuple:
     - "rowsplit_defer": rowsplit_pipe's persistent rounds with each chunk normalized one round
       after its statistics are published (_softmax_rowsplit_defer_kernel); its NARROW field is
       CARRY (the chunk held in registers across the round, else re-read), a 6th PREFETCH.
+    - "rowsplit_tma": the persistent rounds with x and y through tensor descriptors and the next
+      chunks prefetched into shared memory during the exchange (_softmax_rowsplit_tma_kernel);
+      its NARROW field is the pipeline's STAGES. Rows that are not whole 128-byte pieces of
+      whole chunks take "rowsplit".
     - "looptma" (ROWS = the pipeline's stages, NARROW = programs per SM, 0: one per row):
       "loop" with x read through a tensor descriptor, STAGES - 1 chunks in flight in shared
       memory (_softmax_looptma_kernel); rows that are not contiguous whole 128-byte pieces take
@@ -601,7 +758,7 @@ def launch_config(n_rows: int, n_cols: int, itemsize: int) -> tuple:
     - NARROW (rows path, 16-bit): x stays in its 16-bit type in registers (see the kernel).
     """
     path, block, rows, num_warps, narrow, *extra = CONFIG[shape_class(n_rows, n_cols)]
-    if path not in ("rowsplit_pipe", "rowsplit_defer"):  # there: LATE / CARRY, every item size
+    if path not in ("rowsplit_pipe", "rowsplit_defer", "rowsplit_tma"):  # a field of every dtype
         narrow = narrow if itemsize == 2 else False  # True, or rowsplit_tag's "e16" (16-bit)
     if path == "rows":
         block = block or triton.next_power_of_2(n_cols)
@@ -610,7 +767,7 @@ def launch_config(n_rows: int, n_cols: int, itemsize: int) -> tuple:
             while block * rows * itemsize < 16384 and n_rows >= rows * 2 * PROGRAMS_TARGET:
                 rows *= 2
         num_warps = num_warps or min(16, max(4, block * rows // 512))
-    elif path in ("rowsplit", "rowsplit_tag", "rowsplit_pipe", "rowsplit_defer"):
+    elif path.startswith("rowsplit"):
         # BLOCK: the chunk per program; splits: the smallest power of two of chunks covering it
         block = block or 8192
         rows = rows or triton.next_power_of_2(triton.cdiv(n_cols, block))
@@ -625,6 +782,8 @@ def softmax_triton(inputs: dict, config: tuple | None = None) -> torch.Tensor:
     """config: launch_config's tuple; a 4-tuple (no NARROW) is taken as NARROW=False."""
     x, out = inputs["x"], inputs["out"]
     x2, y2 = x.reshape(-1, x.shape[-1]), out.reshape(-1, x.shape[-1])
+    if x2.stride(-1) != 1:  # every kernel indexes a row's elements as adjacent
+        x2 = x2.contiguous()
     n_rows, n_cols = x2.shape
     config = config or launch_config(n_rows, n_cols, x.element_size())
     path, block, rows, num_warps, *narrow = config
@@ -672,6 +831,12 @@ def softmax_triton(inputs: dict, config: tuple | None = None) -> torch.Tensor:
         _rowsplit_defer(
             x2, y2, block, rows, num_warps, carry, prefetch, single_launch=not _INTERPRETING
         )
+    elif path == "rowsplit_tma" and _tma_split_rows(x2, y2, block):
+        # ROWS is S; the NARROW slot: the pipeline's stages (chunks in flight + 1)
+        stages = int(narrow[0]) if narrow and narrow[0] else 3
+        _rowsplit_tma(x2, y2, block, rows, num_warps, stages, single_launch=not _INTERPRETING)
+    elif path == "rowsplit_tma":  # ragged or strided rows: the plain counter exchange
+        _rowsplit(x2, y2, block, rows, num_warps, single_launch=not _INTERPRETING)
     elif path == "rowsplit_tag":
         keep = (narrow[0] or False) if narrow and x.element_size() == 2 else False
         _rowsplit_tag(x2, y2, block, rows, num_warps, keep, single_launch=not _INTERPRETING)
@@ -794,22 +959,23 @@ def _resident_per_sm(kernel, num_warps: int) -> int:
     return per_sm
 
 
-def _pipe_programs(kernel, args, consts: dict, num_warps: int, margin: int) -> int:
+def _pipe_programs(
+    kernel, args, consts: dict, num_warps: int, margin: int, items: int, device
+) -> int:
     """P for a persistent split-row kernel (_softmax_rowsplit_pipe_kernel,
     _softmax_rowsplit_defer_kernel): (resident programs per SM - margin) x SMs, rounded
     down to a multiple of S and at most the items. Assumes this kernel has the GPU to itself
     while it runs (no other kernel holding SM resources: stream order gives that; MPS or a
     concurrent stream would not); if it fails, the bounded spin poisons rows, it never hangs.
     On the interpreter: PIPE_INTERPRET_ROUNDS rounds' worth, so tests see several rounds."""
-    x2, s = args[0], consts["S"]
-    items = x2.shape[0] * s
+    s = consts["S"]
     if _INTERPRETING:
         return max(s, triton.cdiv(triton.cdiv(items, PIPE_INTERPRET_ROUNDS), s) * s)
     kernel = kernel.warmup(*args, grid=(1,), num_warps=num_warps, **consts)
     kernel = kernel.result() if hasattr(kernel, "result") else kernel  # an async compile
     kernel._init_handles()
     per_sm = _resident_per_sm(kernel, num_warps) - margin
-    sms = _sm_count(x2.device)
+    sms = _sm_count(device)
     if per_sm < 1:
         raise ValueError(f"persistent rowsplit: margin {margin} leaves no resident program")
     return min(items, per_sm * sms // s * s)
@@ -874,12 +1040,57 @@ def _persistent_rowsplit(
         key += (margin,)
         if key not in _PIPE_PROGRAMS:
             consts0 = {**consts, "MODE": 0}
-            _PIPE_PROGRAMS[key] = _pipe_programs(kernel, args, consts0, num_warps, margin)
+            items = n_rows * splits
+            grid = _pipe_programs(kernel, args, consts0, num_warps, margin, items, x2.device)
+            _PIPE_PROGRAMS[key] = grid
         programs = _PIPE_PROGRAMS[key]
     if programs % splits:
         raise ValueError(f"persistent rowsplit: {programs} programs is not a multiple of {splits}")
     for mode in (0,) if single_launch else (1, 2):
         kernel[(programs,)](*args, MODE=mode, num_warps=num_warps, **consts)
+
+
+def _rowsplit_tma(
+    x2,
+    y2,
+    block: int,
+    splits: int,
+    num_warps: int,
+    stages: int,
+    single_launch: bool,
+    programs: int | None = None,
+    max_spins: int = 1 << 16,
+) -> None:
+    """The persistent split row fed and drained through tensor descriptors, the next rounds'
+    chunks prefetched into shared memory (_softmax_rowsplit_tma_kernel). Needs contiguous rows of
+    whole 128-byte pieces and n_cols a multiple of block (_tma_split_rows); programs, counters
+    and ordering as _rowsplit_pipe."""
+    n_rows, n_cols = x2.shape
+    stats, counters = _exchange_buffers(x2, block, splits)
+    c = TMA_ROW_BYTES // x2.element_size()
+    xd = TensorDescriptor.from_tensor(x2.view(-1, c), [block // c, c])
+    yd = TensorDescriptor.from_tensor(y2.view(-1, c), [block // c, c])
+    args = (xd, yd, stats, counters, n_rows, n_cols)
+    consts = dict(BLOCK=block, C=c, S=splits, STAGES=stages, MAX_SPINS=max_spins)
+    kernel = _softmax_rowsplit_tma_kernel
+    if programs is None:
+        key = (kernel.fn.__name__, str(x2.device), n_rows, n_cols, x2.dtype, block, splits)
+        key += (num_warps, stages, PIPE_MARGIN)
+        if key not in _PIPE_PROGRAMS:
+            consts0 = {**consts, "MODE": 0, "num_stages": stages}
+            items, margin = n_rows * splits, PIPE_MARGIN
+            grid = _pipe_programs(kernel, args, consts0, num_warps, margin, items, x2.device)
+            _PIPE_PROGRAMS[key] = grid
+        programs = _PIPE_PROGRAMS[key]
+    if programs % splits:
+        raise ValueError(f"persistent rowsplit: {programs} programs is not a multiple of {splits}")
+    for mode in (0,) if single_launch else (1, 2):
+        kernel[(programs,)](*args, MODE=mode, num_warps=num_warps, num_stages=stages, **consts)
+
+
+def _tma_split_rows(x2: torch.Tensor, y2: torch.Tensor, block: int) -> bool:
+    """rowsplit_tma's layout: x and y as whole 128-byte pieces, rows of whole chunks."""
+    return _tma_rows(x2) and _tma_rows(y2) and x2.shape[1] % block == 0
 
 
 _SLOTS: dict[tuple[str, int, int], torch.Tensor] = {}
