@@ -1,6 +1,7 @@
 # Session 7's second device call (bench/h200_job.sh bench/s7_call2_steps.sh): softmax probe 10 (the
 # persistent split row fed through tensor descriptors, bench/probe_softmax10.py), then ncu's full
-# set with source at fp16 1024x32768 for the shipped kernel and t8w8s3.
+# set with source at fp16 1024x32768 for the shipped kernel and t8w8s3 (run again as call 3 after
+# the spin's polls became relaxed loads with one fence after them).
 DEFAULT_STEPS="softmax10 softmax_ncu"
 run_step() {
   case $1 in

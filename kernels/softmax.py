@@ -454,15 +454,17 @@ def _publish_asm(stat, count, m, s):
 
 @triton.jit
 def _spin_asm(count, base, S: tl.constexpr, MAX_SPINS: tl.constexpr):
-    # every thread polls the row's counter (acquire) until its generation leaves base, at most
-    # MAX_SPINS times; returns the generation last seen (base: it gave up). A loop in PTX, not in
-    # Triton: a Triton while loop in the body also keeps the pipeliner from prefetching
+    # every thread polls the row's counter until its generation leaves base, at most MAX_SPINS
+    # times, then fences once (acquire); returns the generation last seen (base: it gave up).
+    # Relaxed polls: an ld.acquire compiles to a load plus an L1 invalidation (CCTL.IVALL) per
+    # poll, which took 56% of the warps' samples with every thread polling (session 7b). A loop
+    # in PTX, not in Triton: a Triton while loop in the body keeps the pipeliner from prefetching
     return tl.inline_asm_elementwise(
         """{
         .reg .pred p; .reg .s32 v; .reg .u32 n;
         mov.u32 n, 0;
         SPIN:
-        ld.acquire.gpu.global.s32 v, [$1];
+        ld.relaxed.gpu.global.s32 v, [$1];
         and.b32 v, v, $3;
         setp.ne.s32 p, v, $2;
         @p bra DONE;
@@ -470,6 +472,7 @@ def _spin_asm(count, base, S: tl.constexpr, MAX_SPINS: tl.constexpr):
         setp.lt.u32 p, n, $4;
         @p bra SPIN;
         DONE:
+        fence.acq_rel.gpu;
         mov.b32 $0, v;
         }""",
         "=r,l,r,r,r",
