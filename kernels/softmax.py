@@ -454,26 +454,34 @@ def _publish_asm(stat, count, m, s):
 
 @triton.jit
 def _spin_asm(count, base, S: tl.constexpr, MAX_SPINS: tl.constexpr):
-    # every thread polls the row's counter until its generation leaves base, at most MAX_SPINS
-    # times, then fences once (acquire); returns the generation last seen (base: it gave up).
-    # Relaxed polls: an ld.acquire compiles to a load plus an L1 invalidation (CCTL.IVALL) per
-    # poll, which took 56% of the warps' samples with every thread polling (session 7b). A loop
-    # in PTX, not in Triton: a Triton while loop in the body keeps the pipeliner from prefetching
+    # thread 0 polls the row's counter until its generation leaves base (at most MAX_SPINS
+    # polls), fences (acquire), then the block meets at named barrier 1 with an OR-reduction of
+    # "gave up", which every thread returns (1: poison the chunk). One poller per program: with
+    # every thread polling, the polls took 46-56% of the warps' samples (session 7b, calls 2-3).
+    # bar 1 and a PTX loop, not tl.debug_barrier or a Triton while loop: either of those keeps
+    # Triton's pipeliner from prefetching the next chunks
     return tl.inline_asm_elementwise(
         """{
-        .reg .pred p; .reg .s32 v; .reg .u32 n;
+        .reg .pred p, g, q; .reg .s32 v; .reg .u32 n, t;
+        mov.u32 t, %tid.x;
+        setp.ne.u32 p, t, 0;
+        setp.ne.u32 g, t, t;
+        @p bra WAIT;
         mov.u32 n, 0;
         SPIN:
         ld.relaxed.gpu.global.s32 v, [$1];
         and.b32 v, v, $3;
-        setp.ne.s32 p, v, $2;
-        @p bra DONE;
+        setp.ne.s32 g, v, $2;
+        @g bra DONE;
         add.u32 n, n, 1;
-        setp.lt.u32 p, n, $4;
-        @p bra SPIN;
+        setp.lt.u32 g, n, $4;
+        @g bra SPIN;
         DONE:
         fence.acq_rel.gpu;
-        mov.b32 $0, v;
+        setp.eq.s32 g, v, $2;
+        WAIT:
+        barrier.cta.red.or.pred q, 1, g;
+        selp.s32 $0, 1, 0, q;
         }""",
         "=r,l,r,r,r",
         [count.to(tl.int64), base, -S, MAX_SPINS],
@@ -556,8 +564,8 @@ def _softmax_rowsplit_tma_kernel(
         poison = 0.0
         if MODE == 0:
             _publish_asm(STATS + item * 2, COUNT + row, m, s)
-            seen = _spin_asm(COUNT + row, before & (-S), S, MAX_SPINS)
-            poison = tl.where(seen == (before & (-S)), float("nan"), 0.0)
+            gave_up = _spin_asm(COUNT + row, before & (-S), S, MAX_SPINS)
+            poison = tl.where(gave_up != 0, float("nan"), 0.0)
         else:
             tl.store(STATS + item * 2, m)
             tl.store(STATS + item * 2 + 1, s)
