@@ -585,6 +585,68 @@ def _softmax_rowsplit_tma_kernel(
             YD.store([box, 0], y.to(YD.dtype))
 
 
+def _tag_wait_ptx(words: int) -> str:
+    """PTX for rowsplit_tag's ASM wait: thread 0 loads a row's `words` tagged words (2S, at
+    most `words`; the rest read as tagged) with relaxed L2 loads issued together, retries until
+    every tag is the generation (at most MAX_SPINS rounds), and the block meets at named barrier
+    1 with an OR of "gave up". No fence: a tagged 64-bit word carries its own statistic."""
+    lines = [
+        "{",
+        ".reg .pred p, g, q, k;",
+        ".reg .u32 t, n, h;",
+        ".reg .u64 gw, x, " + ", ".join(f"w{i}" for i in range(words)) + ";",
+        "mov.u32 t, %tid.x;",
+        "setp.ne.u32 p, t, 0;",
+        "setp.ne.u32 g, t, t;",
+        "@p bra WAIT;",
+        "cvt.u64.u32 gw, $2;",
+        "shl.b64 gw, gw, 32;",
+        "mov.u32 n, 0;",
+        "AGAIN:",
+    ]
+    for i in range(words):
+        lines.append(f"mov.b64 w{i}, gw;")
+    for j in range(words // 2):
+        lines.append(f"setp.lt.u32 k, {2 * j}, $3;")
+        lines.append(f"@k ld.relaxed.gpu.global.v2.u64 {{w{2 * j}, w{2 * j + 1}}}, [$1+{16 * j}];")
+    for i in range(words):
+        lines += [f"shr.b64 x, w{i}, 32;", "cvt.u32.u64 h, x;", "setp.ne.u32 g, h, $2;"]
+        lines.append("@g bra RETRY;")
+    lines += [
+        "setp.ne.u32 g, t, t;",
+        "bra WAIT;",
+        "RETRY:",
+        "add.u32 n, n, 1;",
+        "setp.lt.u32 g, n, $4;",
+        "@g bra AGAIN;",
+        "setp.eq.u32 g, t, t;",
+        "WAIT:",
+        "barrier.cta.red.or.pred q, 1, g;",
+        "selp.s32 $0, 1, 0, q;",
+        "}",
+    ]
+    return "\n".join(lines)
+
+
+_TAG_WAIT_8 = tl.constexpr(_tag_wait_ptx(8))  # S <= 4
+_TAG_WAIT_16 = tl.constexpr(_tag_wait_ptx(16))  # S <= 8
+
+
+@triton.jit
+def _tag_wait_asm(row_slots, gen, S: tl.constexpr, MAX_SPINS: tl.constexpr):
+    # 1 where thread 0 gave up waiting for the row's 2S words (then every thread returns 1)
+    args = [row_slots.to(tl.int64), gen, 2 * S, MAX_SPINS]
+    if S <= 4:
+        out = tl.inline_asm_elementwise(
+            _TAG_WAIT_8, "=r,l,r,r,r", args, dtype=tl.int32, is_pure=False, pack=1
+        )
+    else:
+        out = tl.inline_asm_elementwise(
+            _TAG_WAIT_16, "=r,l,r,r,r", args, dtype=tl.int32, is_pure=False, pack=1
+        )
+    return out
+
+
 @triton.jit
 def _poll_tagged(row_slots, gen, S: tl.constexpr):
     # one read of a row's 2S tagged words: (max bits, sum bits, how many lack generation gen)
@@ -610,6 +672,7 @@ def _softmax_rowsplit_tag_kernel(
     NARROW: tl.constexpr = False,
     E16: tl.constexpr = False,
     MAX_SPINS: tl.constexpr = 1 << 16,
+    ASM: tl.constexpr = False,
 ):
     # rowsplit with one L2 round trip in the exchange instead of ~3: each (row, split) publishes
     # two 64-bit words, (generation << 32 | bits of its max) and (generation << 32 | bits of its
@@ -657,7 +720,14 @@ def _softmax_rowsplit_tag_kernel(
         tl.store(row_slots + S + split, tag | s_bits)
     if MODE != 1:
         ms, ss, late = _poll_tagged(row_slots, gen, S)
-        if MODE == 0:
+        if MODE == 0 and ASM:
+            # thread 0 waits in PTX and releases the block at a named barrier, then every
+            # thread reads the words once (session 6's form had every warp poll in a Triton
+            # loop, each poll a block reduction)
+            gave_up = _tag_wait_asm(row_slots, gen, S, MAX_SPINS)
+            ms, ss, late = _poll_tagged(row_slots, gen, S)
+            late += gave_up
+        elif MODE == 0:
             # bounded as in _softmax_rowsplit_kernel: give up with a NaN row, not a hang. The
             # loop carries the 32-bit halves only (registers: every one counts, see NOTES.md)
             spins = 0
@@ -849,8 +919,11 @@ def softmax_triton(inputs: dict, config: tuple | None = None) -> torch.Tensor:
     elif path == "rowsplit_tma":  # ragged or strided rows: the plain counter exchange
         _rowsplit(x2, y2, block, rows, num_warps, single_launch=not _INTERPRETING)
     elif path == "rowsplit_tag":
+        # NARROW's slot is KEEP (16-bit only); a 6th field is ASM
         keep = (narrow[0] or False) if narrow and x.element_size() == 2 else False
-        _rowsplit_tag(x2, y2, block, rows, num_warps, keep, single_launch=not _INTERPRETING)
+        asm = len(narrow) > 1 and bool(narrow[1])
+        single = not _INTERPRETING
+        _rowsplit_tag(x2, y2, block, rows, num_warps, keep, single_launch=single, asm=asm)
     else:
         # a whole number of blocks per chunk, so only a row's last chunk is partly masked
         chunk = triton.cdiv(triton.cdiv(n_cols, rows), block) * block
@@ -1116,8 +1189,10 @@ def _rowsplit_tag(
     keep,
     single_launch: bool,
     max_spins: int = 1 << 16,
+    asm: bool = False,
 ) -> None:
     """_rowsplit's layout with generation-tagged statistics words (_softmax_rowsplit_tag_kernel).
+    asm: thread 0 waits in PTX and a named barrier releases the block (one launch only).
     keep (16-bit inputs only): what a program holds through the exchange: False fp32 exp(x - m),
     True (NARROW) x in its 16-bit type, "e16" exp(x - m) rounded to the 16-bit type.
     The words are zeroed once per (device, rows, splits), on the first call (make it outside a
@@ -1137,6 +1212,7 @@ def _rowsplit_tag(
             NARROW=keep is True,
             E16=keep == "e16",
             MAX_SPINS=max_spins,
+            ASM=bool(asm),
             num_warps=num_warps,
         )
 

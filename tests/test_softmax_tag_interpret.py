@@ -114,3 +114,12 @@ def test_rowsplit_tag_rejects_splits_that_are_not_a_power_of_two():
     x = torch.randn(2, 300)
     with pytest.raises(ValueError, match="power of two"):
         LAB.softmax_triton({"x": x, "out": torch.empty_like(x)}, ("rowsplit_tag", 128, 3, 4))
+
+
+def test_the_asm_wait_is_a_sixth_config_field_and_leaves_the_two_launch_math_alone():
+    # ASM changes only the one-launch wait (GPU); on the interpreter the call is MODE 1 + 2
+    cfg = ("rowsplit_tag", 256, 4, 4, "e16", True)
+    result = check(SPEC, lambda i: LAB.softmax_triton(i, cfg), (3, 1000), "float16", "cpu", seed=5)
+    assert result.correct, result.error
+    ptx = LAB._tag_wait_ptx(8)
+    assert ptx.count("ld.relaxed.gpu.global.v2.u64") == 4 and "barrier.cta.red.or.pred" in ptx
