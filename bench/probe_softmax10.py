@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from probe_softmax4 import sweep_main  # noqa: E402
-from probe_softmax7 import CASES, programs_column, report  # noqa: E402
+from probe_softmax7 import CASES, programs_column, report, sm90_table  # noqa: E402
 
 # (chunk, warps, stages) per item size
 CONFIGS = {
@@ -47,43 +47,21 @@ def candidates(shape, itemsize: int) -> list[tuple[str, tuple]]:
 
 
 def sm90(lab) -> None:
-    import triton
-    from sm90_compile import usage
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
     short = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
-    print(f"{'dtype':9} {'shape':11} {'candidate':10} regs spill smem blocks/SM")
-    seen = set()
-    for dtype, shape in CASES:
-        isz = 2 if dtype != "float32" else 4
-        for name, cfg in candidates(shape, isz):
-            key = (dtype, cfg[1:])
-            if key in seen:
-                continue
-            seen.add(key)
-            c = lab.TMA_ROW_BYTES // isz
-            desc = f"tensordesc<{short[dtype]}[{cfg[1] // c},{c}]>"
-            sig = {"XD": desc, "YD": desc, "STATS": "*fp32", "COUNT": "*i32"}
-            sig |= {"n_rows": "i32", "n_cols": "i32"}
-            const = {"BLOCK": cfg[1], "C": c, "S": cfg[2], "STAGES": cfg[4], "MODE": 0}
-            const["MAX_SPINS"] = 1 << 16
-            sig |= {k: "constexpr" for k in const}
-            try:
-                src = ASTSource(
-                    fn=lab._softmax_rowsplit_tma_kernel, signature=sig, constexprs=const
-                )
-                opts = {"num_warps": cfg[3], "num_stages": cfg[4]}
-                kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=opts)
-                regs, spill = usage(kernel)
-            except Exception as exc:  # a row, not an abort
-                print(f"{dtype:9} {'x'.join(map(str, shape)):11} {name:10} {exc}"[:100])
-                continue
-            kernel.n_regs = regs  # what the host's P arithmetic reads from a loaded kernel
-            per_sm = lab._resident_per_sm(kernel, cfg[3])  # no driver here: the arithmetic
-            smem = kernel.metadata.shared
-            line = f"{dtype:9} {'x'.join(map(str, shape)):11} {name:10} {regs:4} {spill:5}"
-            print(f"{line} {smem:5} {per_sm}")
+
+    def c_of(dtype: str) -> int:  # elements per 128-byte descriptor row
+        return lab.TMA_ROW_BYTES // (2 if dtype != "float32" else 4)
+
+    def args_of(dtype: str, cfg: tuple) -> dict:
+        desc = f"tensordesc<{short[dtype]}[{cfg[1] // c_of(dtype)},{c_of(dtype)}]>"
+        args = {"XD": desc, "YD": desc, "STATS": "*fp32", "COUNT": "*i32"}
+        return args | {"n_rows": "i32", "n_cols": "i32"}
+
+    def flags(dtype: str, cfg: tuple) -> dict:
+        return {"C": c_of(dtype), "STAGES": cfg[4]}
+
+    kernel = lab._softmax_rowsplit_tma_kernel
+    sm90_table(lab, candidates, kernel, flags, args_of, lambda cfg: cfg[4])
 
 
 def _report(df, seconds: float) -> None:

@@ -73,12 +73,15 @@ def candidates(shape, itemsize: int) -> list[tuple[str, tuple]]:
 
 
 def sm90(lab) -> None:
-    sm90_table(lab, candidates, lab._softmax_rowsplit_pipe_kernel, lambda cfg: {"LATE": cfg[4]})
+    kernel = lab._softmax_rowsplit_pipe_kernel
+    sm90_table(lab, candidates, kernel, lambda dtype, cfg: {"LATE": cfg[4]})
 
 
-def sm90_table(lab, candidates, kernel_fn, flags) -> None:
+def sm90_table(lab, candidates, kernel_fn, flags, args_of=None, stages_of=None) -> None:
     """Registers, spills, shared memory and resident programs per SM of a persistent split-row
-    kernel's candidates (flags(cfg): the kernel's own constexprs from a candidate's config)."""
+    kernel's candidates (flags(dtype, cfg): the kernel's own constexprs for a candidate;
+    args_of(dtype, cfg): its runtime arguments' types where they are not pointers X, Y;
+    stages_of(cfg): the num_stages option, default 3)."""
     from sm90_compile import PTR, compile_sm90, usage
 
     print(f"{'dtype':9} {'shape':11} {'candidate':10} regs spill smem blocks/SM")
@@ -90,12 +93,16 @@ def sm90_table(lab, candidates, kernel_fn, flags) -> None:
             if key in seen:
                 continue
             seen.add(key)
-            args = {"X": PTR[dtype], "Y": PTR[dtype], "STATS": "*fp32", "COUNT": "*i32"}
-            args |= {"n_rows": "i32", "n_cols": "i32", "stride_x": "i32", "stride_y": "i32"}
-            const = {"BLOCK": cfg[1], "S": cfg[2], "MODE": 0, **flags(cfg)}
+            if args_of:
+                args = args_of(dtype, cfg)
+            else:
+                args = {"X": PTR[dtype], "Y": PTR[dtype], "STATS": "*fp32", "COUNT": "*i32"}
+                args |= {"n_rows": "i32", "n_cols": "i32", "stride_x": "i32", "stride_y": "i32"}
+            const = {"BLOCK": cfg[1], "S": cfg[2], "MODE": 0, **flags(dtype, cfg)}
             const |= {"MAX_SPINS": 1 << 16}
+            stages = stages_of(cfg) if stages_of else 3
             try:
-                kernel = compile_sm90(kernel_fn, args, const, cfg[3])
+                kernel = compile_sm90(kernel_fn, args, const, cfg[3], stages)
                 regs, spill = usage(kernel)
             except Exception as exc:  # a row, not an abort
                 print(f"{dtype:9} {'x'.join(map(str, shape)):11} {name:10} {exc}"[:100])

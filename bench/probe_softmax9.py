@@ -54,7 +54,7 @@ def candidates(shape, itemsize: int) -> list[tuple[str, tuple]]:
 
 def sm90(lab) -> None:
     kernel = lab._softmax_rowsplit_defer_kernel
-    sm90_table(lab, candidates, kernel, lambda cfg: {"CARRY": cfg[4], "PREFETCH": cfg[5]})
+    sm90_table(lab, candidates, kernel, lambda dtype, cfg: {"CARRY": cfg[4], "PREFETCH": cfg[5]})
 
 
 def _report(df, seconds: float) -> None:
