@@ -218,12 +218,17 @@ def _row_stats(
 
 
 @triton.jit
-def _combine_stats(STATS, row, S: tl.constexpr):
-    # a row's max and sum of exp from its S published chunk statistics
+def _combine_stats(STATS, row, S: tl.constexpr, ASM: tl.constexpr = False):
+    # a row's max and sum of exp from its S published chunk statistics. ASM: read through
+    # _stat_asm, loads a pipelined loop's prefetcher cannot move ahead of the wait
     offs = tl.arange(0, S)
-    # .cg: from L2, never a line of STATS another program left stale in this SM's L1
-    ms = tl.load(STATS + (row * S + offs) * 2, cache_modifier=".cg")
-    ss = tl.load(STATS + (row * S + offs) * 2 + 1, cache_modifier=".cg")
+    if ASM:
+        ms = _stat_asm(STATS + (row * S + offs) * 2)
+        ss = _stat_asm(STATS + (row * S + offs) * 2 + 1)
+    else:
+        # .cg: from L2, never a line of STATS another program left stale in this SM's L1
+        ms = tl.load(STATS + (row * S + offs) * 2, cache_modifier=".cg")
+        ss = tl.load(STATS + (row * S + offs) * 2 + 1, cache_modifier=".cg")
     row_max = tl.max(ms, axis=0)
     return row_max, tl.sum(ss * tl.exp(ms - row_max), axis=0)  # -inf chunks add 0
 
@@ -561,7 +566,6 @@ def _softmax_rowsplit_tma_kernel(
         m = tl.max(tl.max(x, axis=1), axis=0)
         e = tl.exp(x - m)
         s = tl.sum(tl.sum(e, axis=1), axis=0)
-        poison = 0.0
         if MODE == 0:
             _publish_asm(STATS + item * 2, COUNT + row, m, s)
             gave_up = _spin_asm(COUNT + row, before & (-S), S, MAX_SPINS)
@@ -572,15 +576,10 @@ def _softmax_rowsplit_tma_kernel(
             if MODE == 2:
                 tl.debug_barrier()
                 tl.atomic_add(COUNT + row, 1, sem="acq_rel")
-        if MODE == 0:
-            offs = tl.arange(0, S)
-            ms = _stat_asm(STATS + (row * S + offs) * 2)
-            ss = _stat_asm(STATS + (row * S + offs) * 2 + 1)
-            row_max = tl.max(ms, axis=0)
-            row_sum = tl.sum(ss * tl.exp(ms - row_max), axis=0) + poison
-        elif MODE == 2:
-            row_max, row_sum = _combine_stats(STATS, row, S)
         if MODE != 1:
+            row_max, row_sum = _combine_stats(STATS, row, S, MODE == 0)
+            if MODE == 0:
+                row_sum += poison
             y = e * (tl.exp(m - row_max) / row_sum)
             YD.store([box, 0], y.to(YD.dtype))
 
@@ -895,7 +894,11 @@ def softmax_triton(inputs: dict, config: tuple | None = None) -> torch.Tensor:
         _softmax_loop_kernel[(n_rows,)](
             x2, y2, n_cols, x2.stride(0), y2.stride(0), BLOCK=block, num_warps=num_warps
         )
-    elif path == "rowsplit":
+    elif path == "rowsplit_tma" and _tma_split_rows(x2, y2, block):
+        # ROWS is S; the NARROW slot: the pipeline's stages (chunks in flight + 1)
+        stages = int(narrow[0]) if narrow and narrow[0] else 3
+        _rowsplit_tma(x2, y2, block, rows, num_warps, stages, single_launch=not _INTERPRETING)
+    elif path in ("rowsplit", "rowsplit_tma"):  # rowsplit_tma's ragged or strided rows too
         _rowsplit(x2, y2, block, rows, num_warps, single_launch=not _INTERPRETING)
     elif path == "rowsplit_pipe":
         # NARROW's slot is LATE here; a 6th field is the margin (resident programs per SM
@@ -912,12 +915,6 @@ def softmax_triton(inputs: dict, config: tuple | None = None) -> torch.Tensor:
         _rowsplit_defer(
             x2, y2, block, rows, num_warps, carry, prefetch, single_launch=not _INTERPRETING
         )
-    elif path == "rowsplit_tma" and _tma_split_rows(x2, y2, block):
-        # ROWS is S; the NARROW slot: the pipeline's stages (chunks in flight + 1)
-        stages = int(narrow[0]) if narrow and narrow[0] else 3
-        _rowsplit_tma(x2, y2, block, rows, num_warps, stages, single_launch=not _INTERPRETING)
-    elif path == "rowsplit_tma":  # ragged or strided rows: the plain counter exchange
-        _rowsplit(x2, y2, block, rows, num_warps, single_launch=not _INTERPRETING)
     elif path == "rowsplit_tag":
         # NARROW's slot is KEEP (16-bit only); a 6th field is ASM
         keep = (narrow[0] or False) if narrow and x.element_size() == 2 else False
@@ -1112,12 +1109,34 @@ def _rowsplit_defer(
 
 
 def _persistent_rowsplit(
-    x2, y2, kernel, flags, block, splits, num_warps, margin, single_launch, programs, max_spins
+    x2,
+    y2,
+    kernel,
+    flags,
+    block,
+    splits,
+    num_warps,
+    margin,
+    single_launch,
+    programs,
+    max_spins,
+    tma_stages=None,
 ) -> None:
+    """Launch a persistent split-row kernel over P programs (derived and cached per kernel,
+    shape, dtype, config and margin when programs is None). flags: the kernel's own config
+    constexprs. tma_stages: x and y go as tensor descriptors over 128-byte rows (C) and the loop
+    is pipelined that deep; else as pointers with their row strides."""
     n_rows, n_cols = x2.shape
     stats, counters = _exchange_buffers(x2, block, splits)
-    args = (x2, y2, stats, counters, n_rows, n_cols, x2.stride(0), y2.stride(0))
     consts = dict(BLOCK=block, S=splits, MAX_SPINS=max_spins, **flags)
+    if tma_stages is None:
+        args = (x2, y2, stats, counters, n_rows, n_cols, x2.stride(0), y2.stride(0))
+    else:
+        c = TMA_ROW_BYTES // x2.element_size()
+        xd = TensorDescriptor.from_tensor(x2.view(-1, c), [block // c, c])
+        yd = TensorDescriptor.from_tensor(y2.view(-1, c), [block // c, c])
+        args = (xd, yd, stats, counters, n_rows, n_cols)
+        consts |= dict(C=c, num_stages=tma_stages)
     if programs is None:
         name, shape = kernel.fn.__name__, (n_rows, n_cols)
         key = (name, str(x2.device), *shape, x2.dtype, block, splits, num_warps, *flags.values())
@@ -1149,27 +1168,21 @@ def _rowsplit_tma(
     chunks prefetched into shared memory (_softmax_rowsplit_tma_kernel). Needs contiguous rows of
     whole 128-byte pieces and n_cols a multiple of block (_tma_split_rows); programs, counters
     and ordering as _rowsplit_pipe."""
-    n_rows, n_cols = x2.shape
-    stats, counters = _exchange_buffers(x2, block, splits)
-    c = TMA_ROW_BYTES // x2.element_size()
-    xd = TensorDescriptor.from_tensor(x2.view(-1, c), [block // c, c])
-    yd = TensorDescriptor.from_tensor(y2.view(-1, c), [block // c, c])
-    args = (xd, yd, stats, counters, n_rows, n_cols)
-    consts = dict(BLOCK=block, C=c, S=splits, STAGES=stages, MAX_SPINS=max_spins)
-    kernel = _softmax_rowsplit_tma_kernel
-    if programs is None:
-        key = (kernel.fn.__name__, str(x2.device), n_rows, n_cols, x2.dtype, block, splits)
-        key += (num_warps, stages, PIPE_MARGIN)
-        if key not in _PIPE_PROGRAMS:
-            consts0 = {**consts, "MODE": 0, "num_stages": stages}
-            items, margin = n_rows * splits, PIPE_MARGIN
-            grid = _pipe_programs(kernel, args, consts0, num_warps, margin, items, x2.device)
-            _PIPE_PROGRAMS[key] = grid
-        programs = _PIPE_PROGRAMS[key]
-    if programs % splits:
-        raise ValueError(f"persistent rowsplit: {programs} programs is not a multiple of {splits}")
-    for mode in (0,) if single_launch else (1, 2):
-        kernel[(programs,)](*args, MODE=mode, num_warps=num_warps, num_stages=stages, **consts)
+    kernel, flags = _softmax_rowsplit_tma_kernel, dict(STAGES=stages)
+    _persistent_rowsplit(
+        x2,
+        y2,
+        kernel,
+        flags,
+        block,
+        splits,
+        num_warps,
+        PIPE_MARGIN,
+        single_launch,
+        programs,
+        max_spins,
+        tma_stages=stages,
+    )
 
 
 def _tma_split_rows(x2: torch.Tensor, y2: torch.Tensor, block: int) -> bool:
