@@ -11,6 +11,8 @@ import re
 from collections.abc import Mapping
 from enum import StrEnum
 
+from profkit.explain.evidence import text as cell_text
+
 
 class Family(StrEnum):
     CUBLAS = "cublas"  # cuBLAS/cuBLASLt, incl. Hopper's nvjet kernels
@@ -142,8 +144,7 @@ def launch_family(row: Mapping, lab: bool = False) -> Family:
     """A lab variant's own kernels are the user's (Triton) code, whatever their names resemble;
     only a library GEMM or cuDNN kernel it calls, or an ATen kernel by its exact name, stays a
     library kernel. A baseline's kernels are library code even when the name is not recognised."""
-    name = row.get("kernel_name")
-    name = name if isinstance(name, str) else ""  # NaN where the report had none
+    name = cell_text(row, "kernel_name") or ""
     fam = family(name)
     lib = (Family.CUBLAS, Family.CUTLASS, Family.CUDNN)
     if lab and fam not in lib and short_name(name, width=200) not in _ATEN_NAMES:

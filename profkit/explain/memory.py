@@ -80,7 +80,7 @@ def at_size_roof(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
     if not num(m, "copy_gbps_same_size") or ctx.matmul_like(m):
         return None
     share = memory_roof(m, ctx.device, ev)
-    if share is None or round(share, 6) < th.NEAR_SAME_SIZE_COPY_PCT:
+    if share is None or round(share, 6) < near_copy_line(m):  # dram_level's line
         return None
     if ctx.siblings and ctx.siblings.faster_same_bytes() is not None:
         return None  # the copy is not the roof: dram_level's sibling finding says why
