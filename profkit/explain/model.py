@@ -71,6 +71,13 @@ class Cause(StrEnum):
     LAUNCH_OVERHEAD = "launch_overhead"
     SHORT_KERNEL = "short_kernel"
     STALL = "stall"  # the dominant warp stall reason (evidence: stall, stall_pct)
+    # the cause catalogue's entries beyond the SOL story (profkit/explain/catalogue.py)
+    REGISTER_SPILLS = "register_spills"  # local-memory traffic from spilled registers
+    ATOMIC_CONTENTION = "atomic_contention"  # global atomics serialized on a few L2 addresses
+    BRANCH_DIVERGENCE = "branch_divergence"  # lanes of a warp taking different branch targets
+    MEMORY_LATENCY = "memory_latency"  # long-scoreboard waits with too few loads in flight
+    L2_REUSE = "l2_reuse"  # the working set is served from L2: DRAM moves less than the model
+    ISSUE_BOUND = "issue_bound"  # the schedulers issue nearly every cycle: too many instructions
     NO_CAUSE_SEEN = "no_cause_seen"
     HOST_BOUND = "host_bound"
     NO_COUNTERS = "no_counters"
@@ -126,6 +133,11 @@ class Action(StrEnum):
     FIX_CORRECTNESS = "fix_correctness"
     OPEN_NCU = "open_ncu"  # a section of Nsight Compute to read
     MATCH_SIBLING = "match_sibling"  # a sibling does the same work faster: see what differs
+    CUT_SPILLS = "cut_spills"  # fewer live values per thread: more warps, smaller blocks
+    PRIVATIZE_ATOMICS = "privatize_atomics"  # per-program/shared partial results, merged once
+    UNIFORM_BRANCHES = "uniform_branches"  # make branch conditions warp-uniform (sort, split)
+    INDEX_LOCALITY = "index_locality"  # a gather: sort or bucket indices, gather wider rows
+    CHEAPER_MATH = "cheaper_math"  # an elementwise compute chain: precision, algebra, fast math
 
 
 @dataclass

@@ -565,6 +565,16 @@ STEPS: dict[Action, str] = {
     Action.CAPTURE_COUNTERS: "capture counters to see what limits it",
     Action.FIX_CORRECTNESS: "fix correctness first",
     Action.OPEN_NCU: "open {section} in Nsight Compute",
+    Action.CUT_SPILLS: "stop the spills: fewer values live per thread (more warps per row, a "
+    "smaller block, or split the row), so registers hold them instead of local memory",
+    Action.PRIVATIZE_ATOMICS: "privatize the atomics: accumulate per program (registers or shared "
+    "memory) and merge once per program, so few updates reach the same L2 address",
+    Action.UNIFORM_BRANCHES: "make branches warp-uniform: sort or bucket the work so a warp's lanes "
+    "take the same path, or compute both sides branch-free",
+    Action.INDEX_LOCALITY: "give the gather locality: sort or bucket the indices, or gather wider "
+    "rows per index, so a warp's reads share sectors",
+    Action.CHEAPER_MATH: "do cheaper math per element: lower precision where accuracy allows, "
+    "fewer operations by algebra, or fast-math intrinsics",
 }
 
 
