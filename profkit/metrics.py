@@ -29,6 +29,8 @@ class Metric:
     # False: the name comes from NVIDIA's documentation but has not yet been seen with a value on
     # the H200 (ncu prints an unknown name as n/a and the run lists it under counters.metrics_na)
     verified: bool = True
+    # "catalogue": evidence the cause catalogue added in session 8 (absent from older captures)
+    group: str = ""
 
 
 METRICS: tuple[Metric, ...] = (
@@ -280,6 +282,186 @@ METRICS: tuple[Metric, ...] = (
         "global store instructions executed (warp level)",
         verified=False,
     ),
+    # --- the cause catalogue's evidence (profkit/explain/catalogue.py); every name below was
+    # seen with values on the H200 in session 8's probe (ncu 2025.3.1), on kernels with the
+    # cause: a one-warp 8192-wide row (spills), a 4-bin histogram (atomics), cuBLAS int8 and
+    # bf16, a random gather (3.3x the ideal sectors) and torch.add (1.0x) ---------------------
+    Metric(
+        "global_ld_bytes_requested",
+        "smsp__sass_data_bytes_mem_global_op_ld.sum",
+        "B",
+        "sum",
+        "bytes global load instructions asked for (all active lanes): ideal sectors = this / 32",
+        group="catalogue",
+    ),
+    Metric(
+        "global_st_bytes_requested",
+        "smsp__sass_data_bytes_mem_global_op_st.sum",
+        "B",
+        "sum",
+        "bytes global store instructions wrote (all active lanes)",
+        group="catalogue",
+    ),
+    Metric(
+        "local_ld_bytes",
+        "l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum",
+        "B",
+        "sum",
+        "local-memory bytes loaded (register spills, local arrays)",
+        group="catalogue",
+    ),
+    Metric(
+        "local_st_bytes",
+        "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum",
+        "B",
+        "sum",
+        "local-memory bytes stored (register spills, local arrays)",
+        group="catalogue",
+    ),
+    Metric(
+        "global_atom_requests",
+        "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum",
+        "requests",
+        "sum",
+        "global atomic requests (with a returned value)",
+        group="catalogue",
+    ),
+    Metric(
+        "global_red_requests",
+        "l1tex__t_requests_pipe_lsu_mem_global_op_red.sum",
+        "requests",
+        "sum",
+        "global reduction requests (atomics without a returned value)",
+        group="catalogue",
+    ),
+    Metric(
+        "l2_atomic_requests",
+        "lts__t_requests_op_atom.sum",
+        "requests",
+        "sum",
+        "atomic requests reaching L2",
+        group="catalogue",
+    ),
+    Metric(
+        "l2_red_requests",
+        "lts__t_requests_op_red.sum",
+        "requests",
+        "sum",
+        "reduction requests reaching L2",
+        group="catalogue",
+    ),
+    Metric(
+        "l2_atomic_busy_max_pct",
+        "lts__d_atomic_input_cycles_active.max.pct_of_peak_sustained_elapsed",
+        "%",
+        "max",
+        "the busiest L2 slice's atomic unit, share of elapsed cycles (contention: max >> avg)",
+        group="catalogue",
+    ),
+    Metric(
+        "l2_atomic_busy_pct",
+        "lts__d_atomic_input_cycles_active.avg.pct_of_peak_sustained_elapsed",
+        "%",
+        "wmean",
+        "L2 atomic units busy, average over slices",
+        group="catalogue",
+    ),
+    Metric(
+        "l2_slice_cycles_max",
+        "lts__cycles_active.max",
+        "cycles",
+        "max",
+        "active cycles of the busiest L2 slice",
+        group="catalogue",
+    ),
+    Metric(
+        "l2_slice_cycles_avg",
+        "lts__cycles_active.avg",
+        "cycles",
+        "max",
+        "active cycles of an average L2 slice",
+        group="catalogue",
+    ),
+    Metric(
+        "branch_targets",
+        "smsp__sass_branch_targets.sum",
+        "targets",
+        "sum",
+        "branch targets taken (warp level)",
+        group="catalogue",
+    ),
+    Metric(
+        "branch_targets_divergent",
+        "smsp__sass_branch_targets_threads_divergent.sum",
+        "targets",
+        "sum",
+        "branch targets where the warp's lanes went different ways",
+        group="catalogue",
+    ),
+    Metric(
+        "threads_per_inst",
+        "smsp__thread_inst_executed_per_inst_executed.ratio",
+        "threads",
+        "wmean",
+        "active lanes per executed instruction (32 = no divergence or masking)",
+        group="catalogue",
+    ),
+    Metric(
+        "issue_active_pct",
+        "smsp__issue_active.avg.pct_of_peak_sustained_active",
+        "%",
+        "wmean",
+        "cycles a scheduler issued an instruction, share of active cycles",
+        group="catalogue",
+    ),
+    Metric(
+        "hmma_inst",
+        "sm__inst_executed_pipe_tensor_op_hmma.sum",
+        "warp inst",
+        "sum",
+        "HMMA instructions (fp16/bf16/tf32 mma.sync; also HFMA2.MMA constant moves)",
+        group="catalogue",
+    ),
+    Metric(
+        "gmma_inst",
+        "sm__inst_executed_pipe_tensor_op_gmma.sum",
+        "warp inst",
+        "sum",
+        "GMMA (wgmma) instructions, sm_90",
+        group="catalogue",
+    ),
+    Metric(
+        "imma_inst",
+        "sm__inst_executed_pipe_tensor_op_imma.sum",
+        "warp inst",
+        "sum",
+        "IMMA (integer mma) instructions",
+        group="catalogue",
+    ),
+    Metric(
+        "tensor_dmma_pct",
+        "sm__pipe_tensor_op_dmma_cycles_active.avg.pct_of_peak_sustained_active",
+        "%",
+        "wmean",
+        "Tensor Core FP64 (DMMA) pipe busy share of active cycles",
+        group="catalogue",
+    ),
+    Metric(
+        "sm_cycles_active_max",
+        "sm__cycles_active.max",
+        "cycles",
+        "max",
+        "active cycles of the busiest SM (imbalance and tails: max >> avg)",
+        group="catalogue",
+    ),
+    Metric(
+        "sm_cycles_active_avg",
+        "sm__cycles_active.avg",
+        "cycles",
+        "max",
+        "active cycles of an average SM",
+        group="catalogue",
+    ),
     *(
         Metric(
             f"stall_{reason}_pct",
@@ -303,6 +485,7 @@ METRICS: tuple[Metric, ...] = (
             "no_instruction",
             "tex_throttle",
             "drain",
+            "sleeping",
         )
     ),
 )

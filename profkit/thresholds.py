@@ -129,10 +129,12 @@ EXTRA_READS_RATIO = 1.25
 # 32-byte sector is thrown away (strided or scattered access). A coalesced stream fetches 1.0x.
 # profkit choice: 2.
 UNCOALESCED_SECTOR_RATIO = 2.0
-# Without a bytes model (a launch of a report): sectors per global load request above this. A warp
-# loading 16 bytes per thread needs 16 sectors (512 B); more means the lanes scatter (NVIDIA's
-# UncoalescedGlobalAccess rule compares against the ideal for the access width). profkit choice.
-UNCOALESCED_SECTORS_PER_REQUEST = 16.0
+# Where the requested bytes were not collected (runs before session 8), sectors are judged against
+# the model's bytes instead, which also counts deliberate re-reads served by L2 and cannot see the
+# access width: F.rms_norm (x read twice, vectorized) read 2.3-3.5x there and was called
+# uncoalesced, a false alarm; the strided copy of the explain suite (lane i reads x[8i]) read 4.5x
+# (profiles/suite_strided-20261130-163645-vm-8ce3). profkit choice: 4, above the re-reads.
+UNCOALESCED_MODEL_RATIO = 4.0
 # Shared-memory bank conflicts at or above this share of the shared wavefronts: at least one access
 # in three replays (NVIDIA's SharedMemoryConflicts rule flags any excess wavefronts; profkit asks
 # for a share that costs time). profkit choice.
@@ -177,3 +179,28 @@ SIBLING_LAUNCH_RATIO = 1.25
 # Two cases' model FLOPs (or model bytes) within this relative tolerance are "the same work": the
 # spec computes both from the shape, so they agree exactly; the tolerance absorbs float rounding.
 SAME_WORK_TOLERANCE = 1e-6
+
+# --- The cause catalogue (profkit/explain/catalogue.py) ----------------------------------------
+# Each was checked on session 8's H200 probe (ncu 2025.3.1), on kernels with and without the cause.
+# Local-memory bytes at or above this share of the L1 traffic to global and local memory: the
+# registers spill. A one-warp Triton kernel holding an 8192-wide fp32 row moved 276 MB local
+# against 134 MB global (0.67); no other kernel of the probe touched local memory. profkit choice.
+SPILL_LOCAL_SHARE = 0.10
+# Global atomics contend when the busiest L2 slice's atomic unit is at least this busy...
+# (a 4-bin histogram: 79.7% on its busiest slice, 0.85% on average)
+ATOMIC_SLICE_BUSY_PCT = 20.0
+# ... and at least this many times an average slice's: the updates pile onto a few addresses.
+# Atomics spread over many addresses keep the slices alike. profkit choice.
+ATOMIC_CONCENTRATION_X = 4.0
+# Divergent branch targets at or above this share of all branch targets: lanes of a warp often
+# take different paths (cuBLAS's bf16 GEMM: 0.07%). NVIDIA's ThreadDivergence rule reads active
+# lanes per instruction instead, which masked tails lower without any divergence. profkit choice.
+DIVERGENT_BRANCH_SHARE = 0.2
+# A scheduler issuing on at least this share of active cycles, with no pipe at PIPE_BUSY_PCT, is
+# bound on instruction issue: ncu SOL's 80% "high throughput" line.
+ISSUE_BOUND_PCT = 80.0
+# Global traffic (sectors fetched through L1) at least this multiple of the model's bytes, with an
+# L2 hit rate at or above L2_REUSE_HIT_PCT: the kernel re-reads a working set that L2 serves.
+# profkit choices.
+L2_REUSE_TRAFFIC_X = 4.0
+L2_REUSE_HIT_PCT = 80.0

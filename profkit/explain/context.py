@@ -7,8 +7,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from profkit import thresholds as th
-from profkit.explain.evidence import num
 from profkit.explain.library import Family
 from profkit.explain.model import Action, Reason, Step
 from profkit.explain.roofs import Device
@@ -28,8 +26,10 @@ class Context:
     siblings: Siblings | None = field(default=None, compare=False)
 
     def matmul_like(self, row: Mapping) -> bool:
-        """A matrix product by its model: FLOPs per byte far above an elementwise op's."""
-        flops, min_bytes = num(row, "flops"), num(row, "bytes")
-        if not flops or not min_bytes:
-            return False
-        return flops / min_bytes >= th.MATMUL_INTENSITY_FLOP_PER_BYTE
+        """A matrix product: it issues MMA instructions, or its model is a matmul's (an MxNxK
+        shape doing 2MNK FLOPs). High FLOPs per byte alone is no matmul: an elementwise FMA
+        chain has it too, and GEMM advice does not fit it."""
+        from profkit.explain.record import LaunchRecord
+
+        rec = LaunchRecord.of(row)
+        return rec.mma_kind is not None or rec.matmul_shaped

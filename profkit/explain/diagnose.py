@@ -12,12 +12,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from profkit import stats
 from profkit import thresholds as th
-from profkit.explain import compute, memory, shape, stalls
+from profkit.explain import catalogue, compute, memory, shape, stalls
+from profkit.explain.catalogue import KernelKind, Outcome, kernel_kind
 from profkit.explain.context import Context, Said
 from profkit.explain.evidence import Evidence, num
 from profkit.explain.library import ELEMENTWISE, GEMM, LIBRARY
 from profkit.explain.model import Action, Bottleneck, Cause, Reason, Step, Unit
+from profkit.explain.record import LaunchRecord
 from profkit.explain.roofs import compute_roof, memory_roof, tensor_pct
 
 
@@ -41,6 +44,8 @@ class Diagnosis:
     steps: list[Step] = field(default_factory=list)
     evidence: Evidence = field(default_factory=Evidence)
     ruled_out: list[dict] = field(default_factory=list)
+    # the catalogue's causes whose evidence this row does not hold (judged neither way)
+    not_measured: list[str] = field(default_factory=list)
 
 
 def diagnose(m: Mapping, ctx: Context) -> Diagnosis | None:
@@ -65,21 +70,48 @@ def diagnose(m: Mapping, ctx: Context) -> Diagnosis | None:
     memory.hierarchy_facts(m, ev)
     compute.pipe_facts(m, ev)
     stalls.stall_facts(m, ev)
+    rec = LaunchRecord.of(m)
+    outcomes = catalogue.evaluate(rec)
+    kernel = kernel_kind(rec, ctx.family in GEMM)
+    ev.put("kernel_kind", str(kernel))
+    # the catalogue's specific causes come before any story told from the SOL lines alone
+    spills, atomics, divergence = (
+        _said(outcomes, c, kernel, ev)
+        for c in (Cause.REGISTER_SPILLS, Cause.ATOMIC_CONTENTION, Cause.BRANCH_DIVERGENCE)
+    )
+    specific = [spills, atomics, divergence]
+    # coalescing against the ideal sectors of the requested bytes where measured; without them,
+    # only a stream's sectors against its model's bytes (sectors per request cannot tell a
+    # vectorized load from a scattered one)
+    if rec.ld_sectors_over_ideal is not None:
+        coalescing = _said(outcomes, Cause.UNCOALESCED, kernel, ev)
+    else:
+        coalescing = memory.uncoalesced(m, ctx, ev)
     found: list[Said | None] = []
     unit: Unit | None = None
     chain = (num(m, "kernel_count") or 1) > 1
     if kind == Bottleneck.MEMORY:
         unit = memory.busy_level(m, ev)
+        # local-memory traffic refutes "reads its input more than once": spills are the re-reads
+        reads = None if spills else memory.extra_reads(m, ctx, ev)
         found += [
-            # a matmul bound on its caches is one whose tiles are too small to reuse data
-            compute.pipe_detail(m, ctx, ev) if ctx.matmul_like(m) else None,
-            memory.chain_traffic(m, ctx, ev) if chain else memory.extra_reads(m, ctx, ev),
-            memory.uncoalesced(m, ctx, ev),
+            *specific,
+            # a matmul bound on its caches is one whose tiles are too small to reuse data; on
+            # DRAM, a matrix-vector product by its model streams its weights: not its pipes
+            compute.pipe_detail(m, ctx, ev)
+            if ctx.matmul_like(m) and (unit != Unit.DRAM or _dense(m))
+            else None,
+            memory.chain_traffic(m, ctx, ev) if chain else reads,
+            coalescing,
             memory.bank_conflicts(m, ctx, ev),
-            memory.cache_bound(m, ctx, ev),
+            _said(outcomes, Cause.L2_REUSE, kernel, ev) or memory.cache_bound(m, ctx, ev),
             memory.dram_level(m, ctx, ev, chain=chain),
             memory.data_in_l2(m, ctx, ev),
         ]
+        if any(s and s[0].cause == Cause.AT_ROOF for s in found):
+            # at the copy roof only fewer bytes help: the other causes stay as facts
+            found = [s if s and s[0].cause == Cause.AT_ROOF else _without(s, _STREAM_STEPS)
+                     for s in found]  # fmt: skip
         # short of the roof, or near it while a sibling streams the same bytes faster
         short = any(s and s[0].cause in _SHORT for s in found)
         specific = any(s and s[1] and s[0].cause != Cause.SIBLING_FASTER for s in found)
@@ -87,9 +119,14 @@ def diagnose(m: Mapping, ctx: Context) -> Diagnosis | None:
             found += _why_short(m, ctx, ev)
     elif kind == Bottleneck.COMPUTE:
         unit = compute.pipe_unit(m, ev)
+        # GEMM steps only for kernels that issue MMAs or have a matmul's shape; any other busy
+        # pipe gets its own kind's remedy (an FP64 elementwise chain is no matrix product)
+        busy = compute.pipe_detail(m, ctx, ev) if kernel == KernelKind.GEMM else None
         found += [
-            compute.pipe_detail(m, ctx, ev),
+            *specific,
+            busy or _pipe_said(outcomes, kernel, ev),
             memory.bank_conflicts(m, ctx, ev),
+            _said(outcomes, Cause.ISSUE_BOUND, kernel, ev),
             stalls.dominant_stall(m, ctx, ev),
         ]
         if not any(found):
@@ -98,22 +135,32 @@ def diagnose(m: Mapping, ctx: Context) -> Diagnosis | None:
         causes = shape.shape_causes(m, ctx, ev)
         if any(not r.detail.get("refuted") for r, _ in causes):  # a refuted grid is no launch bound
             unit = Unit.LAUNCH
+        latency = _said(outcomes, Cause.MEMORY_LATENCY, kernel, ev)
         found += [
+            *specific,
             *causes,
-            memory.chain_traffic(m, ctx, ev) if chain else memory.extra_reads(m, ctx, ev),
-            memory.uncoalesced(m, ctx, ev),
+            memory.chain_traffic(m, ctx, ev)
+            if chain
+            else None
+            if spills
+            else memory.extra_reads(m, ctx, ev),
+            coalescing,
             memory.bank_conflicts(m, ctx, ev),
             compute.pipe_detail(m, ctx, ev) if ctx.matmul_like(m) else None,
-            stalls.dominant_stall(m, ctx, ev),
+            _said(outcomes, Cause.ISSUE_BOUND, kernel, ev),
+            # long-scoreboard waits on an idle memory system: the latency, said once
+            latency or stalls.dominant_stall(m, ctx, ev),
         ]
         if not any(found):
             found.append(_nothing_seen(m))
         found.append(memory.data_in_l2(m, ctx, ev))
     else:  # balanced
         found += [
+            *specific,
             compute.pipe_detail(m, ctx, ev) if ctx.matmul_like(m) else None,
-            memory.uncoalesced(m, ctx, ev),
+            coalescing,
             memory.bank_conflicts(m, ctx, ev),
+            _said(outcomes, Cause.ISSUE_BOUND, kernel, ev),
             stalls.dominant_stall(m, ctx, ev),
         ]
         if not any(found):
@@ -127,9 +174,116 @@ def diagnose(m: Mapping, ctx: Context) -> Diagnosis | None:
         if s and all(s[0].cause != x[0].cause for x in said):
             said.append(s)
     diagnosis = Diagnosis(kind, unit, [r for r, _ in said], evidence=ev)
+    diagnosis.not_measured = catalogue.not_measured(outcomes)
     steps = [step for _, steps in said for step in steps]
     diagnosis.steps, diagnosis.ruled_out = fit_steps(steps, ctx)
+    diagnosis.steps, under = worth_taking(diagnosis.steps, kind, ev, num(m, "device_p50_ms"), ctx)
+    diagnosis.ruled_out += under
     return diagnosis
+
+
+def _dense(m: Mapping) -> bool:
+    """FLOPs per byte of a matrix product, not of a matrix-vector one (M = 16 decode GEMMs)."""
+    flops, min_bytes = num(m, "flops"), num(m, "bytes")
+    return bool(flops and min_bytes) and flops / min_bytes >= th.MATMUL_INTENSITY_FLOP_PER_BYTE
+
+
+def _said(outcomes: list[Outcome], cause: Cause, kernel: KernelKind, ev: Evidence) -> Said | None:
+    """A catalogue cause found on the record, with its evidence and its kind's remedy."""
+    hit = catalogue.found(outcomes, cause)
+    if hit is None:
+        return None
+    for key, value in hit.evidence.items():
+        ev.put(key, value)
+    keys = list(hit.evidence)
+    action = hit.entry.remedy(kernel)
+    detail = {"pipe": str(hit.entry.unit)} if cause == Cause.PIPE_BUSY else {}
+    return Reason(cause, keys, detail), [Step(action, keys, detail)] if action else []
+
+
+def _pipe_said(outcomes: list[Outcome], kernel: KernelKind, ev: Evidence) -> Said | None:
+    """The busiest non-tensor pipe at its peak (each pipe is its own catalogue entry)."""
+    for hit in outcomes:
+        if hit.status == "found" and hit.entry.cause == Cause.PIPE_BUSY:
+            return _said([hit], Cause.PIPE_BUSY, kernel, ev)
+    return _said(outcomes, Cause.TENSOR_BUSY, kernel, ev)
+
+
+# Steps that make the kernel itself faster towards its roof: each is worth taking only where the
+# gap to that roof clears the practical floor (profkit.stats: 2% and 1 us of device time).
+_TUNING = frozenset(
+    {
+        Action.HIDE_LATENCY,
+        Action.BYTES_IN_FLIGHT,
+        Action.MORE_PROGRAMS,
+        Action.WHOLE_WAVES,
+        Action.RAISE_OCCUPANCY,
+        Action.BALANCE_WORK,
+        Action.WIDER_LOADS,
+        Action.ILP,
+        Action.FEWER_BARRIERS,
+        Action.SHARED_PRESSURE,
+        Action.CUDA_GRAPH,
+        Action.COALESCE,
+        Action.PAD_SHARED,
+        Action.FEED_TENSOR,
+        Action.DEEPER_PIPELINE,
+        Action.CUT_INSTRUCTIONS,
+        Action.CHEAPER_MATH,
+        Action.UNIFORM_BRANCHES,
+        Action.CUT_SPILLS,
+        Action.PRIVATIZE_ATOMICS,
+        Action.INDEX_LOCALITY,
+    }
+)
+
+
+def headroom_us(kind: Bottleneck | None, ev: Mapping, ms: float | None) -> float | None:
+    """Device time a case (of `ms` device time) could save by reaching the roof it is judged
+    against: the same-size copy (else the large one) for a stream, the pipe's roof at its clock
+    for compute. None where the case has no timing or no roof."""
+    if kind == Bottleneck.COMPUTE:
+        share = ev.get("pct_of_pipe_roof_pct")
+    else:
+        share = ev.get("pct_of_same_size_copy_pct", ev.get("pct_of_copy_pct"))
+    if not ms or share is None:
+        return None
+    return max(0.0, ms * 1e3 * (1 - min(share, 100.0) / 100))
+
+
+def sibling_gap_us(ctx: Context, ms: float | None) -> float | None:
+    """Device time a sibling doing the same work measurably faster shows can be saved."""
+    found = ctx.siblings and (
+        ctx.siblings.faster_same_bytes() or ctx.siblings.same_flops_not_slower()
+    )
+    if not found or not ms or found[1].ratio <= 1:
+        return None
+    return ms * 1e3 * (1 - 1 / found[1].ratio)
+
+
+def worth_taking(
+    steps: list[Step], kind: Bottleneck | None, ev: Evidence, ms: float | None, ctx: Context
+) -> tuple[list, list]:
+    """Each tuning step states the gain it can bring (to the roof, or to a faster sibling);
+    where that gain is under the practical floor the step is withheld, and the case says that
+    only fewer bytes help."""
+    gains = [g for g in (headroom_us(kind, ev, ms), sibling_gap_us(ctx, ms)) if g is not None]
+    if not gains or not ms:
+        return steps, []
+    gain = max(gains)
+    ev.put("headroom_us", gain)
+    floor = max(stats.PRACTICAL_FLOOR_US, ms * 1e3 * stats.PRACTICAL_FLOOR_PCT / 100)
+    kept, withheld = [], []
+    for step in steps:
+        if step.action not in _TUNING:
+            kept.append(step)
+        elif gain < floor:
+            withheld.append({"action": str(step.action), "why": "under_floor", "gain_us": gain})
+        else:
+            kept.append(Step(step.action, step.because, {**step.detail, "gain_us": gain}))
+    if withheld and not kept:
+        kept.append(Step(Action.FEWER_BYTES, ["headroom_us"], {"under_floor": True}))
+    return kept, withheld
 
 
 _SHORT = (Cause.SHORT_OF_ROOF, Cause.SIBLING_FASTER)
@@ -208,6 +362,10 @@ _CODE_STEPS = frozenset(
         Action.LESS_MATH,
         Action.CUT_INSTRUCTIONS,
         Action.REMOVE_EXTRA_READS,
+        Action.DEEPER_PIPELINE,
+        Action.CUT_SPILLS,
+        Action.PRIVATIZE_ATOMICS,
+        Action.UNIFORM_BRANCHES,
     }
 )
 

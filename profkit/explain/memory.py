@@ -155,30 +155,23 @@ def data_in_l2(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
 
 
 def uncoalesced(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
-    """Global sectors fetched far beyond the bytes used. Against the model's bytes for a stream
-    (a matmul re-reads its tiles from L2 by design, so it is judged per request instead)."""
+    """For rows without the requested bytes (the catalogue judges those against the ideal
+    sectors): a stream's global sectors far beyond its model's bytes. A matmul re-reads its
+    tiles from L2 by design, and sectors per request cannot tell a 128-bit load's ideal 16
+    from scattered lanes, so neither is judged here: "not measured" rather than a guess."""
     ld, st = num(m, "global_ld_sectors"), num(m, "global_st_sectors")
     requests = num(m, "global_ld_requests")
     min_bytes = num(m, "bytes")
-    if ld is None:
+    if ld is None or not min_bytes or ctx.matmul_like(m):
         return None
-    if min_bytes and not ctx.matmul_like(m):
-        sector_bytes = (ld + (st or 0.0)) * SECTOR_BYTES
-        ratio = sector_bytes / min_bytes
-        if ratio < th.UNCOALESCED_SECTOR_RATIO:
-            return None
-        ev.put("global_sector_bytes", sector_bytes)
-        ev.put("bytes", min_bytes)
-        ev.put("sectors_over_model_x", ratio)
-        keys = ["global_sector_bytes", "bytes", "sectors_over_model_x"]
-    else:
-        if not requests:
-            return None
-        per_request = ld / requests
-        if per_request <= th.UNCOALESCED_SECTORS_PER_REQUEST:
-            return None
-        ev.put("sectors_per_request_ratio", per_request)
-        keys = ["sectors_per_request_ratio"]
+    sector_bytes = (ld + (st or 0.0)) * SECTOR_BYTES
+    ratio = sector_bytes / min_bytes
+    if ratio < th.UNCOALESCED_MODEL_RATIO:
+        return None
+    ev.put("global_sector_bytes", sector_bytes)
+    ev.put("bytes", min_bytes)
+    ev.put("sectors_over_model_x", ratio)
+    keys = ["global_sector_bytes", "bytes", "sectors_over_model_x"]
     if requests:
         ev.put("sectors_per_request_ratio", ld / requests)
         keys = list(dict.fromkeys([*keys, "sectors_per_request_ratio"]))

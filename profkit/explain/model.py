@@ -304,6 +304,8 @@ class Finding:
     tally: dict = field(default_factory=dict)  # verdict: {baseline: {outcome: count}}
     nvidia_rules: list[RuleResult] = field(default_factory=list)
     ruled_out: list[dict] = field(default_factory=list)  # steps withheld: {action, why}
+    # catalogue causes this finding could not judge: their counters were not collected
+    not_measured: list[str] = field(default_factory=list)
 
     @property
     def text(self) -> str:
@@ -335,6 +337,7 @@ class Finding:
             "text": self.text,
             "nvidia_rules": [r.to_dict() for r in self.nvidia_rules],
             "ruled_out": list(self.ruled_out),
+            "not_measured": list(self.not_measured),
         }
         if self.launches:
             out["launches"] = [launch.to_dict() for launch in self.launches]

@@ -198,7 +198,57 @@ def reason_text(r: Reason, ev: Mapping) -> str:
             "understate its traffic.",
             ev,
         )
+    if c == Cause.REGISTER_SPILLS:
+        regs = (
+            " at {registers_per_thread} registers per thread"
+            if _has(ev, "registers_per_thread")
+            else ""
+        )
+        return say(
+            "Registers spill" + regs + ": {local_bytes} of local-memory traffic, "
+            "{local_share_pct} of its L1 traffic to global and local memory.",
+            ev,
+        )
+    if c == Cause.ATOMIC_CONTENTION:
+        return say(
+            "{atomic_requests} global atomic requests pile onto a few addresses: the busiest L2 "
+            "slice's atomic unit is busy {l2_atomic_busy_max_pct} of the time against "
+            "{l2_atomic_busy_pct} on average, so the updates serialize there.",
+            ev,
+        )
+    if c == Cause.BRANCH_DIVERGENCE:
+        return say(
+            "{divergent_share_pct} of branch targets diverge ({branch_targets_divergent}): "
+            "lanes of a warp take different paths and run them one after the other.",
+            ev,
+        )
+    if c == Cause.MEMORY_LATENCY:
+        return say(
+            "Warps wait on memory ({stall_long_scoreboard_pct} long-scoreboard, "
+            "{stall_share_pct} of the stalls) while memory runs at only "
+            "{memory_throughput_pct} of its peak: too few loads in flight to cover the latency.",
+            ev,
+        )
+    if c == Cause.L2_REUSE:
+        return say(
+            "It re-reads a working set that L2 serves: {global_sector_bytes} of global traffic "
+            "for the model's {bytes}, at {l2_hit_pct} L2 hits ({dram_bytes_read} from DRAM).",
+            ev,
+        )
+    if c == Cause.ISSUE_BOUND:
+        return say(
+            "The schedulers issue on {issue_active_pct} of active cycles with no pipe at its "
+            "peak: bound on instruction issue.",
+            ev,
+        )
     if c == Cause.UNCOALESCED:
+        if _has(ev, "sectors_over_ideal_x"):
+            return say(
+                "Global loads fetch {global_ld_sectors} sectors where the bytes they ask for "
+                "need {ideal_ld_sectors} ({sectors_over_ideal_x} the ideal): lanes scatter over "
+                "sectors (uncoalesced).",
+                ev,
+            )
         if _has(ev, "sectors_over_model_x"):
             text = say(
                 "Global accesses fetch {global_sector_bytes} in 32-byte sectors, "
@@ -569,8 +619,8 @@ STEPS: dict[Action, str] = {
     "smaller block, or split the row), so registers hold them instead of local memory",
     Action.PRIVATIZE_ATOMICS: "privatize the atomics: accumulate per program (registers or shared "
     "memory) and merge once per program, so few updates reach the same L2 address",
-    Action.UNIFORM_BRANCHES: "make branches warp-uniform: sort or bucket the work so a warp's lanes "
-    "take the same path, or compute both sides branch-free",
+    Action.UNIFORM_BRANCHES: "make branches warp-uniform: sort or bucket the work so a warp's "
+    "lanes take the same path, or compute both sides branch-free",
     Action.INDEX_LOCALITY: "give the gather locality: sort or bucket the indices, or gather wider "
     "rows per index, so a warp's reads share sectors",
     Action.CHEAPER_MATH: "do cheaper math per element: lower precision where accuracy allows, "
@@ -610,8 +660,15 @@ def step_text(step: Step) -> str:
         text = _sibling_step(d)
     elif step.action == Action.OPEN_NCU:
         text = f"open {d.get('section', 'the details page')} in Nsight Compute"
+    elif step.action == Action.FEWER_BYTES and d.get("under_floor"):
+        text = (
+            "nothing left to tune at this size: the gap to the roof is under the practical "
+            "floor, so only fewer bytes (fusing with its neighbours) or fewer launches help"
+        )
     else:
         text = STEPS[step.action]
+    if d.get("gain_us") is not None:
+        text += f" (up to {format_value('_us', d['gain_us'])} to gain)"
     if d.get("where"):
         text = f"at {d['where']} (against {d.get('against')}): {text}"
     return text

@@ -189,10 +189,13 @@ def case_finding(row: Mapping, ctx: Context, tables: _Tables, no_counters: str |
     if len(rows) > 1:
         _chain(f, row, rows, ctx, ev, lab)
     else:
-        diagnosis = diagnose(row, ctx)
+        # the launch's own name tells the catalogue what kind of kernel it is (a gather...)
+        named = {**row, "kernel_name": rows[0].get("kernel_name")} if rows else row
+        diagnosis = diagnose(named, ctx)
         ev.update(diagnosis.evidence)
         f.bottleneck, f.unit = diagnosis.bottleneck, diagnosis.unit
         f.reasons, f.next, f.ruled_out = diagnosis.reasons, diagnosis.steps, diagnosis.ruled_out
+        f.not_measured = diagnosis.not_measured
     ev.put("family", str(ctx.family))
     f.nvidia_rules = rules.case_rules(tables.rules, rows, lab)
     f.evidence = dict(ev)
@@ -240,6 +243,7 @@ def _chain(
             f.bottleneck, f.unit = diagnosis.bottleneck, diagnosis.unit
             f.reasons += diagnosis.reasons
             steps += diagnosis.steps
+            f.not_measured = diagnosis.not_measured
     for check in (chain_traffic, launch_overhead):
         said = check(row, ctx, ev)
         if said:
@@ -323,6 +327,7 @@ def explain_launches(
             reasons=diagnosis.reasons if diagnosis else [],
             next=diagnosis.steps if diagnosis else [],
             nvidia_rules=rules.launch_rules(rule_index, row),
+            not_measured=diagnosis.not_measured if diagnosis else [],
         )
         if launch is not None:
             ev.put("launch", int(launch))

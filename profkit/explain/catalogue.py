@@ -1,0 +1,286 @@
+"""The cause catalogue: one entry per cause, as data. Each names the evidence it needs (fields of
+LaunchRecord), its test, what would refute it, and its remedy by kind of kernel. The engine only
+evaluates entries: a cause whose evidence was not collected is "not measured", never guessed.
+
+Thresholds live in profkit/thresholds.py with their sources; the words for causes and steps live
+in profkit/explain/phrases.py.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from profkit import thresholds as th
+from profkit.explain.model import Action, Cause, Unit
+from profkit.explain.record import LaunchRecord
+
+
+class KernelKind(StrEnum):
+    """What kind of kernel a remedy is for: a GEMM's steps never reach an elementwise chain."""
+
+    GEMM = "gemm"  # issues MMA instructions, or its model is a matrix product's
+    GATHER = "gather"  # data-dependent addresses (index, gather, embedding, scatter kernels)
+    ELEMENTWISE = "elementwise"  # everything else written per element or per row
+    ANY = "*"
+
+
+# data-dependent addressing, by the names library and user kernels give it
+_GATHER_NAME = re.compile(r"index|gather|embedding|scatter", re.IGNORECASE)
+
+
+def kernel_kind(rec: LaunchRecord, gemm_family: bool = False) -> KernelKind:
+    if gemm_family or rec.mma_kind is not None or rec.matmul_shaped:
+        return KernelKind.GEMM
+    if rec.name and _GATHER_NAME.search(rec.name):
+        return KernelKind.GATHER
+    return KernelKind.ELEMENTWISE
+
+
+@dataclass(frozen=True)
+class Entry:
+    cause: Cause
+    unit: Unit | None  # the unit the cause limits, where it names one
+    needs: tuple[str, ...]  # LaunchRecord fields or properties
+    test: Callable[[LaunchRecord], dict | None]  # evidence (key -> number) when the cause holds
+    refuted_by: str  # what an expert would check to refute it
+    remedies: Mapping[KernelKind, Action] = field(default_factory=dict)  # ANY: the default
+
+    def remedy(self, kind: KernelKind) -> Action | None:
+        return self.remedies.get(kind, self.remedies.get(KernelKind.ANY))
+
+
+@dataclass(frozen=True)
+class Outcome:
+    entry: Entry
+    status: str  # "found" | "absent" | "not measured"
+    evidence: dict = field(default_factory=dict)
+    missing: tuple[str, ...] = ()
+
+
+# --- tests: each reads the record only --------------------------------------------------------
+
+
+def _spills(r: LaunchRecord) -> dict | None:
+    share = r.local_share
+    if share is None or share < th.SPILL_LOCAL_SHARE:
+        return None
+    out = {"local_bytes": r.local_bytes, "local_share_pct": share * 100}
+    if r.registers_per_thread is not None:
+        out["registers_per_thread"] = r.registers_per_thread
+    return out
+
+
+def _atomic_contention(r: LaunchRecord) -> dict | None:
+    busy_max, busy = r.l2_atomic_busy_max_pct, r.l2_atomic_busy_pct
+    if not r.atomic_requests or busy_max is None or busy_max < th.ATOMIC_SLICE_BUSY_PCT:
+        return None
+    if busy and busy_max / busy < th.ATOMIC_CONCENTRATION_X:
+        return None  # busy everywhere alike: many addresses, no hot spot
+    out = {
+        "atomic_requests": r.atomic_requests,
+        "l2_atomic_busy_max_pct": busy_max,
+        "l2_atomic_busy_pct": busy,
+    }
+    if r.l2_slice_imbalance is not None:
+        out["l2_slice_imbalance_x"] = r.l2_slice_imbalance
+    return out
+
+
+def _uncoalesced(r: LaunchRecord) -> dict | None:
+    ratio = r.ld_sectors_over_ideal
+    if ratio is None or ratio < th.UNCOALESCED_SECTOR_RATIO:
+        return None
+    return {
+        "global_ld_sectors": r.global_ld_sectors,
+        "ideal_ld_sectors": r.global_ld_bytes_requested / 32,
+        "sectors_over_ideal_x": ratio,
+    }
+
+
+def _divergence(r: LaunchRecord) -> dict | None:
+    share = r.divergent_share
+    if share is None or share < th.DIVERGENT_BRANCH_SHARE:
+        return None
+    out = {
+        "branch_targets_divergent": r.branch_targets_divergent,
+        "divergent_share_pct": share * 100,
+    }
+    if r.threads_per_inst is not None:
+        out["threads_per_inst"] = r.threads_per_inst
+    return out
+
+
+def _issue_bound(r: LaunchRecord) -> dict | None:
+    issue, pipe = r.issue_active_pct, r.busiest_pipe
+    if issue is None or issue < th.ISSUE_BOUND_PCT:
+        return None
+    if pipe is not None and pipe[1] >= th.PIPE_BUSY_PCT:
+        return None  # a busy pipe is the limit: its own entry says which
+    return {"issue_active_pct": issue}
+
+
+def _memory_latency(r: LaunchRecord) -> dict | None:
+    stall = r.dominant_stall
+    if stall is None or stall[0] != "long_scoreboard" or stall[2] < th.DOMINANT_STALL_SHARE:
+        return None
+    if r.memory_pct is None or r.memory_pct >= th.LATENCY_BOUND_PCT:
+        return None  # memory is busy: bandwidth, not latency
+    return {
+        "stall_long_scoreboard_pct": stall[1],
+        "stall_share_pct": stall[2] * 100,
+        "memory_throughput_pct": r.memory_pct,
+    }
+
+
+def _l2_reuse(r: LaunchRecord) -> dict | None:
+    if r.dram_bytes_read is None or not r.model_bytes or r.l2_hit_pct is None:
+        return None
+    if r.global_bytes is None or r.global_bytes < th.L2_REUSE_TRAFFIC_X * r.model_bytes:
+        return None  # the kernel does not re-read its data
+    if r.l2_hit_pct < th.L2_REUSE_HIT_PCT:
+        return None
+    return {
+        "global_sector_bytes": r.global_bytes,
+        "bytes": r.model_bytes,
+        "l2_hit_pct": r.l2_hit_pct,
+        "dram_bytes_read": r.dram_bytes_read,
+    }
+
+
+def _pipe(pipe: str) -> Callable[[LaunchRecord], dict | None]:
+    def test(r: LaunchRecord) -> dict | None:
+        busiest = r.busiest_pipe
+        if busiest is None or busiest[0] != pipe or busiest[1] < th.PIPE_BUSY_PCT:
+            return None
+        return {f"{pipe}_pipe_pct": busiest[1]}
+
+    return test
+
+
+def _tensor(r: LaunchRecord) -> dict | None:
+    if r.mma_kind is None or r.tensor_pct is None or r.tensor_pct < th.TENSOR_BUSY_PCT:
+        return None
+    return {"tensor_any_pct": r.tensor_pct, "mma_kind": r.mma_kind}
+
+
+_BUSY_PIPE = "the pipe's busy share under 80% of its peak, or another pipe busier"
+
+CATALOGUE: tuple[Entry, ...] = (
+    Entry(
+        Cause.REGISTER_SPILLS,
+        Unit.L1,
+        ("local_ld_bytes", "local_st_bytes", "global_ld_sectors"),
+        _spills,
+        "local-memory bytes near zero (l1tex__t_bytes_pipe_lsu_mem_local_op_ld/st)",
+        {KernelKind.ANY: Action.CUT_SPILLS},
+    ),
+    Entry(
+        Cause.ATOMIC_CONTENTION,
+        Unit.L2,
+        ("global_atom_requests", "l2_atomic_busy_max_pct", "l2_atomic_busy_pct"),
+        _atomic_contention,
+        "L2 atomic units busy alike on every slice (max about avg): atomics spread over many "
+        "addresses do not contend",
+        {KernelKind.ANY: Action.PRIVATIZE_ATOMICS},
+    ),
+    Entry(
+        Cause.UNCOALESCED,
+        None,
+        ("global_ld_sectors", "global_ld_bytes_requested"),
+        _uncoalesced,
+        "sectors fetched about equal to the requested bytes / 32 (vectorized 128-bit loads "
+        "fetch exactly 16 sectors per request)",
+        {KernelKind.GATHER: Action.INDEX_LOCALITY, KernelKind.ANY: Action.COALESCE},
+    ),
+    Entry(
+        Cause.BRANCH_DIVERGENCE,
+        None,
+        ("branch_targets", "branch_targets_divergent"),
+        _divergence,
+        "few divergent branch targets; masked tails lower active lanes without divergence",
+        {KernelKind.ANY: Action.UNIFORM_BRANCHES},
+    ),
+    Entry(
+        Cause.MEMORY_LATENCY,
+        None,
+        ("memory_pct",),
+        _memory_latency,
+        "memory throughput high (bandwidth, not latency), or another stall dominant",
+        {KernelKind.ANY: Action.HIDE_LATENCY, KernelKind.GEMM: Action.DEEPER_PIPELINE},
+    ),
+    Entry(
+        Cause.L2_REUSE,
+        Unit.L2,
+        ("global_ld_sectors", "l2_hit_pct", "dram_bytes_read"),
+        _l2_reuse,
+        "global traffic near the model's bytes (no re-reads), or a low L2 hit rate",
+        {KernelKind.ANY: Action.FEWER_BYTES},
+    ),
+    Entry(
+        Cause.TENSOR_BUSY,
+        Unit.TENSOR,
+        ("tensor_pct",),
+        _tensor,
+        "no MMA instructions (HFMA2.MMA constant moves only), or the pipe under 80%",
+        {KernelKind.ANY: Action.LESS_MATH},
+    ),
+    *(
+        Entry(
+            Cause.PIPE_BUSY,
+            unit,
+            (col,),
+            _pipe(pipe),
+            _BUSY_PIPE,
+            # elementwise math: cheaper math per element; integer/issue work: fewer instructions
+            {
+                KernelKind.ANY: Action.CHEAPER_MATH
+                if pipe in ("fma", "fp64", "xu")
+                else Action.CUT_INSTRUCTIONS
+            },
+        )
+        for pipe, unit, col in (
+            ("fma", Unit.FMA, "fma_pipe_pct"),
+            ("fp64", Unit.FP64, "fp64_pipe_pct"),
+            ("alu", Unit.ALU, "alu_pipe_pct"),
+            ("xu", Unit.XU, "xu_pipe_pct"),
+            ("lsu", Unit.LSU, "lsu_pipe_pct"),
+        )
+    ),
+    Entry(
+        Cause.ISSUE_BOUND,
+        None,
+        ("issue_active_pct",),
+        _issue_bound,
+        "the schedulers idle a fair share of cycles, or one pipe at its peak",
+        {KernelKind.ANY: Action.CUT_INSTRUCTIONS},
+    ),
+)
+
+
+def _measured(rec: LaunchRecord, needs: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(n for n in needs if getattr(rec, n) is None)
+
+
+def evaluate(rec: LaunchRecord) -> list[Outcome]:
+    """Every entry's outcome on one record, in catalogue order."""
+    out = []
+    for entry in CATALOGUE:
+        missing = _measured(rec, entry.needs)
+        if missing:
+            out.append(Outcome(entry, "not measured", missing=missing))
+            continue
+        evidence = entry.test(rec)
+        out.append(Outcome(entry, "found" if evidence else "absent", evidence or {}))
+    return out
+
+
+def not_measured(outcomes: list[Outcome]) -> list[str]:
+    """The causes that could not be judged, once each (pipes share one cause)."""
+    return list(dict.fromkeys(str(o.entry.cause) for o in outcomes if o.status == "not measured"))
+
+
+def found(outcomes: list[Outcome], cause: Cause) -> Outcome | None:
+    return next((o for o in outcomes if o.status == "found" and o.entry.cause == cause), None)

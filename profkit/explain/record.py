@@ -1,0 +1,261 @@
+"""One typed record per launch (or per case), built once from a stored row: the counters the cause
+catalogue reads, under names that say what they are, and the quantities derived from them
+(sectors fetched against the ideal, local-memory bytes, pipe shares, L2 slice imbalance).
+
+Every cause in profkit/explain/catalogue.py is a predicate on this record; none reads a raw row by
+metric-name strings. A field is None when its counter was not collected (an older run, a report
+captured with other sections): the catalogue then says "not measured", never guesses.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+
+from profkit import thresholds as th
+from profkit.explain.evidence import num, text
+
+SECTOR_BYTES = 32
+
+# record field -> stored column (the same name unless listed)
+_COLUMNS = {
+    "dram_pct": "dram_throughput_pct",
+    "memory_pct": "memory_throughput_pct",
+    "sm_pct": "sm_throughput_pct",
+    "l1_pct": "l1_throughput_pct",
+    "l2_pct": "l2_throughput_pct",
+    "duration_ms": "ncu_duration_ms",
+    "model_bytes": "bytes",
+    "model_flops": "flops",
+    "tensor_pct": "tensor_any_pct",
+}
+
+
+@dataclass(frozen=True)
+class LaunchRecord:
+    # --- what ran, and its model -----------------------------------------------------------------
+    name: str | None = None
+    shape: str | None = None
+    dtype: str | None = None
+    kernel_count: float | None = None
+    duration_ms: float | None = None  # ncu's
+    device_p50_ms: float | None = None  # the timing pass's
+    model_bytes: float | None = None
+    model_flops: float | None = None
+    # --- speed of light ---------------------------------------------------------------------------
+    dram_pct: float | None = None
+    memory_pct: float | None = None
+    sm_pct: float | None = None
+    l1_pct: float | None = None
+    l2_pct: float | None = None
+    l2_hit_pct: float | None = None
+    dram_bytes_read: float | None = None
+    dram_bytes_write: float | None = None
+    # --- pipes ------------------------------------------------------------------------------------
+    tensor_pct: float | None = None
+    tensor_pipe_pct: float | None = None  # HMMA/HGMMA only
+    tensor_imma_pct: float | None = None
+    tensor_dmma_pct: float | None = None
+    fma_pipe_pct: float | None = None
+    alu_pipe_pct: float | None = None
+    xu_pipe_pct: float | None = None
+    lsu_pipe_pct: float | None = None
+    fp64_pipe_pct: float | None = None
+    hmma_inst: float | None = None
+    gmma_inst: float | None = None
+    imma_inst: float | None = None
+    issue_active_pct: float | None = None
+    inst_executed: float | None = None
+    # --- global and local memory ------------------------------------------------------------------
+    global_ld_sectors: float | None = None
+    global_ld_requests: float | None = None
+    global_st_sectors: float | None = None
+    global_ld_bytes_requested: float | None = None
+    global_st_bytes_requested: float | None = None
+    local_ld_bytes: float | None = None
+    local_st_bytes: float | None = None
+    shared_bank_conflicts: float | None = None
+    shared_wavefronts: float | None = None
+    # --- atomics ----------------------------------------------------------------------------------
+    global_atom_requests: float | None = None
+    global_red_requests: float | None = None
+    l2_atomic_requests: float | None = None
+    l2_red_requests: float | None = None
+    l2_atomic_busy_max_pct: float | None = None
+    l2_atomic_busy_pct: float | None = None
+    l2_slice_cycles_max: float | None = None
+    l2_slice_cycles_avg: float | None = None
+    # --- control flow -----------------------------------------------------------------------------
+    branch_targets: float | None = None
+    branch_targets_divergent: float | None = None
+    threads_per_inst: float | None = None
+    # --- launch shape -----------------------------------------------------------------------------
+    grid_size: float | None = None
+    block_size: float | None = None
+    registers_per_thread: float | None = None
+    waves_per_sm: float | None = None
+    achieved_occupancy_pct: float | None = None
+    theoretical_occupancy_pct: float | None = None
+    sm_cycles_active_max: float | None = None
+    sm_cycles_active_avg: float | None = None
+    # --- stalls: reason -> share of active warps' cycles --------------------------------------
+    stalls: Mapping[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, row: Mapping) -> LaunchRecord:
+        values: dict = {}
+        for f in fields(cls):
+            if f.name in ("name", "shape", "dtype"):
+                continue
+            if f.name == "stalls":
+                continue
+            values[f.name] = num(row, _COLUMNS.get(f.name, f.name))
+        if values["tensor_pct"] is None:  # older runs captured the HMMA pipe only
+            values["tensor_pct"] = values["tensor_pipe_pct"]
+        stalls = {}
+        for key in row:
+            match = re.fullmatch(r"stall_(\w+)_pct", str(key))
+            value = num(row, key) if match else None
+            if match and value is not None:
+                stalls[match.group(1)] = value
+        return cls(
+            name=text(row, "kernel_name") or text(row, "name"),
+            shape=text(row, "shape"),
+            dtype=text(row, "dtype"),
+            stalls=stalls,
+            **values,
+        )
+
+    def has(self, *names: str) -> bool:
+        """Were these fields (or derived quantities) measured?"""
+        return all(getattr(self, n) is not None for n in names)
+
+    # --- derived quantities, each from the fields above only -----------------------------------
+
+    @property
+    def ld_sectors_over_ideal(self) -> float | None:
+        """Global-load sectors fetched over the fewest that the requested bytes need (1.0 is
+        perfect: vectorized 128-bit loads fetch exactly their 16 sectors per request)."""
+        if self.global_ld_sectors is None or not self.global_ld_bytes_requested:
+            return None
+        ideal = self.global_ld_bytes_requested / SECTOR_BYTES
+        return self.global_ld_sectors / ideal if ideal else None
+
+    @property
+    def sectors_per_request(self) -> float | None:
+        if self.global_ld_sectors is None or not self.global_ld_requests:
+            return None
+        return self.global_ld_sectors / self.global_ld_requests
+
+    @property
+    def local_bytes(self) -> float | None:
+        if self.local_ld_bytes is None and self.local_st_bytes is None:
+            return None
+        return (self.local_ld_bytes or 0.0) + (self.local_st_bytes or 0.0)
+
+    @property
+    def global_bytes(self) -> float | None:
+        """Bytes global loads and stores fetched or wrote through L1 (sector granularity)."""
+        if self.global_ld_sectors is None:
+            return None
+        return (self.global_ld_sectors + (self.global_st_sectors or 0.0)) * SECTOR_BYTES
+
+    @property
+    def local_share(self) -> float | None:
+        """Local-memory bytes as a share of all L1 traffic to and from global and local memory."""
+        local, glob = self.local_bytes, self.global_bytes
+        if local is None or glob is None or local + glob <= 0:
+            return None
+        return local / (local + glob)
+
+    @property
+    def atomic_requests(self) -> float | None:
+        if self.global_atom_requests is None and self.global_red_requests is None:
+            return None
+        return (self.global_atom_requests or 0.0) + (self.global_red_requests or 0.0)
+
+    @property
+    def l2_slice_imbalance(self) -> float | None:
+        """The busiest L2 slice's active cycles over an average slice's (1.0 is even)."""
+        if not self.l2_slice_cycles_avg or self.l2_slice_cycles_max is None:
+            return None
+        return self.l2_slice_cycles_max / self.l2_slice_cycles_avg
+
+    @property
+    def sm_imbalance(self) -> float | None:
+        if not self.sm_cycles_active_avg or self.sm_cycles_active_max is None:
+            return None
+        return self.sm_cycles_active_max / self.sm_cycles_active_avg
+
+    @property
+    def divergent_share(self) -> float | None:
+        if self.branch_targets_divergent is None or not self.branch_targets:
+            return None
+        return self.branch_targets_divergent / self.branch_targets
+
+    @property
+    def mma_kind(self) -> str | None:
+        """Which Tensor Core instructions the launch issues: imma, dmma, hmma (mma.sync or
+        wgmma) or None; from instruction counts where captured, else from the pipes' busy
+        shares. HMMA counts ptxas's HFMA2.MMA constant moves too, so HMMA counts only when the
+        tensor pipe out-works the FMA pipe (explain.roofs.on_tensor_cores's rule)."""
+        if self.imma_inst or (self.tensor_imma_pct or 0) >= 1.0:
+            return "imma"
+        if (self.tensor_dmma_pct or 0) >= 1.0:
+            return "dmma"
+        if self.gmma_inst:
+            return "hmma"
+        # from the busy share alone: only a pipe busy beyond constant moves' few percent
+        tensor = self.tensor_pct
+        if (
+            tensor is not None
+            and tensor >= th.TENSOR_IDLE_PCT
+            and tensor >= (self.fma_pipe_pct or 0.0)
+        ):
+            return "hmma"
+        return None
+
+    @property
+    def pipes(self) -> dict[str, float]:
+        """Busy share per SM pipe, the captured ones only (unit name -> percent)."""
+        out = {
+            "tensor": self.tensor_pct,
+            "fma": self.fma_pipe_pct,
+            "alu": self.alu_pipe_pct,
+            "xu": self.xu_pipe_pct,
+            "lsu": self.lsu_pipe_pct,
+            "fp64": self.fp64_pipe_pct,
+        }
+        if self.mma_kind is None:  # constant moves on the tensor pipe are not its work
+            out.pop("tensor")
+        return {k: v for k, v in out.items() if v is not None}
+
+    @property
+    def busiest_pipe(self) -> tuple[str, float] | None:
+        pipes = self.pipes
+        return max(pipes.items(), key=lambda kv: kv[1]) if pipes else None
+
+    @property
+    def dominant_stall(self) -> tuple[str, float, float] | None:
+        """(reason, percent, share of the summed stalls), 'not selected' and 'selected' left out:
+        a warp not selected had an eligible peer, and a selected one issued."""
+        stalls = {r: v for r, v in self.stalls.items() if r not in ("not_selected", "selected")}
+        total = sum(stalls.values())
+        if not stalls or total <= 0:
+            return None
+        reason, value = max(stalls.items(), key=lambda kv: kv[1])
+        return reason, value, value / total
+
+    @property
+    def matmul_shaped(self) -> bool:
+        """The model is a matrix product's: an MxNxK (or batched) shape whose FLOPs are 2MNK."""
+        if not self.shape or not self.model_flops:
+            return False
+        dims = [int(d) for d in re.findall(r"\d+", self.shape)]
+        if len(dims) < 3:
+            return False
+        product = 1
+        for d in dims:
+            product *= d
+        return abs(self.model_flops - 2 * product) <= 1e-6 * self.model_flops

@@ -1,0 +1,123 @@
+"""The cause catalogue on a real H200 capture: session 8's probe (tests/fixtures/causes_probe.py
+under ncu 2025.3.1 with profkit's metric set; one row per NVTX range and kernel), whose kernels
+each carry a known cause or none."""
+
+from __future__ import annotations
+
+import csv
+import lzma
+from pathlib import Path
+
+import pytest
+
+from profkit.explain import catalogue
+from profkit.explain.catalogue import KernelKind, kernel_kind
+from profkit.explain.model import Action, Cause
+from profkit.explain.record import LaunchRecord
+from profkit.metrics import METRICS
+
+FIXTURE = Path(__file__).parent / "fixtures" / "causes_probe.csv.xz"
+
+
+def _rows() -> dict[tuple[str, str], dict]:
+    by_name = {m.ncu: m for m in METRICS}
+    out = {}
+    with lzma.open(FIXTURE, "rt") as fh:
+        for raw in csv.DictReader(fh):
+            row = {
+                by_name[k].column: float(v) * by_name[k].scale
+                for k, v in raw.items()
+                if k in by_name and v not in ("", "n/a")
+            }
+            row["kernel_name"] = raw["Kernel Name"]
+            out[(raw["range"], raw["Kernel Name"].split("<")[0].split("(")[0])] = row
+    return out
+
+
+ROWS = _rows()
+
+
+def record(rng: str, name: str | None = None) -> LaunchRecord:
+    found = [row for (r, k), row in ROWS.items() if r == rng and (name is None or name in k)]
+    assert len(found) == 1, (rng, name, [k for k in ROWS if k[0] == rng])
+    return LaunchRecord.of(found[0])
+
+
+def found(rec: LaunchRecord) -> set[Cause]:
+    return {o.entry.cause for o in catalogue.evaluate(rec) if o.status == "found"}
+
+
+def test_spills_are_local_memory_traffic() -> None:
+    spill = record("p.spill")
+    assert Cause.REGISTER_SPILLS in found(spill)
+    assert spill.local_share > 0.5
+    for rng in ("p.add", "p.hist4", "p.gather", "p.softmax"):
+        assert Cause.REGISTER_SPILLS not in found(record(rng)), rng
+
+
+def test_contended_atomics_and_their_spread_twin() -> None:
+    hot, spread = record("p.hist4"), record("p.histwide")
+    assert Cause.ATOMIC_CONTENTION in found(hot)
+    # a million bins keep every L2 slice's atomic unit alike busy: no hot spot
+    assert spread.atomic_requests and Cause.ATOMIC_CONTENTION not in found(spread)
+    assert (
+        catalogue.found(catalogue.evaluate(hot), Cause.ATOMIC_CONTENTION).entry.remedy(
+            kernel_kind(hot)
+        )
+        == Action.PRIVATIZE_ATOMICS
+    )
+
+
+@pytest.mark.parametrize("rng", ["p.add", "p.softmax", "p.exp", "p.dfma"])
+def test_vectorized_loads_are_not_uncoalesced(rng: str) -> None:
+    # 128-bit loads fetch 16 sectors per request: ideal, whatever a per-request rule says
+    rec = record(rng)
+    assert rec.ld_sectors_over_ideal == pytest.approx(1.0, abs=0.05)
+    assert Cause.UNCOALESCED not in found(rec)
+
+
+def test_a_gather_is_uncoalesced_and_its_remedy_is_index_locality() -> None:
+    gather = record("p.gather")
+    assert kernel_kind(gather) == KernelKind.GATHER
+    hit = catalogue.found(catalogue.evaluate(gather), Cause.UNCOALESCED)
+    assert hit is not None and hit.evidence["sectors_over_ideal_x"] > 3
+    assert hit.entry.remedy(KernelKind.GATHER) == Action.INDEX_LOCALITY
+    # a strided transpose is uncoalesced too, but its remedy is the layout
+    transpose = record("p.transpose")
+    assert kernel_kind(transpose) == KernelKind.ELEMENTWISE
+    assert Cause.UNCOALESCED in found(transpose)
+
+
+def test_the_tensor_pipe_kind_comes_from_the_instructions() -> None:
+    assert record("p.imma", "cutlass").mma_kind == "imma"
+    assert record("p.hmma").mma_kind == "hmma"
+    for rng in ("p.add", "p.softmax", "p.spill", "p.diverge"):
+        assert record(rng).mma_kind is None, rng
+    assert kernel_kind(record("p.hmma")) == KernelKind.GEMM
+    assert kernel_kind(record("p.exp")) == KernelKind.ELEMENTWISE
+
+
+def test_a_row_without_the_counters_is_not_measured_never_guessed() -> None:
+    bare = LaunchRecord.of({"dram_throughput_pct": 50.0, "sm_throughput_pct": 20.0})
+    outcomes = catalogue.evaluate(bare)
+    assert not [o for o in outcomes if o.status == "found"]
+    missing = catalogue.not_measured(outcomes)
+    for cause in ("register_spills", "atomic_contention", "uncoalesced", "branch_divergence"):
+        assert cause in missing
+
+
+def test_every_entry_says_what_refutes_it_and_has_a_remedy() -> None:
+    for entry in catalogue.CATALOGUE:
+        assert entry.needs and entry.refuted_by
+        assert entry.remedy(KernelKind.ELEMENTWISE) is not None
+        for name in entry.needs:
+            assert hasattr(LaunchRecord(), name), name
+
+
+def test_an_fp64_elementwise_chain_gets_cheaper_math_not_gemm_advice() -> None:
+    chain = LaunchRecord.of({"fp64_pipe_pct": 99.0, "fma_pipe_pct": 2.0, "shape": "16777216",
+                             "flops": 2.0 * 64 * 16777216, "bytes": 16.0 * 16777216})  # fmt: skip
+    assert kernel_kind(chain) == KernelKind.ELEMENTWISE
+    hit = catalogue.found(catalogue.evaluate(chain), Cause.PIPE_BUSY)
+    assert hit is not None and str(hit.entry.unit) == "fp64"
+    assert hit.entry.remedy(KernelKind.ELEMENTWISE) == Action.CHEAPER_MATH
