@@ -98,8 +98,11 @@ def cache_bound(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
     ev.put("dram_throughput_pct", dram)
     unit, col = _cache_level(m, ev)
     keys = [col or "memory_throughput_pct", "dram_throughput_pct"]
+    # bound on a cache's own bandwidth (its share of its peak): the data crosses that level
+    # more often than the work needs, so keeping it on chip (registers, shared-memory tiles)
+    # or moving fewer bytes is the step; launch tuning would not lift that level's roof
     return Reason(Cause.CACHE_BOUND, keys, {"level": str(unit) if unit else "cache"}), [
-        Step(Action.OPEN_NCU, keys, {"section": "MemoryWorkloadAnalysis"})
+        Step(Action.FEWER_BYTES, keys, {"level": str(unit) if unit else "cache"})
     ]
 
 
