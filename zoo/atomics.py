@@ -1,4 +1,4 @@
-"""Pathology zoo, atomics: a histogram of 2^23 values into 4 bins, contended and privatized.
+"""Pathology zoo, atomics: a histogram of 2^22 values into 4 bins, contended and privatized.
 
 The histogram accumulates into `out` (zeros from make_inputs), as a counting kernel does into a
 zeroed buffer: the check sees the first call; later timed calls keep adding, which costs the same.
@@ -62,14 +62,15 @@ ZOO_ATOMICS = KernelSpec(
     name="zoo_atomics",
     description="zoo: a 4-bin histogram, one global atomic per element, and privatized",
     variants=(
-        Variant("contended", contended, description="Triton, 2^23 atomics on 4 addresses"),
+        Variant("contended", contended, description="Triton, 2^22 atomics on 4 addresses"),
         Variant("privatized", privatized, description="Triton, per-program counts, 4 atomics"),
     ),
     make_inputs=hist_inputs,
     reference=hist_reference,
     dtypes=("float32",),
-    # 2^23 values (32 MB): ~2M atomics per address contended (about 1 ms); privatized ~10 us
-    shapes=((1 << 23,),),
+    # 2^22 values (16 MB): 4M atomics on 4 addresses of one sector, one L2 slice serializing
+    # them (about 1-3 ms, if ~1-4 per clock); privatized: 4096 atomics, a ~5 us read
+    shapes=((1 << 22,),),
     tolerances={"float32": (0.0, 0.0)},
     bytes_moved=lambda s, size: s[0] * size + BINS * 4,
     flops=lambda s: 0,

@@ -7,14 +7,14 @@
 # Then copy $OUT/profiles/* to tests/data/zoo/ and commit: tests/test_zoo.py checks explain against
 # zoo/EXPECTED on them. One capture per spec (22, ~15-20 s each: about 6 minutes in all); a spec
 # that fails or hangs (a per-spec timeout) is logged and the others go on. ZOO_ONLY="zoo_fma
-# zoo_xu" captures only those; ZOO_BUDGET_S (default 400) stops starting new captures past that
+# zoo_xu" captures only those; ZOO_BUDGET_S (default 380) stops starting new captures past that
 # many seconds, naming the ones left, so the call returns with what it has.
 set -uo pipefail
 OUT=${OUT:?set OUT to a folder for the results}
 mkdir -p "$OUT/profiles"
 export PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH}  # keep what the caller put there (wheels)
 unset TRITON_INTERPRET
-BUDGET=${ZOO_BUDGET_S:-400}
+BUDGET=${ZOO_BUDGET_S:-380}
 # spec:module, the power-hungry GEMMs last (a hot GPU must not throttle the cases after them)
 ALL="zoo_stream:memory zoo_l2_bound:memory zoo_l2_reuse:memory zoo_l1_bound:memory
 zoo_latency:memory zoo_strided:memory zoo_gather:memory zoo_spills:memory zoo_atomics:atomics
