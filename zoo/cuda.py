@@ -34,10 +34,10 @@ extern "C" __global__ void zoo_transpose_COLS(const float* x, float* y, int n) {
     __shared__ float tile[32][COLS];
     int bx = blockIdx.x * 32, by = blockIdx.y * 32;
     for (int r = threadIdx.y; r < 32; r += blockDim.y)      // coalesced row-wise read into smem
-        tile[r][threadIdx.x] = x[(size_t)(by + r) * n + bx + threadIdx.x];
+        tile[r][threadIdx.x] = x[(long long)(by + r) * n + bx + threadIdx.x];
     __syncthreads();
     for (int r = threadIdx.y; r < 32; r += blockDim.y)      // column-wise out of smem: with 32
-        y[(size_t)(bx + r) * n + by + threadIdx.x] = tile[threadIdx.x][r];  // columns a warp's
+        y[(long long)(bx + r) * n + by + threadIdx.x] = tile[threadIdx.x][r];  // columns a warp's
 }                                                           // 32 lanes share one bank; 33 spread
 """
 
