@@ -20,7 +20,16 @@ from typing import Any
 from profkit.errors import ProfkitError
 
 Shape = tuple[int, ...]
-DTYPE_ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "float8_e4m3fn": 1}
+DTYPE_ITEMSIZE = {
+    "float16": 2,
+    "bfloat16": 2,
+    "float32": 4,
+    "float64": 8,
+    "float8_e4m3fn": 1,
+    # integer kernels (the zoo's int8 GEMM, hashes, pointer chases): outputs checked exactly
+    "int8": 1,
+    "int32": 4,
+}
 DTYPE_ALIASES = {
     "fp16": "float16",
     "half": "float16",
