@@ -57,7 +57,8 @@ ZOO_TAIL = KernelSpec(
     # a tile is 32768 x 1024 FMA = 256 K cycles of one SM's FMA pipe, ~130 us: 132 tiles take one
     # wave, 133 take two (~265 us, the second on 1 SM)
     shapes=((133, 1024), (132, 1024)),
-    tolerances={"float32": (1e-5, 1e-5)},
+    # 1024 dependent fp32 FMAs round 1024 times: 3.8e-5 from the float64 reference on the H200
+    tolerances={"float32": (1e-4, 1e-4)},
     bytes_moved=lambda s, size: 2 * s[0] * TILE * size,
     flops=lambda s: 2 * s[0] * TILE * s[1],
     interpret_shapes=((2, 3), (1, 5)),

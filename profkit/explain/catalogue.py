@@ -136,17 +136,14 @@ def _memory_latency(r: LaunchRecord) -> dict | None:
 
 
 def _l2_reuse(r: LaunchRecord) -> dict | None:
-    if r.dram_bytes_read is None or not r.model_bytes or r.l2_hit_pct is None:
-        return None
-    if r.global_bytes is None or r.global_bytes < th.L2_REUSE_TRAFFIC_X * r.model_bytes:
-        return None  # the kernel does not re-read its data
-    if r.l2_hit_pct < th.L2_REUSE_HIT_PCT:
-        return None
+    asked, dram = r.global_ld_bytes_requested, r.dram_bytes_read
+    if not asked or not dram or asked < th.L2_REUSE_ASKED_X * dram:
+        return None  # the loads ask for about what DRAM delivers: no re-reads
     return {
-        "global_sector_bytes": r.global_bytes,
-        "bytes": r.model_bytes,
-        "l2_hit_pct": r.l2_hit_pct,
-        "dram_bytes_read": r.dram_bytes_read,
+        "global_ld_bytes_requested": asked,
+        "dram_bytes_read": dram,
+        "asked_over_dram_x": asked / dram,
+        **({"l2_hit_pct": r.l2_hit_pct} if r.l2_hit_pct is not None else {}),
     }
 
 
@@ -214,10 +211,11 @@ CATALOGUE: tuple[Entry, ...] = (
     Entry(
         Cause.L2_REUSE,
         Unit.L2,
-        ("global_ld_sectors", "l2_hit_pct", "dram_bytes_read"),
+        ("global_ld_bytes_requested", "dram_bytes_read"),
         _l2_reuse,
-        "global traffic near the model's bytes (no re-reads), or a low L2 hit rate",
-        {KernelKind.ANY: Action.FEWER_BYTES},
+        "the loads ask for about the bytes DRAM delivers: nothing is re-read from L2",
+        # an elementwise or row kernel keeps the data on chip; a GEMM takes larger tiles
+        {KernelKind.ANY: Action.FEWER_BYTES, KernelKind.GEMM: Action.FEED_TENSOR},
     ),
     Entry(
         Cause.TENSOR_BUSY,

@@ -85,6 +85,14 @@ def at_size_roof(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
     if ctx.siblings and ctx.siblings.faster_same_bytes() is not None:
         return None  # the copy is not the roof: dram_level's sibling finding says why
     keys = [k for k in ("pct_of_same_size_copy_pct", "pct_of_copy_pct") if k in ev]
+    duration = num(m, "ncu_duration_ms")
+    if duration is not None and duration < th.SHORT_KERNEL_MS:
+        # a kernel this short is as fast as a copy because both are a launch: the launch is the
+        # cost, and graphs or fusing it with its neighbours remove it, not fewer bytes
+        ev.put("ncu_duration_ms", duration)
+        return Reason(Cause.AT_SIZE_ROOF, [*keys, "ncu_duration_ms"], {"launch": True}), [
+            Step(Action.CUDA_GRAPH, ["ncu_duration_ms"])
+        ]
     return Reason(Cause.AT_SIZE_ROOF, keys), [Step(Action.FEWER_BYTES, keys)]
 
 

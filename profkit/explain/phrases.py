@@ -82,6 +82,12 @@ def reason_text(r: Reason, ev: Mapping) -> str:
             "reaches: only moving fewer bytes helps.",
             ev,
         )
+    if c == Cause.AT_SIZE_ROOF and d.get("launch"):
+        return say(
+            "At {pct_of_same_size_copy_pct} of a same-size device copy, in {ncu_duration_ms}: "
+            "at this size a copy is a launch too, so the cost is the launch, not the bytes.",
+            ev,
+        )
     if c == Cause.AT_SIZE_ROOF:
         large = (
             " ({pct_of_copy_pct} of the large copy's rate)" if _has(ev, "pct_of_copy_pct") else ""
