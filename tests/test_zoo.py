@@ -166,7 +166,8 @@ def problems(e: dict, found: tuple) -> list[str]:
     for f in cases:
         named = {str(r.cause) for r in f.reasons}
         steps = [str(s.action) for s in f.next]
-        said = f"{f.subject}: {f.text} | next: {steps}"
+        unjudged = getattr(f, "not_measured", [])  # causes whose counters were not collected
+        said = f"{f.subject}: {f.text} | next: {steps} | not measured: {unjudged or 'none'}"
         if e.get("host"):
             host = [h for h in found if h.kind == Kind.HOST and h.case == f.case]
             if not host or not host[0].next or str(host[0].next[0].action) != "cuda_graph":

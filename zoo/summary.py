@@ -86,6 +86,9 @@ def main(runs_dir: Path, out_dir: Path | None) -> None:
                   f"{causes:42} -> {steps}{clock}")  # fmt: skip
             if wrong:
                 print(f"        expected: {'; '.join(wrong)}")
+                unjudged = getattr(f, "not_measured", [])
+                if unjudged:
+                    print(f"        not measured: {', '.join(map(str, unjudged))}")
     print(f"zoo: {ok} of {total} expected cases met (tests/test_zoo.py is the authority)")
 
 
