@@ -294,6 +294,9 @@ def _full(out: _Out, f: Finding, rules: bool) -> None:
     out.para(f.text)
     for label_, line in facts(f.evidence):
         out.para(line, indent=4, first=f"{label_}: ", style="dim")
+    if f.not_measured:  # honest confidence: causes this capture could not judge either way
+        missing = ", ".join(c.replace("_", " ") for c in f.not_measured)
+        out.para(missing, indent=4, first="not measured: ", style="dim")
     for launch in f.launches:
         share = f"{launch.share_pct:.0f}%" if launch.share_pct is not None else "?"
         dram = launch.evidence.get("dram_throughput_pct")
