@@ -10,9 +10,9 @@ Two Triton variants against cuBLAS (torch.matmul(out=)):
   tensor descriptors (tl.make_tensor_descriptor: TMA on Hopper), so tile loads are issued by the
   TMA unit rather than by every thread, and the epilogue's store of one tile can overlap the
   next tile's loads.
-Decode-like shapes (small M x N) may split K (Config SPLIT_K): fp32 partials summed either by a
-second launch (REDUCE "launch") or in the same launch by each tile's last-arriving split (REDUCE
-"last", _reduce_if_last); the tiled kernel can also load A and B through tensor descriptors (TMA).
+Designs measured and removed (split-K with a reduce launch or in-kernel, the tiled kernel's TMA
+loads, a rotated K walk, two persistent programs per SM): kernels/NOTES.md, "Designs removed from
+the tree".
 Warp specialization: Triton 3.6 offers it only as tl.range(warp_specialize=True), documented
 for Blackwell. Compiled for sm_90 (bench/sm90_compile.py, no GPU needed), the persistent kernel
 with WS=True gives byte-identical PTX to WS=False: on the H200 it is the same kernel, so it is not
@@ -22,6 +22,7 @@ a variant here (the WS knob stays so the check can be rerun when Triton changes)
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 import torch
 import triton
@@ -61,12 +62,6 @@ def _matmul_tiled_kernel(
     GROUP_M: tl.constexpr,
     EVEN: tl.constexpr,
     WIDEN: tl.constexpr,
-    SPLIT_K: tl.constexpr = 1,
-    W=None,  # SPLIT_K > 1: fp32 partials, SPLIT_K x M x N
-    COUNT=None,  # in-kernel reduction (LAST): one int32 arrival counter per output tile
-    LAST: tl.constexpr = False,  # the tile's last-arriving split sums the partials, stores C
-    TMA: tl.constexpr = False,  # A and B tiles through tensor descriptors (TMA on Hopper)
-    ROT: tl.constexpr = False,  # SPLIT_K = 1 only: rotate each N tile's K walk (see below)
 ):
     pid_m, pid_n = _tile_coords(tl.program_id(0), tl.cdiv(M, BM), tl.cdiv(N, BN), GROUP_M)
     rm = pid_m * BM + tl.arange(0, BM)
@@ -81,133 +76,27 @@ def _matmul_tiled_kernel(
         # those results are never stored
         am, bn = rm % M, rn % N
     k_tiles = tl.cdiv(K, BK)
-    if SPLIT_K == 1:  # written apart so the large shapes' kernel compiles as before
-        k0, k1 = 0, k_tiles
-        a_ptrs = A + am[:, None] * stride_am + rk[None, :]
-        b_ptrs = B + rk[:, None] * stride_bk + bn[None, :]
-    else:
-        # program (pid, s) sums K tiles [s * per, (s + 1) * per): more programs for a small M x N
-        per = tl.cdiv(k_tiles, SPLIT_K)
-        k0 = tl.program_id(1) * per
-        k1 = tl.minimum(k0 + per, k_tiles)
-        a_ptrs = A + am[:, None] * stride_am + (k0 * BK + rk)[None, :]
-        b_ptrs = B + (k0 * BK + rk)[:, None] * stride_bk + bn[None, :]
-    if TMA:  # out-of-range boxes read zeros: no masks, no wrapped rows
-        a_desc = tl.make_tensor_descriptor(
-            A, shape=[M, K], strides=[stride_am, 1], block_shape=[BM, BK]
-        )
-        b_desc = tl.make_tensor_descriptor(
-            B, shape=[K, N], strides=[stride_bk, 1], block_shape=[BK, BN]
-        )
+    a_ptrs = A + am[:, None] * stride_am + rk[None, :]
+    b_ptrs = B + rk[:, None] * stride_bk + bn[None, :]
     acc = tl.zeros((BM, BN), dtype=tl.float32)
-    if ROT:
-        # decode shapes: every N tile reads all of A. Unrotated, the 128 programs of a wave ask
-        # for the same A tile at about the same moment; starting each N tile's walk at its own
-        # K offset spreads those reads over A (and over the L2 slices holding it)
-        ks = (pid_n * k_tiles) // tl.cdiv(N, BN)
-        for i in range(0, k_tiles):
-            k = ks + i
-            k = tl.where(k >= k_tiles, k - k_tiles, k)
-            a_at = A + am[:, None] * stride_am + (k * BK + rk)[None, :]
-            b_at = B + (k * BK + rk)[:, None] * stride_bk + bn[None, :]
-            if EVEN:
-                a = tl.load(a_at)
-                b = tl.load(b_at)
-            else:
-                a = tl.load(a_at, mask=rk[None, :] < K - k * BK, other=0.0)
-                b = tl.load(b_at, mask=rk[:, None] < K - k * BK, other=0.0)
-            if WIDEN:
-                a, b = a.to(tl.float32), b.to(tl.float32)
-            acc = tl.dot(a, b, acc)
-    else:
-        for k in range(k0, k1):
-            if TMA:
-                a = a_desc.load([pid_m * BM, k * BK])
-                b = b_desc.load([k * BK, pid_n * BN])
-            elif EVEN:
-                a = tl.load(a_ptrs)
-                b = tl.load(b_ptrs)
-            else:
-                a = tl.load(a_ptrs, mask=rk[None, :] < K - k * BK, other=0.0)
-                b = tl.load(b_ptrs, mask=rk[:, None] < K - k * BK, other=0.0)
-            if WIDEN:  # the interpreter only (see _widen)
-                a, b = a.to(tl.float32), b.to(tl.float32)
-            acc = tl.dot(a, b, acc)
-            a_ptrs += BK
-            b_ptrs += BK * stride_bk
-    if SPLIT_K == 1:
-        c = acc.to(C.dtype.element_ty)
-        c_ptrs = C + rm[:, None] * stride_cm + rn[None, :]
-    else:  # fp32 partial; summed by _splitk_reduce_kernel or, with LAST, by the last arriver
-        c = acc
-        c_ptrs = W + tl.program_id(1) * M * N + rm[:, None] * N + rn[None, :]
+    for k in range(0, k_tiles):
+        if EVEN:
+            a = tl.load(a_ptrs)
+            b = tl.load(b_ptrs)
+        else:
+            a = tl.load(a_ptrs, mask=rk[None, :] < K - k * BK, other=0.0)
+            b = tl.load(b_ptrs, mask=rk[:, None] < K - k * BK, other=0.0)
+        if WIDEN:  # the interpreter only (see _widen)
+            a, b = a.to(tl.float32), b.to(tl.float32)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BK
+        b_ptrs += BK * stride_bk
+    c = acc.to(C.dtype.element_ty)
+    c_ptrs = C + rm[:, None] * stride_cm + rn[None, :]
     if EVEN:
         tl.store(c_ptrs, c)
     else:
         tl.store(c_ptrs, c, mask=(rm[:, None] < M) & (rn[None, :] < N))
-    if LAST:
-        _reduce_if_last(C, W, COUNT, rm, pid_n * BN, M, N, stride_cm, EVEN, SPLIT_K, BN)
-
-
-@triton.jit
-def _reduce_if_last(
-    C,
-    W,
-    COUNT,
-    rm,
-    n0,
-    M,
-    N,
-    stride_cm,
-    EVEN: tl.constexpr,
-    SPLIT_K: tl.constexpr,
-    BN: tl.constexpr,
-):
-    # No program waits for another (no dispatch-order assumption; the interpreter's sequential
-    # programs work too): each split counts its arrival after storing its partial, and the one
-    # that sees SPLIT_K - 1 earlier arrivals sums all SPLIT_K partials in the fixed order
-    # s = 0..SPLIT_K-1, so C is deterministic. Its own partial is read back too (from L2), and
-    # the sum goes RN columns at a time: with the accumulator live through a whole-tile sum, the
-    # 128x128 (4 warps) and 128x256 (8 warps) tiles compiled to 255 registers (offline sm_90).
-    tl.debug_barrier()  # every thread's partial is stored before the arrival is counted
-    tile = tl.program_id(0)
-    old = tl.atomic_add(COUNT + tile, 1, sem="acq_rel")
-    if old == SPLIT_K - 1:
-        # reset for the next launch on the stream (a CUDA graph replays with no memset): only
-        # this program touches the counter after the tile's SPLIT_K arrivals
-        tl.atomic_xchg(COUNT + tile, 0, sem="relaxed")
-        RN: tl.constexpr = min(BN, 32)
-        for j in tl.static_range(BN // RN):
-            rn = n0 + j * RN + tl.arange(0, RN)
-            mask = (rm[:, None] < M) & (rn[None, :] < N)
-            p_ptrs = W + rm[:, None] * N + rn[None, :]
-            # .cg: from L2, never an L1 line of W left stale by an earlier launch on this SM
-            if EVEN:
-                total = tl.load(p_ptrs, cache_modifier=".cg")
-            else:
-                total = tl.load(p_ptrs, mask=mask, other=0.0, cache_modifier=".cg")
-            for s in tl.static_range(1, SPLIT_K):
-                if EVEN:
-                    total += tl.load(p_ptrs + s * M * N, cache_modifier=".cg")
-                else:
-                    total += tl.load(p_ptrs + s * M * N, mask=mask, other=0.0, cache_modifier=".cg")
-            c_ptrs = C + rm[:, None] * stride_cm + rn[None, :]
-            if EVEN:
-                tl.store(c_ptrs, total.to(C.dtype.element_ty))
-            else:
-                tl.store(c_ptrs, total.to(C.dtype.element_ty), mask=mask)
-
-
-@triton.jit
-def _splitk_reduce_kernel(W, C, MN, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr):
-    # in a fixed order (deterministic, unlike fp32 atomics); the partials are 4 MB x SPLIT_K at
-    # M = 128, N = 8192, mostly still in L2 when read back
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < MN
-    acc = tl.zeros((BLOCK,), dtype=tl.float32)
-    for s in tl.static_range(SPLIT_K):
-        acc += tl.load(W + s * MN + offs, mask=mask, other=0.0)
-    tl.store(C + offs, acc.to(C.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -275,52 +164,20 @@ def _matmul_persistent_kernel(
             c_desc.store([pid_m * BM, pid_n * BN], acc.to(C.dtype.element_ty))
 
 
-class Config(tuple):
-    """(BM, BN, BK, GROUP_M, num_stages, num_warps, SUBTILE, SPLIT_K, REDUCE, TMA, ROT, PER_SM).
-    Tiled kernel only: SPLIT_K; REDUCE (with SPLIT_K > 1) "launch" = _splitk_reduce_kernel, a
-    second launch, or "last" = the tile's last-arriving split sums the partials (one launch);
-    TMA = A and B tiles through tensor descriptors; ROT (SPLIT_K = 1, pointer loads) = each N
-    tile starts its K walk at its own offset (see the kernel). PER_SM (persistent kernel only):
-    programs per SM, so that one program's epilogue overlaps another's main loop when two fit.
-    Unpack the first 8 with cfg[:8]."""
+@dataclass(frozen=True)
+class Config:
+    """A launch of either kernel: BM x BN x BK tiles, GROUP_M tile rows advancing together
+    (grouped order), the pipeline's stages and the warps per program. subtile (persistent kernel
+    only): the epilogue stores each tile in that many column pieces (2 halves its staging
+    buffer)."""
 
-    __slots__ = ()
-
-    def __new__(
-        cls,
-        bm,
-        bn,
-        bk,
-        group_m,
-        stages,
-        warps,
-        subtile=1,
-        split_k=1,
-        reduce="launch",
-        tma=False,
-        rot=False,
-        per_sm=1,
-    ):
-        assert reduce in ("launch", "last"), reduce
-        assert not (rot and (split_k > 1 or tma)), "ROT is for the plain pointer loop"
-        fields = (bm, bn, bk, group_m, stages, warps, subtile, split_k, reduce, tma, rot, per_sm)
-        return super().__new__(cls, fields)
-
-    @property
-    def per_sm(self) -> int:
-        return self[11]
-
-    @property
-    def rot(self) -> bool:
-        return self[10]
-
-    @property
-    def reduce(self) -> str:
-        return self[8]
-
-    @property
-    def tma(self) -> bool:
-        return self[9]
+    bm: int
+    bn: int
+    bk: int
+    group_m: int
+    stages: int
+    warps: int
+    subtile: int = 1
 
 
 # Decode-like shapes (M <= 128), keyed by M rounded up to a power of two (16..128); entries from
@@ -371,7 +228,7 @@ def launch_config(m: int, n: int, k: int, persistent: bool = False) -> Config:
     """The configuration for a shape class (predictions; bench/probe_matmul.py measures others).
 
     - Decode-like (M <= 128): the DECODE table above (BM = M rounded up, so no rows are wasted
-      on padding). The persistent kernel has no split-K: PERSISTENT_DECODE, BN = 64.
+      on padding); PERSISTENT_DECODE for the persistent kernel, BN = 64.
     - Everything else: LARGE / PERSISTENT_LARGE by shape_class, for now one config in both
       classes: 128 x 256 x 64 tiles, 8 warps (two warpgroups, each a 64 x 256 wgmma), 3 stages:
       3 x 48 KB = 144 KB of shared memory for operands. A 128x256 tile does 2*128*256 FLOPs per
@@ -404,65 +261,14 @@ def matmul_tiled(inputs: dict, config: Config | None = None) -> torch.Tensor:
     a, b, out = inputs["a"], inputs["b"], inputs["out"]
     m, n, k = _check_operands(a, b, out)
     cfg = config or launch_config(m, n, k)
-    bm, bn, bk, group_m, stages, warps, _, split_k = cfg[:8]
-    even = m % bm == 0 and n % bn == 0 and k % bk == 0
-    tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
-    grid = (tiles, split_k)
-    last = split_k > 1 and cfg.reduce == "last"
-    assert split_k == 1 or split_k * m * n < 2**31, "split-K is for small M x N (int32 offsets)"
-    partials = counters = None
-    if last:
-        partials, counters = _splitk_workspace(a.device, m, n, tiles, cfg)
-    elif split_k > 1:
-        partials = torch.empty((split_k, m, n), device=a.device, dtype=torch.float32)
-    if cfg.tma and a.is_cuda:
-        triton.set_allocator(_tma_scratch)
-    _matmul_tiled_kernel[grid](
-        a,
-        b,
-        out,
-        m,
-        n,
-        k,
-        a.stride(0),
-        b.stride(0),
-        out.stride(0),
-        BM=bm,
-        BN=bn,
-        BK=bk,
-        GROUP_M=group_m,
-        EVEN=even,
-        WIDEN=_widen(a),
-        SPLIT_K=split_k,
-        W=partials,
-        COUNT=counters,
-        LAST=last,
-        TMA=cfg.tma,
-        ROT=cfg.rot,
-        num_stages=stages,
-        num_warps=warps,
-    )
-    if split_k > 1 and not last:
-        block = 1024
-        _splitk_reduce_kernel[(triton.cdiv(m * n, block),)](
-            partials, out, m * n, SPLIT_K=split_k, BLOCK=block, num_warps=4
-        )
+    even = m % cfg.bm == 0 and n % cfg.bn == 0 and k % cfg.bk == 0
+    tiles = triton.cdiv(m, cfg.bm) * triton.cdiv(n, cfg.bn)
+    _matmul_tiled_kernel[(tiles, 1)](
+        a, b, out, m, n, k, a.stride(0), b.stride(0), out.stride(0),
+        BM=cfg.bm, BN=cfg.bn, BK=cfg.bk, GROUP_M=cfg.group_m, EVEN=even, WIDEN=_widen(a),
+        num_stages=cfg.stages, num_warps=cfg.warps,
+    )  # fmt: skip
     return out
-
-
-_WORKSPACE: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
-
-
-def _splitk_workspace(device, m: int, n: int, tiles: int, cfg: Config):
-    """fp32 partials (SPLIT_K x M x N) and per-tile arrival counters for REDUCE "last", made once
-    per (device, shape, config), on the first call (make it outside a CUDA graph capture), then
-    reused: the kernel's last arriver resets its tile's counter, so a call is one launch and a
-    graph replays it. Calls sharing a workspace must be ordered (one stream)."""
-    key = (str(device), m, n, tuple(cfg))
-    if key not in _WORKSPACE:
-        partials = torch.empty((cfg[7], m, n), device=device, dtype=torch.float32)
-        _WORKSPACE[key] = partials, torch.zeros(tiles, device=device, dtype=torch.int32)
-    return _WORKSPACE[key]
 
 
 def _tma_scratch(size: int, alignment: int, stream) -> torch.Tensor:
@@ -472,32 +278,19 @@ def _tma_scratch(size: int, alignment: int, stream) -> torch.Tensor:
 
 
 def _launch_persistent(a, b, out, cfg: Config, *, widen: bool, **extra) -> torch.Tensor:
-    """One persistent launch: cfg.per_sm programs per SM (or one per tile, when fewer), looping
-    over tiles."""
+    """One persistent launch: one program per SM (or one per tile, when fewer), looping over
+    tiles."""
     m, n, k = out.shape[0], out.shape[1], a.shape[1]
-    bm, bn, bk, group_m, stages, warps, subtile, _ = cfg[:8]
     if a.is_cuda:
         triton.set_allocator(_tma_scratch)
-    programs = min(SMS * cfg.per_sm, triton.cdiv(m, bm) * triton.cdiv(n, bn))
+    programs = min(SMS, triton.cdiv(m, cfg.bm) * triton.cdiv(n, cfg.bn))
     _matmul_persistent_kernel[(programs,)](
-        a,
-        b,
-        out,
-        m,
-        n,
-        k,
-        BM=bm,
-        BN=bn,
-        BK=bk,
-        GROUP_M=group_m,
-        NUM_PROGRAMS=programs,
-        SUBTILE=subtile,
+        a, b, out, m, n, k,
+        BM=cfg.bm, BN=cfg.bn, BK=cfg.bk, GROUP_M=cfg.group_m, NUM_PROGRAMS=programs,
+        SUBTILE=cfg.subtile,
         WS=False,  # identical PTX on sm_90 with Triton 3.6 (module docstring)
-        WIDEN=widen,
-        num_stages=stages,
-        num_warps=warps,
-        **extra,
-    )
+        WIDEN=widen, num_stages=cfg.stages, num_warps=cfg.warps, **extra,
+    )  # fmt: skip
     return out
 
 

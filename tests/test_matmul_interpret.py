@@ -34,9 +34,7 @@ def test_variants_match_float64_reference(variant, dtype, shape):
     [
         LAB.Config(32, 32, 32, 2, 2, 4),  # several K steps, grouped order over 3x4 tiles
         LAB.Config(64, 32, 16, 8, 2, 4),  # ragged edges in M (96 = 64 + 32) and N
-        LAB.Config(16, 64, 32, 1, 2, 4, 2),  # the persistent kernel's split epilogue
-        LAB.Config(32, 32, 16, 2, 2, 4, 1, 3),  # split-K: 5 K tiles over 3 splits (2, 2, 1)
-        LAB.Config(16, 64, 16, 8, 2, 4, 1, 4),  # split-K 4 over 5 tiles: the last split is empty
+        LAB.Config(16, 64, 32, 1, 2, 4, subtile=2),  # the persistent kernel's split epilogue
     ],
 )
 @pytest.mark.parametrize("variant", ["triton", "persistent"])
@@ -49,25 +47,10 @@ def test_configs_cover_every_tile(variant, config):
 
 
 def test_decode_table_drives_launch_config():
-    # split-K only for the tiled kernel; the persistent one ignores the field, so it gets 1
     assert LAB.launch_config(128, 8192, 8192) == LAB.DECODE[128]
     assert LAB.launch_config(100, 8192, 8192) == LAB.DECODE[128]
-    assert LAB.launch_config(128, 8192, 8192, persistent=True)[7] == 1
+    assert LAB.launch_config(128, 8192, 8192, persistent=True) == LAB.PERSISTENT_DECODE[128]
     assert LAB.launch_config(8, 8192, 8192) == LAB.DECODE[16]
-
-
-def test_split_k_partials_are_all_summed(monkeypatch):
-    # a reduce that drops the last split must fail the check (guards the test above)
-    real = LAB._splitk_reduce_kernel
-
-    class Short:
-        def __getitem__(self, grid):
-            return lambda w, c, mn, SPLIT_K, **kw: real[grid](w, c, mn, SPLIT_K=SPLIT_K - 1, **kw)
-
-    monkeypatch.setattr(LAB, "_splitk_reduce_kernel", Short())
-    cfg = LAB.Config(32, 32, 16, 2, 2, 4, 1, 3)
-    fn = lambda i: LAB.matmul_tiled(i, cfg)  # noqa: E731
-    assert not check(SPEC, fn, (96, 112, 80), "float16", "cpu", seed=2).correct
 
 
 def test_persistent_programs_loop_over_more_tiles_than_programs(monkeypatch):
@@ -114,12 +97,12 @@ def test_a_two_dimensional_shape_is_an_input_error():
 )
 def test_launch_config_per_shape_class(shape, bm):
     cfg = LAB.launch_config(*shape)
-    assert cfg[0] == bm
-    if shape[0] <= 128:  # decode: at least ~one program per SM at N = 8192 (N tiles x splits)
-        assert shape[1] // cfg[1] * cfg[7] >= 128
+    assert cfg.bm == bm
+    if shape[0] <= 128:  # decode: at least ~one program per SM at N = 8192
+        assert shape[1] // cfg.bn >= 128
     else:
-        assert cfg[:3] == (128, 256, 64)
-        assert LAB.launch_config(*shape, persistent=True)[6] == 2  # split epilogue
+        assert (cfg.bm, cfg.bn, cfg.bk) == (128, 256, 64)
+        assert LAB.launch_config(*shape, persistent=True).subtile == 2  # split epilogue
 
 
 @pytest.mark.parametrize(
@@ -144,24 +127,5 @@ def test_one_table_entry_switches_a_shape_class(monkeypatch):
     assert LAB.launch_config(4096, 4096, 4096, persistent=True) == new
     assert LAB.launch_config(8192, 8192, 8192, persistent=True) != new
     monkeypatch.setitem(LAB.DECODE, 128, LAB.Config(128, 64, 64, 8, 8, 4))
-    assert LAB.launch_config(128, 8192, 8192)[4] == 8
+    assert LAB.launch_config(128, 8192, 8192).stages == 8
     assert LAB.launch_config(16, 8192, 8192) == LAB.DECODE[16]
-
-
-def _probe4_configs():
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
-    import probe_matmul4
-
-    return sorted({c for cands in probe_matmul4.CANDIDATES.values() for c in cands})
-
-
-@pytest.mark.parametrize("impl,config", _probe4_configs())
-def test_probe4_candidates_cover_ragged_edges(impl, config):
-    # every candidate the H200 probe times, at 96x112x80 (no block divides every dimension; a
-    # 256-row tile is larger than M): the masked/wrapped tiled path, the descriptors' bounds
-    fn = getattr(LAB, {"triton": "matmul_tiled", "persistent": "matmul_persistent"}[impl])
-    result = check(SPEC, lambda i: fn(i, config), (96, 112, 80), "float16", "cpu", seed=4)
-    assert result.correct, result.error

@@ -25,51 +25,9 @@ def test_rows_path_matches_float64_reference(dtype, shape):
     assert result.rel_err < MAX_REL[dtype]
 
 
-@pytest.mark.parametrize("dtype", SPEC.dtypes)
-@pytest.mark.parametrize("shape,block", [((3, 1000), 128), ((2, 4096), 1024), ((5, 77), 64)])
-def test_loop_path_matches_float64_reference(dtype, shape, block):
-    # the online path that long rows take, forced on small rows: several chunks, a ragged last
-    # chunk (1000 = 7 x 128 + 104), and a row shorter than one chunk (lanes that stay at -inf)
-    fn = lambda inputs: LAB.softmax_triton(inputs, ("loop", block, 1, 4))  # noqa: E731
-    result = check(SPEC, fn, shape, dtype, "cpu", seed=8)
-    assert result.correct, result.error
-    assert result.rel_err < MAX_REL[dtype]
-
-
-@pytest.mark.parametrize("dtype", SPEC.dtypes)
-@pytest.mark.parametrize("shape,block,splits", [((3, 1000), 128, 3), ((2, 4096), 512, 4)])
-def test_split_path_matches_float64_reference(dtype, shape, block, splits):
-    # few long rows: chunk statistics, then normalize; 1000 columns in chunks of 384 (3 blocks
-    # of 128): a ragged last chunk
-    fn = lambda inputs: LAB.softmax_triton(inputs, ("split", block, splits, 4))  # noqa: E731
-    result = check(SPEC, fn, shape, dtype, "cpu", seed=9)
-    assert result.correct, result.error
-    assert result.rel_err < MAX_REL[dtype]
-
-
-def test_split_path_combines_chunks_with_different_maxima():
-    # the row's max sits in the last chunk: the other chunks' sums must be rescaled to it
-    def late_spike(inputs):
-        inputs["x"][:, -1] = 30.0
-        return LAB.softmax_triton(inputs, ("split", 128, 3, 4))
-
-    result = check(SPEC, late_spike, (2, 1000), "float32", "cpu", seed=2)
-    assert result.correct and result.rel_err < 1e-6, result
-
-
-def test_loop_path_survives_a_large_max_late_in_the_row():
-    # the running max jumps in the last chunk: every earlier partial sum must be rescaled
-    def late_spike(inputs):
-        inputs["x"][:, -1] = 30.0
-        return LAB.softmax_triton(inputs, ("loop", 128, 1, 4))
-
-    result = check(SPEC, late_spike, (2, 1000), "float32", "cpu", seed=2)
-    assert result.correct and result.rel_err < 1e-6, result
-
-
 @pytest.mark.parametrize("rows", [1, 2, 4])
 def test_rows_per_program_configs_cover_every_row(rows):
-    fn = lambda inputs: LAB.softmax_triton(inputs, ("rows", 128, rows, 4))  # noqa: E731
+    fn = lambda inputs: LAB.softmax_triton(inputs, LAB.Rows(128, rows, 4))  # noqa: E731
     assert check(SPEC, fn, (7, 100), "float16", "cpu", seed=3).correct
 
 
@@ -97,12 +55,12 @@ def test_bytes_and_flops_model():
     ],
 )
 def test_launch_config_per_shape_class(shape, itemsize, path, warps):
-    got, block, rows, num_warps, _ = LAB.launch_config(*shape, itemsize)
-    assert (got, num_warps) == (path, warps)
+    cfg = LAB.launch_config(*shape, itemsize)
+    assert (type(cfg), cfg.warps) == ({"rows": LAB.Rows, "rowsplit": LAB.RowSplit}[path], warps)
     if path == "rows":
-        assert block >= shape[1] and rows == 1
+        assert cfg.block_n >= shape[1] and cfg.rows == 1
     else:  # the chunk each program holds, and the smallest power of two of them per row
-        assert block == 8192 and rows == shape[1] // 8192
+        assert cfg.block == 8192 and cfg.splits == shape[1] // 8192
 
 
 def test_a_one_dimensional_shape_is_an_input_error():
@@ -111,27 +69,6 @@ def test_a_one_dimensional_shape_is_an_input_error():
     )
     with pytest.raises(ProfkitError, match="softmax takes 2-D shapes"):
         _check_shapes(SPEC, opts)
-
-
-@pytest.mark.parametrize("dtype", SPEC.dtypes)
-@pytest.mark.parametrize("shape,block,rows", [((3, 1000), 1024, 1), ((5, 100), 128, 2)])
-def test_narrow_rows_path_matches_float64_reference(dtype, shape, block, rows):
-    # NARROW: y = exp(x - (max + log sum)) from x kept in its own type; masked lanes and a
-    # partial last program (5 rows in programs of 2)
-    fn = lambda inputs: LAB.softmax_triton(inputs, ("rows", block, rows, 4, True))  # noqa: E731
-    result = check(SPEC, fn, shape, dtype, "cpu", seed=11)
-    assert result.correct, result.error
-    assert result.rel_err < MAX_REL[dtype]
-
-
-def test_narrow_rows_path_survives_a_large_max():
-    # a spike of 30 over logits of spread 2: log sum stays ~0 next to the max, y of the spike ~1
-    def spike(inputs):
-        inputs["x"][:, 17] = 30.0
-        return LAB.softmax_triton(inputs, ("rows", 1024, 1, 4, True))
-
-    result = check(SPEC, spike, (2, 1000), "float16", "cpu", seed=2)
-    assert result.correct and result.rel_err < 1e-3, result
 
 
 @pytest.mark.parametrize(
@@ -148,29 +85,27 @@ def test_narrow_rows_path_survives_a_large_max():
 def test_every_default_shape_has_a_class_and_a_whole_config(shape, cls):
     assert shape in SPEC.shapes and LAB.shape_class(*shape) == cls
     for itemsize in (2, 4):
-        path, block, rows, warps, narrow = LAB.launch_config(*shape, itemsize)
-        assert None not in (block, rows, warps) and path in ("rows", "loop", "split", "rowsplit")
-        assert narrow in (False, True) and not (narrow and itemsize == 4)
+        cfg = LAB.launch_config(*shape, itemsize)
+        assert isinstance(cfg, (LAB.Rows, LAB.RowSplit)) and None not in vars(cfg).values()
 
 
 def test_wide_rows_take_32_warps_of_16_values():
     # 16384 columns: 16 per thread (32 registers offline) instead of 32 at 16 warps (64)
-    assert LAB.launch_config(4096, 16384, 2) == ("rows", 16384, 1, 32, False)
+    assert LAB.launch_config(4096, 16384, 2) == LAB.Rows(16384, 1, 32)
 
 
 def test_long_rows_hold_32_values_per_thread_in_16_bit_and_64_in_fp32():
     # 8192-element rowsplit programs: 8 warps in 16-bit, 4 in fp32 (session 5's probe)
-    assert LAB.launch_config(1024, 32768, 2) == ("rowsplit", 8192, 4, 8, False)
-    assert LAB.launch_config(1024, 32768, 4) == ("rowsplit", 8192, 4, 4, False)
-    assert LAB.launch_config(256, 65536, 2) == ("rowsplit", 8192, 8, 8, False)
+    assert LAB.launch_config(1024, 32768, 2) == LAB.RowSplit(8192, 4, 8)
+    assert LAB.launch_config(1024, 32768, 4) == LAB.RowSplit(8192, 4, 4)
+    assert LAB.launch_config(256, 65536, 2) == LAB.RowSplit(8192, 8, 8)
 
 
 def test_the_config_table_switches_a_class(monkeypatch):
-    monkeypatch.setitem(LAB.CONFIG, "wide", ("loop", 4096, 1, 16, False))
-    assert LAB.launch_config(4096, 16384, 2) == ("loop", 4096, 1, 16, False)
-    monkeypatch.setitem(LAB.CONFIG, "long", ("rows", None, 1, 32, True))
-    assert LAB.launch_config(1024, 32768, 2) == ("rows", 32768, 1, 32, True)
-    assert LAB.launch_config(1024, 32768, 4) == ("rows", 32768, 1, 32, False)
+    monkeypatch.setitem(LAB.CONFIG, "wide", LAB.RowSplit(4096, None, 16))
+    assert LAB.launch_config(4096, 16384, 2) == LAB.RowSplit(4096, 4, 16)
+    monkeypatch.setitem(LAB.CONFIG, "long", LAB.Rows(None, 1, 32))
+    assert LAB.launch_config(1024, 32768, 2) == LAB.Rows(32768, 1, 32)
 
 
 # rowsplit: the interpreter runs it as two launches (MODE 1 stats, MODE 2 arrive + combine +
@@ -185,7 +120,7 @@ def test_the_config_table_switches_a_class(monkeypatch):
     ],
 )
 def test_rowsplit_path_matches_float64_reference(dtype, shape, block, splits):
-    fn = lambda inputs: LAB.softmax_triton(inputs, ("rowsplit", block, splits, 4))  # noqa: E731
+    fn = lambda inputs: LAB.softmax_triton(inputs, LAB.RowSplit(block, splits, 4))  # noqa: E731
     result = check(SPEC, fn, shape, dtype, "cpu", seed=12)
     assert result.correct, result.error
     assert result.rel_err < MAX_REL[dtype]
@@ -194,7 +129,7 @@ def test_rowsplit_path_matches_float64_reference(dtype, shape, block, splits):
 def test_rowsplit_rescales_chunks_to_a_late_max():
     def late_spike(inputs):
         inputs["x"][:, -1] = 30.0
-        return LAB.softmax_triton(inputs, ("rowsplit", 128, 8, 4))
+        return LAB.softmax_triton(inputs, LAB.RowSplit(128, 8, 4))
 
     result = check(SPEC, late_spike, (2, 1000), "float32", "cpu", seed=2)
     assert result.correct and result.rel_err < 1e-6, result
@@ -208,7 +143,7 @@ def test_rowsplit_counts_one_generation_of_splits_per_call():
     y = torch.empty_like(x)
     LAB._COUNTERS.pop(("cpu", 3, 4), None)
     for _ in range(3):
-        LAB.softmax_triton({"x": x, "out": y}, ("rowsplit", 256, 4, 4))
+        LAB.softmax_triton({"x": x, "out": y}, LAB.RowSplit(256, 4, 4))
     assert LAB._COUNTERS[("cpu", 3, 4)].tolist() == [12, 12, 12]
 
 
@@ -229,16 +164,16 @@ def test_rowsplit_rejects_splits_that_are_not_a_power_of_two():
 
     x = torch.randn(2, 300)
     with pytest.raises(ValueError, match="power of two"):
-        LAB.softmax_triton({"x": x, "out": torch.empty_like(x)}, ("rowsplit", 128, 3, 4))
+        LAB.softmax_triton({"x": x, "out": torch.empty_like(x)}, LAB.RowSplit(128, 3, 4))
 
 
 def test_rowsplit_launch_config_derives_the_splits(monkeypatch):
     # splits: the smallest power of two of 8192-element chunks covering the row
-    monkeypatch.setitem(LAB.CONFIG, "few_long", ("rowsplit", 8192, None, 16, False))
-    assert LAB.launch_config(256, 65536, 2) == ("rowsplit", 8192, 8, 16, False)
-    assert LAB.launch_config(256, 40000, 4) == ("rowsplit", 8192, 8, 16, False)
-    monkeypatch.setitem(LAB.CONFIG, "long", ("rowsplit", None, None, 16, False))
-    assert LAB.launch_config(1024, 32768, 2) == ("rowsplit", 8192, 4, 16, False)
+    monkeypatch.setitem(LAB.CONFIG, "few_long", LAB.RowSplit(8192, None, 16))
+    assert LAB.launch_config(256, 65536, 2) == LAB.RowSplit(8192, 8, 16)
+    assert LAB.launch_config(256, 40000, 4) == LAB.RowSplit(8192, 8, 16)
+    monkeypatch.setitem(LAB.CONFIG, "long", LAB.RowSplit(splits=None, warps=16))
+    assert LAB.launch_config(1024, 32768, 2) == LAB.RowSplit(8192, 4, 16)
 
 
 def test_rowsplit_wait_gives_up_with_a_nan_row_instead_of_hanging():
