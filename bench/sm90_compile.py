@@ -68,28 +68,10 @@ def jobs_vector_add():
     mod, spec = lab("vector_add"), find_spec("vector_add")
     for dtype in spec.dtypes:
         for (n,) in spec.shapes:
-            shipped = mod.launch_config(n, DTYPE_ITEMSIZE[dtype])
+            block, warps = mod.launch_config(n, DTYPE_ITEMSIZE[dtype])
             args = {"X": PTR[dtype], "Y": PTR[dtype], "OUT": PTR[dtype], "n": "i32"}
-            # the shipped config and torch.add's shape (1024 elements, 4 warps), hints on/off
-            for block, warps in (shipped, (1024, 4)):
-                for hints in (False, True):
-                    const = {"BLOCK": block, "HINTS": hints, "CS_STORE": False}
-                    yield f"{dtype} {const} w{warps}", mod._add_kernel, args, const, warps, 3
-        # session 6's probe candidates (bench/probe_vadd6.py), at 2^28's shape
-        item = DTYPE_ITEMSIZE[dtype]
-        args = {"X": PTR[dtype], "Y": PTR[dtype], "OUT": PTR[dtype], "n": "i32"}
-        const = {"BLOCK": 1024, "HINTS": False, "CS_STORE": True}
-        yield f"{dtype} {const} w4", mod._add_kernel, args, const, 4, 3
-        const = {"BLOCK": 65536 // item, "HINTS": False, "CS_STORE": False}
-        yield f"{dtype} {const} w16", mod._add_kernel, args, const, 16, 3
-        for stages in (1, 3):
-            const = {"BLOCK": 8192 // item, "STAGES": stages}
-            yield f"persist {dtype} {const} w4", mod._add_persistent_kernel, args, const, 4, 3
-        cols = mod.TMA_ROW_BYTES // item
-        desc = f"tensordesc<{PTR[dtype][1:]}[128, {cols}]>"
-        const = {"BM": 128}
-        tma = {"XD": desc, "YD": desc, "OD": desc}
-        yield f"tma {dtype} {const} w4", mod._add_tma_kernel, tma, const, 4, 3
+            const = {"BLOCK": block}
+            yield f"{dtype} {const} w{warps}", mod._add_kernel, args, const, warps, 3
 
 
 def jobs_sum():
@@ -124,41 +106,17 @@ def jobs_softmax():
     for dtype in spec.dtypes:
         for rows, cols in spec.shapes:
             cfg = mod.launch_config(rows, cols, DTYPE_ITEMSIZE[dtype])
-            path, block, per, warps, narrow = cfg
-            if path == "rows":
+            if isinstance(cfg, mod.Rows):
                 args = {"X": PTR[dtype], "Y": PTR[dtype], "n_rows": "i32", "n_cols": "i32"}
                 args |= {"stride_x": "i32", "stride_y": "i32"}
-                const = {"BLOCK_N": block, "ROWS": per, "NARROW": narrow}
-                yield f"rows {dtype} {const}", mod._softmax_rows_kernel, args, const, warps, 3
-            elif path == "rowsplit":
+                const = {"BLOCK_N": cfg.block_n, "ROWS": cfg.rows}
+                yield f"rows {dtype} {const}", mod._softmax_rows_kernel, args, const, cfg.warps, 3
+            else:
                 args = {"X": PTR[dtype], "Y": PTR[dtype], "STATS": "*fp32", "COUNT": "*i32"}
                 args |= {"n_cols": "i32", "stride_x": "i32", "stride_y": "i32"}
-                const = {"BLOCK": block, "S": per, "MODE": 0, "MAX_SPINS": 1 << 16}
+                const = {"BLOCK": cfg.block, "S": cfg.splits, "MODE": 0, "MAX_SPINS": 1 << 16}
                 fn = mod._softmax_rowsplit_kernel
-                yield f"rowsplit {dtype} {const}", fn, args, const, warps, 3
-            elif path == "rowsplit_pipe":
-                args = {"X": PTR[dtype], "Y": PTR[dtype], "STATS": "*fp32", "COUNT": "*i32"}
-                args |= {"n_rows": "i32", "n_cols": "i32", "stride_x": "i32", "stride_y": "i32"}
-                const = {"BLOCK": block, "S": per, "MODE": 0, "LATE": bool(narrow)}
-                const |= {"MAX_SPINS": 1 << 16}
-                fn = mod._softmax_rowsplit_pipe_kernel
-                yield f"rowsplit_pipe {dtype} {const}", fn, args, const, warps, 3
-            elif path == "loop":
-                args = {"X": PTR[dtype], "Y": PTR[dtype], "n_cols": "i32", "stride_x": "i32"}
-                args |= {"stride_y": "i32"}
-                const = {"BLOCK": block}
-                yield f"loop {dtype} {const}", mod._softmax_loop_kernel, args, const, warps, 3
-            else:
-                args = {"X": PTR[dtype], "STATS": "*fp32", "n_cols": "i32", "stride_x": "i32"}
-                args |= {"chunk": "i32"}
-                const = {"BLOCK": block}
-                fn = mod._softmax_split_stats_kernel
-                yield f"split stats {dtype} {const}", fn, args, const, warps, 3
-                args = {"X": PTR[dtype], "Y": PTR[dtype], "STATS": "*fp32", "n_cols": "i32"}
-                args |= {"stride_x": "i32", "stride_y": "i32", "chunk": "i32"}
-                const = {"BLOCK": block, "BLOCK_S": triton.next_power_of_2(per)}
-                fn = mod._softmax_split_norm_kernel
-                yield f"split norm {dtype} {const}", fn, args, const, warps, 3
+                yield f"rowsplit {dtype} {const}", fn, args, const, cfg.warps, 3
 
 
 def jobs_rmsnorm():
@@ -177,39 +135,28 @@ def jobs_rmsnorm():
 
 
 def _tiled_job(mod, dtype, shape, cfg):
-    (m, n, k), (bm, bn, bk, group_m, stages, warps, _, split_k) = shape, cfg[:8]
+    m, n, k = shape
     args = {"A": PTR[dtype], "B": PTR[dtype], "C": PTR[dtype], "M": "i32", "N": "i32"}
     args |= {"K": "i32", "stride_am": "i32", "stride_bk": "i32", "stride_cm": "i32"}
-    even = m % bm == 0 and n % bn == 0 and k % bk == 0
-    const = dict(BM=bm, BN=bn, BK=bk, GROUP_M=group_m, EVEN=even, WIDEN=False, SPLIT_K=split_k)
-    last = split_k > 1 and cfg.reduce == "last"
-    const |= dict(LAST=last, TMA=cfg.tma, ROT=cfg.rot)
-    if split_k > 1:
-        args["W"] = "*fp32"
-    else:
-        const["W"] = None
-    if last:
-        args["COUNT"] = "*i32"
-    else:
-        const["COUNT"] = None
-    label = f"tiled {dtype} {bm}x{bn}x{bk} s{stages} w{warps} split{split_k}"
-    label += (" last" if last else "") + (" tma" if cfg.tma else "") + (" rot" if cfg.rot else "")
-    return label, mod._matmul_tiled_kernel, args, const, warps, stages
+    even = m % cfg.bm == 0 and n % cfg.bn == 0 and k % cfg.bk == 0
+    const = dict(BM=cfg.bm, BN=cfg.bn, BK=cfg.bk, GROUP_M=cfg.group_m, EVEN=even, WIDEN=False)
+    label = f"tiled {dtype} {cfg.bm}x{cfg.bn}x{cfg.bk} s{cfg.stages} w{cfg.warps}"
+    return label, mod._matmul_tiled_kernel, args, const, cfg.warps, cfg.stages
 
 
 def _persistent_job(mod, dtype, cfg, fp8=False):
-    bm, bn, bk, group_m, stages, warps, sub, _ = cfg[:8]
     ptr = "*fp8e4nv" if fp8 else PTR[dtype]
     args = {"A": ptr, "B": ptr, "C": "*bf16" if fp8 else PTR[dtype], "M": "i32", "N": "i32"}
     args |= {"K": "i32"}
-    const = dict(BM=bm, BN=bn, BK=bk, GROUP_M=group_m, NUM_PROGRAMS=mod.SMS)
-    const |= dict(SUBTILE=sub, WS=False, WIDEN=False, B_KMAJOR=fp8)
+    const = dict(BM=cfg.bm, BN=cfg.bn, BK=cfg.bk, GROUP_M=cfg.group_m, NUM_PROGRAMS=mod.SMS)
+    const |= dict(SUBTILE=cfg.subtile, WS=False, WIDEN=False, B_KMAJOR=fp8)
     if fp8:
         args |= {"SA": "*fp32", "SB": "*fp32"}
     else:
         const |= {"SA": None, "SB": None}
-    label = f"persistent {'fp8' if fp8 else dtype} {bm}x{bn}x{bk} s{stages} w{warps} sub{sub}"
-    return label, mod._matmul_persistent_kernel, args, const, warps, stages
+    label = f"persistent {'fp8' if fp8 else dtype} {cfg.bm}x{cfg.bn}x{cfg.bk} s{cfg.stages}"
+    label += f" w{cfg.warps} sub{cfg.subtile}"
+    return label, mod._matmul_persistent_kernel, args, const, cfg.warps, cfg.stages
 
 
 def jobs_matmul():
@@ -220,47 +167,6 @@ def jobs_matmul():
             yield _persistent_job(mod, dtype, mod.launch_config(*shape, True))
     for shape in find_spec("matmul_fp8").shapes:
         yield _persistent_job(mod, "fp8", mod.launch_config_fp8(*shape), fp8=True)
-
-
-def jobs_matmul_probe():
-    """The candidates bench/probe_matmul.py times (bf16; fp16 compiles alike)."""
-    mod = lab("matmul")
-    sys.path.insert(0, str(Path(__file__).parent))
-    import probe_matmul
-
-    for m, configs in probe_matmul.DECODE.items():
-        for cfg in configs:
-            yield _tiled_job(mod, "bfloat16", (m, 8192, 8192), cfg)
-    for cfg in probe_matmul.FP8_CANDIDATES:
-        yield _persistent_job(mod, "fp8", cfg, fp8=True)
-
-
-def jobs_matmul_probe4():
-    """The candidates bench/probe_matmul4.py times (bf16; fp16 compiles alike)."""
-    mod = lab("matmul")
-    sys.path.insert(0, str(Path(__file__).parent))
-    import probe_matmul4
-
-    for cls, cands in probe_matmul4.CANDIDATES.items():
-        for impl, cfg in cands:
-            if impl == "triton":
-                yield _tiled_job(mod, "bfloat16", probe_matmul4.SHAPES[cls], cfg)
-            else:
-                yield _persistent_job(mod, "bfloat16", cfg)
-
-
-def jobs_matmul_probe6():
-    """The candidates bench/probe_matmul6.py times (bf16; fp16 compiles alike)."""
-    mod = lab("matmul")
-    sys.path.insert(0, str(Path(__file__).parent))
-    import probe_matmul6
-
-    for cls, cands in probe_matmul6.CANDIDATES.items():
-        for impl, cfg in cands:
-            if impl == "triton":
-                yield _tiled_job(mod, "bfloat16", probe_matmul6.SHAPES[cls], cfg)
-            else:
-                yield _persistent_job(mod, "bfloat16", cfg)
 
 
 def warp_specialize_check() -> str:
@@ -304,16 +210,13 @@ JOBS = {
     "softmax": jobs_softmax,
     "rmsnorm": jobs_rmsnorm,
     "matmul": jobs_matmul,
-    "matmul_probe": jobs_matmul_probe,
-    "matmul_probe4": jobs_matmul_probe4,
-    "matmul_probe6": jobs_matmul_probe6,
 }
 
 
 def main(names: list[str]) -> int:
     bad = 0
     print(f"{'kernel':<11} {'configuration':<58} {'regs':>4} {'spill':>5} {'smem':>7} blocks/SM")
-    for name in names or [j for j in JOBS if not j.startswith("matmul_probe")]:
+    for name in names or list(JOBS):
         seen = set()
         for label, fn, args, const, warps, stages in JOBS[name]():
             key = (fn.__name__, tuple(args.values()), tuple(sorted(const.items())), warps, stages)
