@@ -36,12 +36,17 @@ from __future__ import annotations
 
 import importlib
 import math
-import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+from profkit_lab._decode_buckets import (  # noqa: F401 (re-exported)
+    batch_walk,
+    choose_bucket,
+    default_buckets,
+    padding_waste,
+)
 
 from profkit.spec import KernelSpec, Variant
 
@@ -66,49 +71,6 @@ class Dims:
 
 
 LAYER = Dims()
-
-
-# ---- buckets and padding (pure: no torch) --------------------------------------------------------
-
-
-def default_buckets(max_batch: int) -> tuple[int, ...]:
-    """1, 2, 4, then every multiple of 8 up to max_batch (the sizes vLLM captures by default):
-    padding stays under 8 rows past 8, and the graph count grows linearly, not with every batch."""
-    if max_batch < 1:
-        raise ValueError(f"max_batch must be >= 1, got {max_batch}")
-    small = [b for b in (1, 2, 4) if b < max_batch]
-    return tuple(sorted({*small, *range(8, max_batch, 8), max_batch}))
-
-
-def choose_bucket(n: int, buckets: Sequence[int]) -> int:
-    """The smallest bucket that holds n rows."""
-    if n < 1:
-        raise ValueError(f"batch must be >= 1, got {n}")
-    for b in sorted(buckets):
-        if b >= n:
-            return b
-    raise ValueError(f"batch {n} exceeds the largest bucket {max(buckets)}")
-
-
-def padding_waste(n: int, bucket: int) -> float:
-    """The fraction of a bucket's rows that are padding."""
-    if not 1 <= n <= bucket:
-        raise ValueError(f"batch {n} does not fit bucket {bucket}")
-    return (bucket - n) / bucket
-
-
-def batch_walk(steps: int, lo: int, hi: int, seed: int = 0, jump: int = 3) -> list[int]:
-    """A batch that changes every step (requests joining and leaving): a seeded random walk in
-    [lo, hi] moving by 1..jump rows each step, never standing still."""
-    if not 1 <= lo < hi:
-        raise ValueError(f"need 1 <= lo < hi, got {lo}, {hi}")
-    rng = random.Random(seed)
-    n, out = (lo + hi) // 2, []
-    for _ in range(steps):
-        out.append(n)
-        moves = [d for d in range(-jump, jump + 1) if d and lo <= n + d <= hi]
-        n += rng.choice(moves)
-    return out
 
 
 # ---- the step ------------------------------------------------------------------------------------
