@@ -24,17 +24,18 @@ tests/fixtures/fx_source: Triton kernels, SourceCounters + WarpStateStats + Spee
   Per-opcode tables (`sass__inst_executed_per_opcode*`) and `launch__occupancy_per_*` carry
   correlation ids too, but theirs are opcodes and sizes, not PCs: they are not read here.
 
-PCs without line info are kept, summed into one row with an empty file and line, so a launch's
-rows add up to its totals. The source text comes from the report (`source_from` = `report`),
-else from the file on this disk when it is still there (`disk`), else it is left empty (a file
-that moved or was never imported): the line numbers stand, with a note (profkit.explain.hotlines).
+A launch counts as measured only when it holds the SourceCounters section: the default counter
+pass also stores a per-PC `inst_executed` (seen in tests/fixtures/fx_rmsnorm), without samples or
+memory counters. PCs without line info are kept, summed into one row with an empty file and line,
+so a launch's rows add up to its totals. The source text is the report's own copy (`--import-source
+yes`), never the file on this disk, which may have changed since the capture; without a copy the
+text is left empty and the line numbers stand (profkit.explain.hotlines adds the note).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -78,7 +79,6 @@ LINE_COLUMNS = (
     "file",
     "line",
     "source",
-    "source_from",
     "library",
     "inst_executed",
     "samples",
@@ -94,8 +94,13 @@ LINE_COLUMNS = (
 _LIBRARY_MARKS = ("/site-packages/", "/dist-packages/", "/triton/language/")
 
 
+SECTION = "SourceCounters"
+
+
 def has_source_counters(action: Any) -> bool:
-    """Whether a launch was captured with SourceCounters: per-PC instruction counts."""
+    """Whether a launch was captured with SourceCounters (and so has per-PC counters)."""
+    if SECTION not in {s.identifier() for s in action.sections()}:
+        return False
     metric = action.metric_by_name(SUMMED["inst_executed"])
     return metric is not None and metric.has_correlation_ids() and metric.num_instances() > 0
 
@@ -149,8 +154,8 @@ def launch_lines(action: Any, identity: dict[str, Any]) -> pd.DataFrame:
     sampled = bool(summed["samples"])  # without warp-state sampling: stalls not measured
     out = []
     for (file, line), values in rows.items():
-        text, source_from = _line_text(texts.get(file), line)
-        counted = {c: values.get(c, 0.0) for c in LINE_COLUMNS[8:]}
+        text = _line_text(texts.get(file), line)
+        counted = {c: values.get(c, 0.0) for c in LINE_COLUMNS[LINE_COLUMNS.index("library") + 1 :]}
         counted.update({c: v for c, v in values.items() if c.startswith("stall_")})
         if not sampled:
             counted.update({c: math.nan for c in counted if c == "samples" or c[:6] == "stall_"})
@@ -160,7 +165,6 @@ def launch_lines(action: Any, identity: dict[str, Any]) -> pd.DataFrame:
                 "file": file,
                 "line": line,
                 "source": text,
-                "source_from": source_from,
                 "library": any(mark in file for mark in _LIBRARY_MARKS) if file else False,
                 **counted,
             }
@@ -180,26 +184,16 @@ def _location(action: Any, pc: int) -> tuple[str, int | None]:
     return (str(info.file_name()), int(info.line()))
 
 
-def _texts(action: Any, files: set[str]) -> dict[str, tuple[list[str], str]]:
-    """file -> (its lines, where they came from): the report's imported copy, else the file on
-    this disk, else nothing."""
+def _texts(action: Any, files: set[str]) -> dict[str, list[str]]:
+    """file -> its lines, for the files the report holds a copy of."""
     embedded = dict(action.source_files() or {})
-    out = {}
-    for file in files:
-        if embedded.get(file):
-            out[file] = (embedded[file].splitlines(), "report")
-            continue
-        try:
-            out[file] = (Path(file).read_text(errors="replace").splitlines(), "disk")
-        except (OSError, ValueError):
-            continue
-    return out
+    return {f: embedded[f].splitlines() for f in files if embedded.get(f)}
 
 
-def _line_text(text: tuple[list[str], str] | None, line: int | None) -> tuple[str, str]:
-    if text is None or line is None or not 1 <= line <= len(text[0]):
-        return "", ""
-    return text[0][line - 1].strip(), text[1]
+def _line_text(text: list[str] | None, line: int | None) -> str:
+    if text is None or line is None or not 1 <= line <= len(text):
+        return ""
+    return text[line - 1].strip()
 
 
 def report_lines(actions: Sequence[Any], identities: Sequence[dict[str, Any]]) -> pd.DataFrame:

@@ -320,7 +320,7 @@ def _read_rules(f: Path) -> tuple[pd.DataFrame | None, list[str]]:
 _NO_RULES = "so Nsight Compute's rule messages are not shown for this run"
 # what explain and the dashboard read from source_lines.csv
 SOURCE_LINE_COLUMNS_READ = ("launch", "file", "line", "inst_executed")
-_SOURCE_TEXT = {"case": str, "kernel_name": str, "file": str, "source": str, "source_from": str}
+_SOURCE_TEXT = {"case": str, "kernel_name": str, "file": str, "source": str}
 
 
 def _read_source_lines(f: Path) -> tuple[pd.DataFrame | None, list[str]]:

@@ -17,7 +17,7 @@ from pathlib import PurePosixPath
 
 import pandas as pd
 
-TOP_LINES = 8  # lines in the per-line table of `explain --case`
+TOP_LINES = 6  # lines in the per-line table of `explain --case`
 NOT_MEASURED = (
     "not measured (no SourceCounters in this capture; `profkit capture KERNEL --source` adds a "
     "per-line pass for each case's dominant launch)"
@@ -28,8 +28,8 @@ LINE_INFO_HINT = (
     "TORCH_COMPILE_DEBUG=1); library kernels (cuBLAS, ATen) ship without it"
 )
 NO_TEXT_NOTE = (
-    "source text not in the report and the file is not on this disk (moved, or captured without "
-    "--import-source yes): line numbers only"
+    "the report holds no copy of the source text (captured without --import-source yes, or the "
+    "file had moved): line numbers only"
 )
 # not a stall: the warp issued
 _ISSUED = "selected"
@@ -202,11 +202,10 @@ def table_rows(lines: LaunchLines) -> list[dict]:
             {
                 "line": x.where,
                 "samples %": None if x.samples is None else 100 * x.samples / total,
-                "stalls": ", ".join(f"{_words(r)} {n:.0f}" for r, n in top),
+                "stalls": ", ".join(f"{_words(r)} {_count(n)}" for r, n in top),
                 "instructions": x.inst_executed,
-                "sectors/req (wasted)": (
-                    f"{sectors[1]:.1f} ({sectors[0]:.1f})" if sectors is not None else ""
-                ),
+                "sectors_per_request": sectors[1] if sectors is not None else None,
+                "wasted_per_request": sectors[0] if sectors is not None else None,
                 "spill inst": x.local_inst,
                 "source": x.source,
             }
@@ -279,3 +278,48 @@ def _plain(value: object) -> object:
     if isinstance(value, float) and math.isnan(value):
         return None
     return value
+
+
+@dataclass
+class SourceLines:
+    """A run's (or report's) hot lines, found by a finding's case or launch."""
+
+    measured: bool  # the run or report holds any per-line counters
+    cases: dict[str, LaunchLines] = field(default_factory=dict)
+    launches: dict[int, LaunchLines] = field(default_factory=dict)
+
+    def of(self, finding: object) -> LaunchLines | None:
+        """The lines a finding speaks for: a launch finding (a bare report) by its launch, a case
+        finding by its case's dominant launch; None when it has none."""
+        if str(getattr(finding, "kind", "")) == "launch":
+            launch = (getattr(finding, "evidence", None) or {}).get("launch")
+            if launch is not None:
+                return self.launches.get(int(launch))
+        case = getattr(finding, "case", None)
+        return self.cases.get(case) if case else None
+
+    def line_for(self, finding: object) -> str | None:
+        """The one line a detail view prints: the headline, or "not measured"."""
+        found = self.of(finding)
+        if found is not None:
+            return found.headline
+        return f"source lines: {NOT_MEASURED}" if not self.measured else None
+
+    def to_list(self) -> list[dict]:
+        seen = {id(x): x for x in [*self.launches.values(), *self.cases.values()]}
+        return [x.to_dict() for x in seen.values()]
+
+
+def for_run(run: object) -> SourceLines:
+    """A stored run's hot lines (its source_lines.csv), per case."""
+    table = getattr(run, "source_lines", None)
+    if table is None or table.empty:
+        return SourceLines(measured=False)
+    return SourceLines(True, by_case(table, getattr(run, "kernels", None)), by_launch(table))
+
+
+def for_report(kernels: pd.DataFrame | None, table: pd.DataFrame | None) -> SourceLines:
+    """A bare report's hot lines, per launch (and per case where its launches are in ranges)."""
+    if table is None or table.empty:
+        return SourceLines(measured=False)
+    return SourceLines(True, by_case(table, kernels), by_launch(table))
