@@ -136,11 +136,15 @@ def source_pass(
     block["launches"] = int(lines["launch"].nunique()) if not lines.empty else 0
     block["lines"] = len(lines)
     if lines.empty:
+        if tables.source_lines.empty:
+            problem, reason = "no_source_counters", "no launch in it holds SourceCounters"
+            fix = "Fix: read the ncu log; `ncu --list-sections` must offer SourceCounters."
+        else:
+            problem = "no_match"
+            reason = "none of its launches is a case's dominant launch (case and kernel name)"
+            fix = f"Fix: read the ncu log ({LOG}): which ranges and kernels did ncu profile?"
         block.update(
-            status="failed",
-            problem="no_source_counters",
-            reason="ncu wrote its report, but no launch in it holds SourceCounters",
-            fix="Fix: read the ncu log and check `ncu --list-sections` offers SourceCounters.",
+            status="failed", problem=problem, reason=f"ncu wrote its report, but {reason}", fix=fix
         )
         console.print(f"[yellow]source pass:[/] {block['reason']}")
         return block
