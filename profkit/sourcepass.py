@@ -52,8 +52,8 @@ def filters(cases: Iterable[str], kernel_names: Iterable[str]) -> tuple[str, lis
     ranges and these kernels, with the source imported."""
     ranges = "|".join(regex_escape(c) for c in dict.fromkeys(cases))
     names = "|".join(regex_escape(k) for k in dict.fromkeys(kernel_names))
-    include = f"regex:{PROFKIT_DOMAIN}@(?:{ranges})/"
-    return include, ["--kernel-name", f"regex:^(?:{names})$", "--import-source", "yes"]
+    include = f"regex:{PROFKIT_DOMAIN}@({ranges})/"
+    return include, ["--kernel-name", f"regex:^({names})$", "--import-source", "yes"]
 
 
 def source_pass(
