@@ -71,6 +71,20 @@ LAUNCH_COLUMNS = {
     "block_size": "block",
     "waves_per_sm": "waves/SM",
 }
+# `show --lines`: the per-line table's columns (docs/tables.md, source_lines.csv)
+LINE_COLUMNS = {
+    "launch": "launch",
+    "line": "line",
+    "samples": "samples",
+    "stall_long_scoreboard": "long sb",
+    "inst_executed": "warp inst",
+    "global_sectors": "sectors",
+    "excess_sectors": "excess",
+    "local_inst": "spill inst",
+    "source": "source",
+    "file": "file",
+}
+LINE_KEEP = ("launch", "line", "samples", "source", "inst_executed", "local_inst", "file")
 LAUNCH_KEEP = ("launch", "kernel_name", "ncu_duration_ms", "dram_throughput_pct",
                "sm_throughput_pct", "achieved_occupancy_pct", "nvtx_range")  # fmt: skip
 
@@ -312,9 +326,28 @@ def load_any(ref: str | None, profiles: str | None):
     default=None,
     help="where runs are stored [default: profiles/]",
 )
-def show(ref, fmt, profiles) -> None:
+@click.option(
+    "--lines",
+    is_flag=True,
+    help="the per-source-line table instead (a run captured with --source, or a report with "
+    "SourceCounters)",
+)
+def show(ref, fmt, profiles, lines) -> None:
     """Print a run's case table (default: the newest run), or a .ncu-rep's kernel launches."""
     kind, obj = load_any(ref, profiles)
+    if lines:
+        table = obj.source_lines
+        if table is None or table.empty:
+            from profkit.explain.hotlines import NOT_MEASURED
+
+            raise ProfkitError(f"no source lines in this {kind}: {NOT_MEASURED}")
+        if fmt == "table":  # a screen: the file's name and the line's first 40 characters
+            table = table.assign(
+                file=table["file"].map(lambda f: Path(f).name if f else ""),
+                source=table["source"].map(lambda t: t if len(t) <= 40 else t[:39] + "…"),
+            )
+        _print_table(table, fmt, LINE_COLUMNS, LINE_KEEP)
+        return
     if kind == "report":
         _print_table(obj.kernels, fmt, LAUNCH_COLUMNS, LAUNCH_KEEP)
         return

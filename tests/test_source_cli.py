@@ -179,3 +179,22 @@ def test_pick_lines_numbers_launches_as_kernels_csv(fx) -> None:
     wide = source_kernels[source_kernels.kernel_name == "wide_row"]
     longer = int(wide.loc[wide.ncu_duration_ms.idxmax(), "launch"])
     assert picked[picked.launch == 7].samples.sum() == lines[lines.launch == longer].samples.sum()
+
+
+def test_show_lines(fx) -> None:
+    out = ok(invoke("show", SOURCE, "--lines", "--format", "csv")).output
+    from io import StringIO
+
+    shown = pd.read_csv(StringIO(out))
+    assert len(shown) == len(fx.source_lines)
+    assert shown.inst_executed.sum() == pytest.approx(fx.source_lines.inst_executed.sum())
+    table = ok(invoke("show", SOURCE, "--lines", env=WIDE)).output
+    assert "tl.store(Y + row * N + offs, y * x)" in table
+
+
+def test_show_lines_without_any_is_one_line_error() -> None:
+    result = CliRunner().invoke(cli, ["show", FIXTURES / "fx_rmsnorm.ncu-rep.xz", "--lines"])
+    assert result.exit_code == 1
+    assert result.stderr.strip().splitlines() == [
+        f"error: no source lines in this report: {hotlines.NOT_MEASURED}"
+    ]
