@@ -193,7 +193,7 @@ def test_show_lines(fx) -> None:
 
 
 def test_show_lines_without_any_is_one_line_error() -> None:
-    result = CliRunner().invoke(cli, ["show", FIXTURES / "fx_rmsnorm.ncu-rep.xz", "--lines"])
+    result = CliRunner().invoke(cli, ["show", str(FIXTURES / "fx_rmsnorm.ncu-rep.xz"), "--lines"])
     assert result.exit_code == 1
     assert result.stderr.strip().splitlines() == [
         f"error: no source lines in this report: {hotlines.NOT_MEASURED}"
