@@ -202,3 +202,15 @@ def test_by_case_takes_the_longest_launch(lines: pd.DataFrame, ncu_tables: Calla
     longest = int(kernels.loc[kernels.ncu_duration_ms.idxmax(), "launch"])
     assert longest == HIST and found["p1.one"].launch == HIST
     assert not math.isnan(found["p1.one"].hot_share_pct)
+
+
+def test_a_library_line_is_named_when_no_user_line_stalls(lines: pd.DataFrame) -> None:
+    # constructed: wide_row's lines of p1.py without long-scoreboard samples; Triton's tl.max
+    # line (standard.py) then holds them all
+    mine = lines[lines.launch == 0].copy()
+    mine.loc[~mine.library.astype(bool), "stall_long_scoreboard"] = 0.0
+    found = hotlines.launch_lines(mine)
+    assert found.stall == "long_scoreboard" and found.hot.library
+    assert found.hot_share_pct == pytest.approx(
+        100 * mine.stall_long_scoreboard.max() / mine.stall_long_scoreboard.sum()
+    )

@@ -175,7 +175,8 @@ def launch_lines(rows: pd.DataFrame, top: int = TOP_LINES) -> LaunchLines:
                 stall_total[reason] = stall_total.get(reason, 0.0) + n
     if stall_total and max(stall_total.values()) > 0:
         out.stall = max(stall_total, key=lambda r: stall_total[r])
-        pool = [x for x in with_info if not x.library] or with_info
+        stalled = [x for x in with_info if x.stalls.get(out.stall, 0.0) > 0]
+        pool = [x for x in stalled if not x.library] or stalled or with_info
         hot = max(pool, key=lambda x: x.stalls.get(out.stall or "", 0.0))
         if hot.stalls.get(out.stall, 0.0) > 0:
             out.hot = hot
