@@ -75,7 +75,7 @@ def test_explain_markdown_carries_the_hot_line() -> None:
 
 def test_a_report_without_source_counters_says_not_measured() -> None:
     out = ok(invoke("explain", FIXTURES / "fx_rmsnorm.ncu-rep.xz", "--case", "triton")).output
-    assert "source lines: not measured" in " ".join(out.split())
+    assert "source: not measured" in " ".join(out.split())
     default = ok(invoke("explain", FIXTURES / "fx_rmsnorm.ncu-rep.xz")).output
     assert "source" not in default.lower().replace("resource", "")  # nothing in the default view
     assert "source_lines" not in json.loads(
@@ -122,7 +122,7 @@ def test_a_run_with_source_lines(run_with_lines: tuple[Path, str]) -> None:
 
 def test_a_run_without_source_lines_says_not_measured() -> None:
     out = ok(invoke("explain", ROOT / "profiles" / RUN, "--case", "triton", env=WIDE)).output
-    assert "source lines: not measured" in " ".join(out.split())
+    assert "source: not measured" in " ".join(out.split())
 
 
 def test_a_damaged_source_lines_file_is_left_out(run_with_lines: tuple[Path, str]) -> None:

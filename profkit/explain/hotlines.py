@@ -83,11 +83,11 @@ class LaunchLines:
     def headline(self) -> str:
         """One line: "line 14: 72% of the long-scoreboard stalls, 28 of 32 sectors wasted"."""
         if self.status == "not_measured":
-            return f"source lines: {NOT_MEASURED}"
+            return NOT_MEASURED
         if self.status == "no_line_info":
             return LINE_INFO_HINT
         if self.hot is None:
-            return "source lines: no warp-state samples in this launch: no hot line to name"
+            return "no warp-state samples in this launch: no hot line to name"
         said = [f"{self.hot_share_pct:.0f}% of the {_words(self.stall)} stalls"]
         sectors = self.hot.sectors_per_request()
         if sectors and sectors[0] >= 0.5:
@@ -304,7 +304,7 @@ class SourceLines:
         found = self.of(finding)
         if found is not None:
             return found.headline
-        return f"source lines: {NOT_MEASURED}" if not self.measured else None
+        return NOT_MEASURED if not self.measured else None
 
     def to_list(self) -> list[dict]:
         seen = {id(x): x for x in [*self.launches.values(), *self.cases.values()]}
