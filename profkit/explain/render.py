@@ -128,7 +128,7 @@ def render_terminal(
             out.para(notes[kernel], 0, first="note: ", style="italic")
         if detail:
             for f in _select(group, case, variant):
-                _full(out, f, verbose or case is not None, hot)
+                _full(out, f, verbose or case is not None, hot, asked=case is not None)
         else:
             _summary(out, group, hot)
     if not detail and any(f.kind != Kind.LAUNCH for f in findings):
@@ -306,7 +306,9 @@ def _largest(cases: list[Finding], hot: SourceLines | None) -> Finding | None:
     return max(have, key=lambda f: f.evidence.get("device_p50_ms") or 0.0, default=None)
 
 
-def _full(out: _Out, f: Finding, rules: bool, hot: SourceLines | None = None) -> None:
+def _full(
+    out: _Out, f: Finding, rules: bool, hot: SourceLines | None = None, asked: bool = False
+) -> None:
     style = _VERDICT_STYLE.get(f.verdict) or _BOTTLENECK_STYLE.get(str(f.bottleneck), "dim")
     out.head(f.subject, label(f).upper() if f.kind == Kind.VERDICT else label(f), style)
     out.para(f.text)
@@ -321,7 +323,7 @@ def _full(out: _Out, f: Finding, rules: bool, hot: SourceLines | None = None) ->
             bits += f", DRAM {dram:.0f}%, SM {sm:.0f}%"
         out.para(f"{share:>4} {launch.name} [{launch.family}]: {bits}", indent=4)
     if f.kind in (Kind.CASE, Kind.LAUNCH):
-        said = source_render.headline(hot, f, detail=True)
+        said = source_render.headline(hot, f, detail=asked)  # "not measured": --case only
         if said:
             out.para(said, first="source: ")
         if rules and hot is not None:
