@@ -214,3 +214,14 @@ def test_a_library_line_is_named_when_no_user_line_stalls(lines: pd.DataFrame) -
     assert found.hot_share_pct == pytest.approx(
         100 * mine.stall_long_scoreboard.max() / mine.stall_long_scoreboard.sum()
     )
+
+
+def test_a_failed_source_pass_says_why() -> None:
+    class Failed:
+        source_lines = None
+        kernels = None
+        manifest = {"source_pass": {"status": "failed", "reason": "ncu was killed by signal 9"}}
+
+    finding = type("F", (), {"kind": "case", "case": "x", "evidence": {}})()
+    said = hotlines.for_run(Failed()).line_for(finding)
+    assert said == "not measured: the source pass failed (ncu was killed by signal 9)"

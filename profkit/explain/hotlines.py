@@ -288,6 +288,7 @@ class SourceLines:
     measured: bool  # the run or report holds any per-line counters
     cases: dict[str, LaunchLines] = field(default_factory=dict)
     launches: dict[int, LaunchLines] = field(default_factory=dict)
+    why_not: str | None = None  # a run whose source pass failed or was skipped: its reason
 
     def of(self, finding: object) -> LaunchLines | None:
         """The lines a finding speaks for: a launch finding (a bare report) by its launch, a case
@@ -304,7 +305,9 @@ class SourceLines:
         found = self.of(finding)
         if found is not None:
             return found.headline
-        return NOT_MEASURED if not self.measured else None
+        if self.measured:
+            return None
+        return f"not measured: {self.why_not}" if self.why_not else NOT_MEASURED
 
     def to_list(self) -> list[dict]:
         seen = {id(x): x for x in [*self.launches.values(), *self.cases.values()]}
@@ -315,7 +318,12 @@ def for_run(run: object) -> SourceLines:
     """A stored run's hot lines (its source_lines.csv), per case."""
     table = getattr(run, "source_lines", None)
     if table is None or table.empty:
-        return SourceLines(measured=False)
+        block = (getattr(run, "manifest", None) or {}).get("source_pass") or {}
+        why = None
+        if block.get("status") in ("failed", "skipped"):
+            reason = block.get("reason") or block.get("problem")
+            why = f"the source pass {block['status']} ({reason})"
+        return SourceLines(measured=False, why_not=why)
     return SourceLines(True, by_case(table, getattr(run, "kernels", None)), by_launch(table))
 
 
