@@ -75,6 +75,7 @@ class CaptureOptions:
     clock_control: str = "none"
     ncu_timeout_s: float = 1800.0
     warm_l2: bool = False  # time with the L2 left warm instead of flushed before each call
+    source: bool = False  # after the counter pass, the deep per-line pass (profkit.sourcepass)
 
 
 def cases(opts: CaptureOptions) -> list[tuple[str, str, Shape]]:
@@ -375,6 +376,21 @@ def run_capture(spec: KernelSpec, opts: CaptureOptions, console: Console | None 
             kernels = None
         else:
             counters, kernels = counter_pass(spec, opts, table, writer, console)
+        source = None
+        if opts.source and not opts.interpret and opts.counters:
+            from profkit.sourcepass import source_pass
+
+            source = source_pass(
+                spec.name,
+                opts.from_file,
+                opts.seed,
+                kernels,
+                writer,
+                console,
+                timeout_s=opts.ncu_timeout_s,
+                clock_control=opts.clock_control,
+                counter_wall_s=counters.get("wall_s"),
+            )
         joined = join(table, aggregate_cases(kernels) if kernels is not None else None)
         writer.write_table(store.CASES, joined)
         manifest = {
@@ -396,6 +412,7 @@ def run_capture(spec: KernelSpec, opts: CaptureOptions, console: Console | None 
             "fingerprint": fingerprint,
             "ceilings": ceilings,
             "counters": counters,
+            **({"source_pass": source} if source is not None else {}),
             "env": {k: os.environ[k] for k in ("TRITON_INTERPRET",) if k in os.environ},
         }
         return writer.finish(manifest)

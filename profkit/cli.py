@@ -71,6 +71,20 @@ LAUNCH_COLUMNS = {
     "block_size": "block",
     "waves_per_sm": "waves/SM",
 }
+# `show --lines`: the per-line table's columns (docs/tables.md, source_lines.csv)
+LINE_COLUMNS = {
+    "launch": "launch",
+    "line": "line",
+    "samples": "samples",
+    "stall_long_scoreboard": "long sb",
+    "inst_executed": "warp inst",
+    "global_sectors": "sectors",
+    "excess_sectors": "excess",
+    "local_inst": "spill inst",
+    "source": "source",
+    "file": "file",
+}
+LINE_KEEP = ("launch", "line", "samples", "source", "inst_executed", "local_inst", "file")
 LAUNCH_KEEP = ("launch", "kernel_name", "ncu_duration_ms", "dram_throughput_pct",
                "sm_throughput_pct", "achieved_occupancy_pct", "nvtx_range")  # fmt: skip
 
@@ -166,6 +180,12 @@ def _positive_seconds(ctx, param, value):
     is_flag=True,
     help="time with the L2 left warm (default: flushed before every call, as ncu does)",
 )
+@click.option(
+    "--source",
+    is_flag=True,
+    help="after the counter pass, a deep ncu pass (SourceCounters, warp stalls, source imported) "
+    "over each case's dominant launch: its hot lines; its cost is printed",
+)
 @click.option("--seed", type=int, default=0, show_default=True)
 def capture(
     kernel,
@@ -181,9 +201,16 @@ def capture(
     clock_control,
     ncu_timeout,
     warm_l2,
+    source,
     seed,
 ) -> None:
     """Check, time and profile KERNEL's variants; store the run under profiles/."""
+    if source and (no_counters or interpret):
+        flag = "--no-counters" if no_counters else "--interpret"
+        raise click.UsageError(
+            f"--source needs the counter pass (it profiles each case's dominant launch, which "
+            f"that pass finds): drop {flag}"
+        )
     from profkit.capture import CaptureOptions, run_capture, unique
     from profkit.spec import find_spec, format_shape, normalize_dtype, parse_shape
     from profkit.store import default_root
@@ -221,6 +248,7 @@ def capture(
         clock_control=clock_control,
         ncu_timeout_s=ncu_timeout,
         warm_l2=warm_l2,
+        source=source,
     )
     path = run_capture(spec, opts)
     from profkit import store
@@ -298,9 +326,28 @@ def load_any(ref: str | None, profiles: str | None):
     default=None,
     help="where runs are stored [default: profiles/]",
 )
-def show(ref, fmt, profiles) -> None:
+@click.option(
+    "--lines",
+    is_flag=True,
+    help="the per-source-line table instead (a run captured with --source, or a report with "
+    "SourceCounters)",
+)
+def show(ref, fmt, profiles, lines) -> None:
     """Print a run's case table (default: the newest run), or a .ncu-rep's kernel launches."""
     kind, obj = load_any(ref, profiles)
+    if lines:
+        table = obj.source_lines
+        if table is None or table.empty:
+            from profkit.explain.hotlines import NOT_MEASURED
+
+            raise ProfkitError(f"no source lines in this {kind}: {NOT_MEASURED}")
+        if fmt == "table":  # a screen: the file's name and the line's first 40 characters
+            table = table.assign(
+                file=table["file"].map(lambda f: Path(f).name if f else ""),
+                source=table["source"].map(lambda t: t if len(t) <= 40 else t[:39] + "…"),
+            )
+        _print_table(table, fmt, LINE_COLUMNS, LINE_KEEP)
+        return
     if kind == "report":
         _print_table(obj.kernels, fmt, LAUNCH_COLUMNS, LAUNCH_KEEP)
         return
@@ -432,23 +479,27 @@ def _what_is_there(report) -> str:
 def explain(ref, fmt, profiles, case, variant, verbose, history) -> None:
     """Findings, bottlenecks and verdicts for a run (default: the newest) or a .ncu-rep report."""
     from profkit import explain as ex
-    from profkit.explain import render
+    from profkit.explain import hotlines, render
 
     kind, obj = load_any(ref, profiles)
     if kind == "report":
         report = ex.explain_launches(obj.kernels, obj.rules)
+        hot = hotlines.for_report(obj.kernels, obj.source_lines)
     else:
         earlier = [load_run(h, profiles) for h in history] if history else None
         report = ex.explain_run(obj, earlier)
+        hot = hotlines.for_run(obj)
     if (case or variant) and not render.select(report, case, variant):
         wanted = " and ".join(f"{k} {v!r}" for k, v in (("case", case), ("variant", variant)) if v)
         raise ProfkitError(f"no finding matches {wanted}: {_what_is_there(report)}")
     if fmt == "json":
-        click.echo(render.to_json(report))
+        click.echo(render.to_json(report, hot))
     elif fmt == "markdown":
-        click.echo(render.to_markdown(report, verbose=verbose))
+        click.echo(render.to_markdown(report, verbose=verbose, hot=hot))
     else:
-        render.render_terminal(report, Console(), verbose=verbose, case=case, variant=variant)
+        render.render_terminal(
+            report, Console(), verbose=verbose, case=case, variant=variant, hot=hot
+        )
 
 
 @cli.command()

@@ -1,11 +1,13 @@
 """Read any Nsight Compute report (.ncu-rep) into profkit's tidy tables, with NVIDIA's ncu_report.
 
-One row per kernel launch (kernels.csv) and one per guided-analysis rule result (rules.csv); see
-docs/tables.md. `nvtx_range` is the innermost push/pop range of the launch, written as ncu's NVTX
-filters write it: the bare name in the default domain (`user_region`), `domain@name` in any other
-(`profkit@rmsnorm.triton.float16.4096x8192`). ncu records each domain's stack on its own, never how
-two domains interleave, so when several domains hold ranges the default domain's wins, then the
-others in the order ncu lists them. A report captured without `--nvtx` records no ranges: empty.
+One row per kernel launch (kernels.csv), one per guided-analysis rule result (rules.csv) and, for
+launches captured with SourceCounters, one per source line (source_lines.csv, profkit.sourcelines);
+see docs/tables.md. `nvtx_range` is the innermost push/pop range of the launch, written as ncu's
+NVTX filters write it: the bare name in the default domain (`user_region`), `domain@name` in any
+other (`profkit@rmsnorm.triton.float16.4096x8192`). ncu records each domain's stack on its own,
+never how two domains interleave, so when several domains hold ranges the default domain's wins,
+then the others in the order ncu lists them. A report captured without `--nvtx` records no ranges:
+empty.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import pandas as pd
 from profkit.errors import ProfkitError
 from profkit.metrics import METRICS
 from profkit.ncu import find_ncu
+from profkit.sourcelines import LINE_COLUMNS, report_lines
 
 PROFKIT_DOMAIN = "profkit"
 DEFAULT_DOMAIN = "<default domain>"
@@ -73,6 +76,10 @@ class ReportTables:
     kernels: pd.DataFrame  # one row per kernel launch, KERNEL_COLUMNS
     rules: pd.DataFrame  # one row per rule result, RULE_COLUMNS
     metrics_na: list[str] = field(default_factory=list)  # requested, but no launch has a value
+    # per-source-line counters (profkit.sourcelines), empty when no launch has SourceCounters
+    source_lines: pd.DataFrame = field(
+        default_factory=lambda: pd.DataFrame(columns=list(LINE_COLUMNS))
+    )
 
 
 # --- the library ----------------------------------------------------------------------------------
@@ -153,6 +160,9 @@ def read_report(path: str | Path, requested: Sequence[str] = ()) -> ReportTables
         kernels=pd.DataFrame(kernels, columns=list(KERNEL_COLUMNS)),
         rules=pd.DataFrame(rules, columns=list(RULE_COLUMNS)),
         metrics_na=_metrics_na(actions, requested),
+        source_lines=report_lines(
+            actions, [{k: row[k] for k in ("case", "launch", "kernel_name")} for row in kernels]
+        ),
     )
 
 

@@ -30,6 +30,8 @@ KERNELS = "kernels.csv"
 RULES = "rules.csv"
 SAMPLES = "samples.csv.gz"  # raw timing samples: case, kind (device|host|loop), ms
 REPORT = "counters.ncu-rep"
+SOURCE_REPORT = "source.ncu-rep"  # the --source pass's report (SourceCounters, imported source)
+SOURCE_LINES = "source_lines.csv"  # its per-line table (profkit.sourcelines)
 TMP_PREFIX = ".tmp-"
 
 
@@ -48,6 +50,7 @@ class Run:
     samples: pd.DataFrame | None = None  # None for schema-1 runs: they stored no samples
     # what was wrong with an optional file that was left out (one line each, for stderr)
     warnings: list[str] = field(default_factory=list)
+    source_lines: pd.DataFrame | None = None  # per-line counters of a --source capture
 
     @property
     def run_id(self) -> str:
@@ -278,7 +281,17 @@ def load(path: Path) -> Run:
         if col in cases.columns:
             cases[col] = _numeric(path, col, cases[col])
     rules, warnings = _read_rules(path / RULES)
-    return Run(path, manifest, cases, optional[KERNELS], rules, optional[SAMPLES], warnings)
+    lines, more = _read_source_lines(path / SOURCE_LINES)
+    return Run(
+        path,
+        manifest,
+        cases,
+        optional[KERNELS],
+        rules,
+        optional[SAMPLES],
+        source_lines=lines,
+        warnings=warnings + more,
+    )
 
 
 def _numeric(path: Path, col: str, values: pd.Series) -> pd.Series:
@@ -305,6 +318,29 @@ def _read_rules(f: Path) -> tuple[pd.DataFrame | None, list[str]]:
 
 
 _NO_RULES = "so Nsight Compute's rule messages are not shown for this run"
+# what explain and the dashboard read from source_lines.csv
+SOURCE_LINE_COLUMNS_READ = ("launch", "file", "line", "inst_executed")
+_SOURCE_TEXT = {"case": str, "kernel_name": str, "file": str, "source": str}
+
+
+def _read_source_lines(f: Path) -> tuple[pd.DataFrame | None, list[str]]:
+    """source_lines.csv, or None with a one-line warning when it is there but cannot be used."""
+    try:
+        lines = pd.read_csv(f, dtype=_SOURCE_TEXT) if f.is_file() and f.stat().st_size else None
+    except (OSError, ValueError) as exc:
+        return None, [f"{f} is unreadable ({_oneline(exc)[:120]}): left out, {_NO_LINES}"]
+    if lines is None:
+        return None, []
+    missing = [c for c in SOURCE_LINE_COLUMNS_READ if c not in lines.columns]
+    if missing:
+        return None, [f"{f} lacks the column(s) {', '.join(missing)}: left out, {_NO_LINES}"]
+    for col in _SOURCE_TEXT:  # an empty text cell reads back as NaN
+        if col in lines.columns:
+            lines[col] = lines[col].fillna("")
+    return lines, []
+
+
+_NO_LINES = "so its source lines are not shown"
 
 
 def _oneline(exc: BaseException) -> str:

@@ -436,3 +436,118 @@ def test_a_crash_with_nothing_left_to_isolate_is_timing_only(
     counters = run.manifest["counters"]
     assert counters["status"] == "timing_only" and counters["returncode"] == 139
     assert "crashed_cases" not in counters
+
+
+# --- the --source pass ----------------------------------------------------------------------------
+
+
+def test_source_pass_argv_profiles_each_cases_dominant_launch(
+    tmp_path: Path,
+    console: Console,
+    fake_gpu: None,
+    real_report: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The deep pass: SourceCounters + WarpStateStats, source imported, only the cases' ranges
+    and their longest kernels; the default pass's command line does not change."""
+    argv_file = tmp_path / "argv.json"
+    monkeypatch.setenv("FAKE_NCU_ARGV", str(argv_file))
+    default = store.load(run_capture(SPEC, options(tmp_path), console))
+    default_argv = json.loads(argv_file.read_text())
+    assert "source_pass" not in default.manifest
+    run = store.load(run_capture(SPEC, options(tmp_path, source=True), console))
+    argv = json.loads(argv_file.read_text())  # the last call: the source pass
+    counter_argv = run.manifest["counters"]
+    assert "--import-source" not in default_argv and "SourceCounters" not in default_argv
+    assert counter_argv["sections"] == default.manifest["counters"]["sections"]
+    kernels = run.kernels
+    longest = kernels.loc[kernels.groupby("case").ncu_duration_ms.idxmax()]
+    eager = longest.set_index("case").kernel_name[EAGER_CASE]
+    assert eager == "elementwise_kernel"  # of its 8 launches, the longest
+    assert argv[argv.index("--nvtx-include") + 1] == (
+        r"regex:profkit@(rmsnorm\.triton\.float16\.4096x8192|rmsnorm\.eager\.float16\.4096x4096)/"
+    )
+    assert argv[argv.index("--kernel-name") + 1] == "regex:^(_rmsnorm_kernel|elementwise_kernel)$"
+    assert argv[argv.index("--import-source") + 1] == "yes"
+    sections = [argv[i + 1] for i, a in enumerate(argv) if a == "--section"]
+    assert sections == ["SourceCounters", "WarpStateStats"]
+    assert argv[argv.index("--metrics") + 1] == "gpu__time_duration.sum"
+    # the fake wrote the default pass's report again: it has no SourceCounters
+    block = run.manifest["source_pass"]
+    assert (block["status"], block["problem"]) == ("failed", "no_source_counters")
+    assert block["cases"] == 2 and block["wall_s"] >= 0 and block["report"] == store.SOURCE_REPORT
+    assert run.manifest["counters"]["status"] == "ok" and run.source_lines is None
+    assert "source pass: ncu with SourceCounters + WarpStateStats" in console.file.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("mode", "problem"),
+    [("perm", "no_permission"), ("crash", "ncu_failed"), ("app_failed", "app_failed")],
+)
+def test_a_failed_source_pass_keeps_the_counters(
+    tmp_path: Path,
+    console: Console,
+    fake_gpu: None,
+    real_report: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    mode: str,
+    problem: str,
+) -> None:
+    monkeypatch.setenv("FAKE_NCU_SOURCE_MODE", mode)
+    path = run_capture(SPEC, options(tmp_path, source=True), console)
+    run = store.load(path)
+    assert run.manifest["counters"]["status"] == "ok" and len(run.kernels) == 9
+    block = run.manifest["source_pass"]
+    assert (block["status"], block["problem"]) == ("failed", problem)
+    assert block["reason"] and block["fix"].startswith("Fix:")
+    assert run.source_lines is None
+    assert (path / "ncu-source.log").is_file() and not (path / "ncu-source-job.json").exists()
+    assert "source pass failed:" in console.file.getvalue()
+
+
+def test_a_source_pass_that_finds_no_case_says_so(
+    tmp_path: Path,
+    console: Console,
+    fake_gpu: None,
+    real_report: Path,
+    ncu_rep_path: Callable[[str], Path],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """fx_source has SourceCounters but no profkit ranges: nothing in it is a case's launch."""
+    monkeypatch.setenv("FAKE_NCU_SOURCE_COPY", str(ncu_rep_path("fx_source")))
+    run = store.load(run_capture(SPEC, options(tmp_path, source=True), console))
+    block = run.manifest["source_pass"]
+    assert (block["status"], block["problem"]) == ("failed", "no_match")
+    assert run.source_lines is None
+
+
+def test_source_pass_without_counters_is_skipped(
+    tmp_path: Path,
+    console: Console,
+    fake_gpu: None,
+    fake_ncu_on_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("FAKE_NCU_MODE", "perm")
+    run = store.load(run_capture(SPEC, options(tmp_path, source=True), console))
+    assert run.timing_only
+    block = run.manifest["source_pass"]
+    assert (block["status"], block["problem"]) == ("skipped", "no_counters")
+
+
+def test_source_pass_timeout(
+    tmp_path: Path,
+    console: Console,
+    fake_gpu: None,
+    real_report: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("FAKE_NCU_SOURCE_MODE", "sleep")
+    monkeypatch.setenv("FAKE_NCU_CHILD_PID", str(tmp_path / "child.pid"))
+    monkeypatch.setattr(ncu, "KILL_GRACE_S", 1.0)
+    opts = options(tmp_path, source=True, ncu_timeout_s=2.0)
+    run = store.load(run_capture(SPEC, opts, console))
+    assert run.manifest["counters"]["status"] == "ok"
+    block = run.manifest["source_pass"]
+    assert (block["status"], block["problem"]) == ("failed", "timeout")
+    assert 2.0 <= block["wall_s"] < 10

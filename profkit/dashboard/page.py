@@ -28,6 +28,7 @@ from profkit.dashboard import (
     host,
     launches,
     roofline,
+    source_view,
     speedup,
     steps,
     sweep,
@@ -224,6 +225,19 @@ def _run_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
         + plot_div(fig, f"{prefix}-plot-launches")
     )
     out.append(("Per-launch drill-down", body))
+    if source_view.has_lines(run):
+        out.append(
+            (
+                "Hot source lines",
+                _note(
+                    "Per case, its dominant launch profiled again with ncu's SourceCounters "
+                    "(`capture --source`): warp-state samples, instructions, global sectors per "
+                    "request against the ideal (wasted) and local-memory (spill) instructions, "
+                    f"per line of the kernel's source. {source_view.cost_note(run)}"
+                )
+                + source_view.source_section(run),
+            )
+        )
 
     out.append(
         (

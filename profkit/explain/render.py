@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from rich.console import Console
 from rich.text import Text
 
+from profkit.explain import source_render
+from profkit.explain.hotlines import SourceLines
 from profkit.explain.model import Finding, Kind, Report, Unit, Verdict
 from profkit.explain.phrases import reason_text, step_text
 
@@ -111,6 +113,7 @@ def render_terminal(
     verbose: bool = False,
     case: str | None = None,
     variant: str | None = None,
+    hot: SourceLines | None = None,  # hot source lines (profkit.explain.hotlines), when measured
 ) -> None:
     findings = list(report)
     if not findings:
@@ -125,9 +128,9 @@ def render_terminal(
             out.para(notes[kernel], 0, first="note: ", style="italic")
         if detail:
             for f in _select(group, case, variant):
-                _full(out, f, verbose or case is not None)
+                _full(out, f, verbose or case is not None, hot, asked=case is not None)
         else:
-            _summary(out, group)
+            _summary(out, group, hot)
     if not detail and any(f.kind != Kind.LAUNCH for f in findings):
         out.para(
             "more: --case NAME or --variant NAME for a case's detail, --verbose for every "
@@ -156,7 +159,7 @@ def _select(group: list[Finding], case: str | None, variant: str | None) -> list
     return [f for f in group if keep(f)]
 
 
-def _summary(out: _Out, group: list[Finding]) -> None:
+def _summary(out: _Out, group: list[Finding], hot: SourceLines | None = None) -> None:
     verdicts = [f for f in group if f.kind == Kind.VERDICT]
     cases = [f for f in group if f.kind == Kind.CASE]
     _steps(out, group)
@@ -164,6 +167,7 @@ def _summary(out: _Out, group: list[Finding]) -> None:
         for f in group:
             if f.kind != Kind.STEPS:
                 _launch_line(out, f)
+                _hot_line(out, hot, f)
         return
     for v in verdicts:
         out.head(
@@ -179,6 +183,7 @@ def _summary(out: _Out, group: list[Finding]) -> None:
             out.para(history.text, first="history: ")
         mine = {(f.dtype, f.shape): f for f in cases if f.variant == v.variant}
         _losses(out, v, mine)
+        _hot_line(out, hot, _largest(list(mine.values()), hot))
         _baselines(out, group, v)
         hosted = [f for f in group if f.kind == Kind.HOST and f.variant == v.variant]
         if hosted:
@@ -288,7 +293,22 @@ def _launch_line(out: _Out, f: Finding) -> None:
         out.para(step_text(f.next[0]), first="next: ", style="bold")
 
 
-def _full(out: _Out, f: Finding, rules: bool) -> None:
+def _hot_line(out: _Out, hot: SourceLines | None, f: Finding | None) -> None:
+    said = source_render.headline(hot, f, detail=False) if f is not None else None
+    if said:
+        where = f" at {f.dtype} {f.shape}" if f is not None and f.kind == Kind.CASE else ""
+        out.para(said, first=f"source{where}: ")
+
+
+def _largest(cases: list[Finding], hot: SourceLines | None) -> Finding | None:
+    """Of a variant's cases with hot lines, the one with the longest device time."""
+    have = [f for f in cases if hot is not None and hot.of(f) is not None]
+    return max(have, key=lambda f: f.evidence.get("device_p50_ms") or 0.0, default=None)
+
+
+def _full(
+    out: _Out, f: Finding, rules: bool, hot: SourceLines | None = None, asked: bool = False
+) -> None:
     style = _VERDICT_STYLE.get(f.verdict) or _BOTTLENECK_STYLE.get(str(f.bottleneck), "dim")
     out.head(f.subject, label(f).upper() if f.kind == Kind.VERDICT else label(f), style)
     out.para(f.text)
@@ -305,6 +325,12 @@ def _full(out: _Out, f: Finding, rules: bool) -> None:
         if dram is not None and sm is not None:
             bits += f", DRAM {dram:.0f}%, SM {sm:.0f}%"
         out.para(f"{share:>4} {launch.name} [{launch.family}]: {bits}", indent=4)
+    if f.kind in (Kind.CASE, Kind.LAUNCH):
+        said = source_render.headline(hot, f, detail=asked)  # "not measured": --case only
+        if said:
+            out.para(said, first="source: ")
+        if rules and hot is not None:
+            source_render.print_lines(out.para, hot.of(f))
     for i, step in enumerate(f.next, 1):
         out.para(step_text(step), first=f"next {i}: ", style="bold" if i == 1 else "")
     for item in f.ruled_out:
@@ -390,7 +416,9 @@ def _rule_why(key: str, note: dict) -> str:
 # --- markdown and JSON ----------------------------------------------------------------------------
 
 
-def to_markdown(report: Report | Iterable[Finding], verbose: bool = False) -> str:
+def to_markdown(
+    report: Report | Iterable[Finding], verbose: bool = False, hot: SourceLines | None = None
+) -> str:
     lines: list[str] = []
     notes = report.notes if isinstance(report, Report) else {}
     for kernel, group in by_kernel(report).items():
@@ -410,6 +438,7 @@ def to_markdown(report: Report | Iterable[Finding], verbose: bool = False) -> st
                 lines.append(f"- **{f.subject}** ({label(f)}): {f.text}")
                 if f.next:
                     lines.append(f"  - *Next:* {step_text(f.next[0])}")
+                lines += source_render.markdown(hot, f)
                 if verbose:
                     lines += [
                         f"  - NVIDIA {r.rule}: {r.message}"
@@ -424,7 +453,10 @@ def to_markdown(report: Report | Iterable[Finding], verbose: bool = False) -> st
     return "\n".join(lines).rstrip() + "\n"
 
 
-def to_json(report: Report | Iterable[Finding]) -> str:
+def to_json(report: Report | Iterable[Finding], hot: SourceLines | None = None) -> str:
     if not isinstance(report, Report):
         report = Report(findings=list(report))
-    return json.dumps(report.to_dict(), indent=2)
+    out = report.to_dict()
+    if hot is not None and hot.measured:  # one entry per launch with hot lines
+        out["source_lines"] = hot.to_list()
+    return json.dumps(out, indent=2)
