@@ -214,8 +214,9 @@ def test_fully_collected_reports_have_no_na(ncu_rep_path, name: str) -> None:
 @pytest.mark.parametrize("name", ["fx_rmsnorm", "fx_matmul"])
 def test_every_verified_metric_has_a_value_in_the_h200_reports(ncu_rep_path, name: str) -> None:
     # reports captured with the sections hold their metrics too: each name marked verified was
-    # seen there (or in gpu-facts.md); the unverified ones await the next H200 capture
-    verified = [m.ncu for m in METRICS if m.verified]
+    # seen there (or in gpu-facts.md); the unverified ones await the next H200 capture; the cause
+    # catalogue's counters came after these reports (seen in tests/fixtures/causes_probe.csv.xz)
+    verified = [m.ncu for m in METRICS if m.verified and m.group != "catalogue"]
     assert report.read_report(ncu_rep_path(name), verified).metrics_na == []
 
 
