@@ -98,8 +98,13 @@ SECTION = "SourceCounters"
 
 
 def has_source_counters(action: Any) -> bool:
-    """Whether a launch was captured with SourceCounters (and so has per-PC counters)."""
-    if SECTION not in {s.identifier() for s in action.sections()}:
+    """Whether a launch was captured with SourceCounters (and so has per-PC counters). The
+    ncu_report of Nsight Compute 2025.3.1's own install has no `IAction.sections()` (PyPI's
+    ncu-report 2026.3.1 has): there, the section's per-PC warp samples stand for it."""
+    if hasattr(action, "sections"):
+        if SECTION not in {s.identifier() for s in action.sections()}:
+            return False
+    elif not per_pc(action, SUMMED["samples"]):
         return False
     metric = action.metric_by_name(SUMMED["inst_executed"])
     return metric is not None and metric.has_correlation_ids() and metric.num_instances() > 0

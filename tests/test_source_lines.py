@@ -225,3 +225,26 @@ def test_a_failed_source_pass_says_why() -> None:
     finding = type("F", (), {"kind": "case", "case": "x", "evidence": {}})()
     said = hotlines.for_run(Failed()).line_for(finding)
     assert said == "not measured: the source pass failed (ncu was killed by signal 9)"
+
+
+class _WithoutSections:
+    """An action as Nsight Compute 2025.3.1's own ncu_report gives it: no `sections()`."""
+
+    def __init__(self, action) -> None:
+        self._action = action
+
+    def __getattr__(self, name: str):
+        if name == "sections":
+            raise AttributeError(name)
+        return getattr(self._action, name)
+
+
+def test_source_counters_are_found_without_the_sections_api(actions: list, ncu_rep_path) -> None:
+    from profkit.report import import_ncu_report
+    from profkit.sourcelines import has_source_counters
+
+    assert all(has_source_counters(_WithoutSections(a)) for a in actions)
+    # the default counter pass keeps a per-PC inst_executed, but no warp samples
+    ctx = import_ncu_report().load_report(str(ncu_rep_path("fx_rmsnorm")))
+    plain = [ctx.range_by_idx(0).action_by_idx(i) for i in range(ctx.range_by_idx(0).num_actions())]
+    assert plain and not any(has_source_counters(_WithoutSections(a)) for a in plain)
