@@ -84,8 +84,6 @@ def _atomic_contention(r: LaunchRecord) -> dict | None:
         "l2_atomic_busy_max_pct": busy_max,
         "l2_atomic_busy_pct": busy,
     }
-    if r.l2_slice_imbalance is not None:
-        out["l2_slice_imbalance_x"] = r.l2_slice_imbalance
     return out
 
 
@@ -108,8 +106,6 @@ def _divergence(r: LaunchRecord) -> dict | None:
         "branch_targets_divergent": r.branch_targets_divergent,
         "divergent_share_pct": share * 100,
     }
-    if r.threads_per_inst is not None:
-        out["threads_per_inst"] = r.threads_per_inst
     return out
 
 

@@ -72,7 +72,6 @@ class LaunchRecord:
     global_ld_requests: float | None = None
     global_st_sectors: float | None = None
     global_ld_bytes_requested: float | None = None
-    global_st_bytes_requested: float | None = None
     local_ld_bytes: float | None = None
     local_st_bytes: float | None = None
     shared_bank_conflicts: float | None = None
@@ -80,16 +79,11 @@ class LaunchRecord:
     # --- atomics ----------------------------------------------------------------------------------
     global_atom_requests: float | None = None
     global_red_requests: float | None = None
-    l2_atomic_requests: float | None = None
-    l2_red_requests: float | None = None
     l2_atomic_busy_max_pct: float | None = None
     l2_atomic_busy_pct: float | None = None
-    l2_slice_cycles_max: float | None = None
-    l2_slice_cycles_avg: float | None = None
     # --- control flow -----------------------------------------------------------------------------
     branch_targets: float | None = None
     branch_targets_divergent: float | None = None
-    threads_per_inst: float | None = None
     # --- launch shape -----------------------------------------------------------------------------
     grid_size: float | None = None
     block_size: float | None = None
@@ -97,8 +91,6 @@ class LaunchRecord:
     waves_per_sm: float | None = None
     achieved_occupancy_pct: float | None = None
     theoretical_occupancy_pct: float | None = None
-    sm_cycles_active_max: float | None = None
-    sm_cycles_active_avg: float | None = None
     # --- stalls: reason -> share of active warps' cycles --------------------------------------
     stalls: Mapping[str, float] = field(default_factory=dict)
 
@@ -174,19 +166,6 @@ class LaunchRecord:
         if self.global_atom_requests is None and self.global_red_requests is None:
             return None
         return (self.global_atom_requests or 0.0) + (self.global_red_requests or 0.0)
-
-    @property
-    def l2_slice_imbalance(self) -> float | None:
-        """The busiest L2 slice's active cycles over an average slice's (1.0 is even)."""
-        if not self.l2_slice_cycles_avg or self.l2_slice_cycles_max is None:
-            return None
-        return self.l2_slice_cycles_max / self.l2_slice_cycles_avg
-
-    @property
-    def sm_imbalance(self) -> float | None:
-        if not self.sm_cycles_active_avg or self.sm_cycles_active_max is None:
-            return None
-        return self.sm_cycles_active_max / self.sm_cycles_active_avg
 
     @property
     def divergent_share(self) -> float | None:
