@@ -122,10 +122,11 @@ TABLE: dict[str, Arch] = {
                 Board(
                     "GeForce",
                     {"tensor_fp16": 512, "tensor_tf32": 256},
-                    "NVIDIA Ampere GA102 whitepaper, Table 6 (GA10x SM: 512 dense FP16 FMA/clk "
-                    "with FP16 accumulate = 1024 FLOP); GeForce boards run FP32 accumulate at "
-                    "half that and TF32 at a quarter (RTX 3090: FP32 35.6, FP16 Tensor with FP32 "
-                    "accumulate 71 TFLOP/s). INT8 on GeForce GA10x: not sourced",
+                    "NVIDIA Ampere GA102 GPU Architecture whitepaper, Table 6 (GA10x SM: 512 "
+                    "dense FP16 FMA/clk = 1024 FLOP, FP16 accumulate); GeForce boards run FP32 "
+                    "accumulate at half that and TF32 at a quarter (a worked RTX 3060 Ti example; "
+                    "RTX 3090: FP32 35.6, FP16 Tensor 71 TFLOP/s, 2x). INT8 on GeForce GA10x: not "
+                    "sourced",
                 ),
             ),
         ),
@@ -195,7 +196,7 @@ TABLE: dict[str, Arch] = {
             "Blackwell GB20x (RTX 50, RTX PRO)",
             {"fp32_fma": 256},
             "NVIDIA RTX Blackwell GPU Architecture whitepaper (GB20x SM: 128 FP32 lanes; RTX 5090: "
-            "170 SMs, FP32 104.8 TFLOP/s at 2407 MHz)",
+            "170 SMs, FP32 104.8 TFLOP/s = 170 x 256 x 2407 MHz), as spec pages quote it",
             {
                 "fp64_fma": "not sourced: the GB20x FP64 rate was not found in the documents "
                 "searched",
