@@ -67,7 +67,11 @@ def check(
         # integer math has one right answer: exact, whatever tolerance the spec lists
         wrong = int((got != ref).sum())
         ok = wrong == 0
-        why = "" if ok else f"not exact (integer output): {wrong} of {ref.numel()} elements differ"
+        why = (
+            ""
+            if ok
+            else f"outside tolerance (exact, integer output): {wrong} of {ref.numel()} differ"
+        )
         why += f", max abs err {max_abs:.3g}" if wrong else ""
         return Check(ok, rel, max_abs, why)
     atol, rtol = spec.tolerances[dtype]

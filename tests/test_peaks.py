@@ -22,7 +22,6 @@ from profkit.spec import DTYPE_ITEMSIZE, KernelSpec, Variant, normalize_dtype
 from profkit.timing import check
 
 ROOT = Path(__file__).resolve().parents[1]
-H200 = Device(SM_COUNT, "9.0", 4000.0, 800.0, "bfloat16", "NVIDIA H200")
 GEMM = {"flops": 2 * 4096.0**3, "bytes": 3 * 4096 * 4096.0, "device_p50_ms": 0.7}
 
 
@@ -231,7 +230,7 @@ def test_integer_outputs_are_checked_exactly() -> None:
     ok = check(_int_spec(_rowdot), _rowdot, (8, 64), "int8", "cpu", seed=3)
     assert ok.correct and ok.max_abs_err == 0 and ok.error == ""
     off = check(_int_spec(_rowdot), lambda i: _rowdot(i, delta=1), (8, 64), "int8", "cpu", 3)
-    assert not off.correct and "not exact (integer output): 8 of 8" in off.error
+    assert not off.correct and "outside tolerance (exact, integer output): 8 of 8" in off.error
     # an unwritten element keeps the spec's fill (-1, never a sum of squares) and fails
     half = check(_int_spec(_rowdot), lambda i: _rowdot(i, rows=4), (8, 64), "int8", "cpu", 3)
     assert not half.correct and "4 of 8" in half.error
