@@ -26,6 +26,7 @@ DTYPE_ITEMSIZE = {
     "float32": 4,
     "float64": 8,
     "float8_e4m3fn": 1,
+    "float8_e5m2": 1,
     # integer kernels (the zoo's int8 GEMM, hashes, pointer chases): outputs checked exactly
     "int8": 1,
     "int32": 4,
@@ -37,8 +38,14 @@ DTYPE_ALIASES = {
     "fp32": "float32",
     "float": "float32",
     "fp64": "float64",
+    "double": "float64",
     "fp8": "float8_e4m3fn",
     "e4m3": "float8_e4m3fn",
+    "fp8_e4m3": "float8_e4m3fn",
+    "float8_e4m3": "float8_e4m3fn",
+    "e5m2": "float8_e5m2",
+    "fp8_e5m2": "float8_e5m2",
+    "i8": "int8",
 }
 
 

@@ -67,6 +67,12 @@ TENSOR_IDLE_PCT = 10.0
 # to 4.1% in kernels with no MMA, softmax run a879b0): explain.roofs.on_tensor_cores also asks it
 # to out-work the FMA pipe.
 TENSOR_UNUSED_PCT = 1.0
+# A pipe at or above this share of its peak does real work (not idle noise): the FP64 pipe's
+# roof is the one a kernel off the Tensor Cores is judged against when its FP64 pipe is in use this
+# much and the label is float64 or the FP64 pipe out-works the FMA pipe; a Tensor sub-pipe (IMMA,
+# DMMA, HMMA) this busy names the kind of MMA. profkit choice: TENSOR_UNUSED_PCT's 1%, above the
+# pipes' idle noise.
+PIPE_IN_USE_PCT = 1.0
 # A user matmul on the Tensor Cores under this share of their roof (at the clock it was timed at)
 # is under-fed: its tiles are too small to reuse data or hide latency. profkit choice: cuBLAS
 # reaches about 65-80% of the spec roof on the H200.

@@ -4,9 +4,11 @@ point, under the roofs that bound it.
 Roofs come from the run's manifest: `ceilings` where the capture measured them (copy_gbps: the DRAM
 roof; matmul_tflops for matmul_dtype: that dtype's Tensor Core roof; l2_gbps, fp32_tflops and
 matmul_tflops_<dtype> where a capture records them). A roof the run did not measure is derived from
-the fingerprint (SM count x the architecture's per-SM rate x the maximum SM clock) and labelled
-"derived": an upper bound from the datasheet, not a measurement. A roof that can be neither
-measured nor derived is left out, and the page says so.
+the fingerprint (SM count x the architecture's per-SM rate from profkit.peaks, the table explain
+shares, x the maximum SM clock) and labelled "derived": an upper bound from the datasheet, not a
+measurement. Besides the dtype's own roofs, a panel draws the roof of any pipe its cases were
+measured on (an int8 GEMM labelled float32 runs on IMMA: the INT8 roof). A roof that can be
+neither measured nor derived is left out, and the page says so.
 """
 
 from __future__ import annotations
@@ -17,18 +19,13 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from profkit import peaks
 from profkit.dashboard.common import ROW_HEIGHT_PX, Field, column, hover, layout, text, timed
+from profkit.explain.roofs import roof_kind
 from profkit.store import Run
 
-# FLOP per clock per SM (dense; an FMA is 2 FLOP), by compute capability. Sources: NVIDIA A100
-# Tensor Core GPU Architecture whitepaper (8.0: 64 FP32 lanes; 1024 dense FP16 FMA/clk, TF32 half
-# that) and NVIDIA H100 Tensor Core GPU Architecture whitepaper (9.0: 128 FP32 lanes; 2048 dense
-# FP16/BF16 FMA/clk, TF32 half that). An architecture not listed gets no derived compute roofs.
-PER_SM_FLOP_PER_CLK: dict[str, dict[str, int]] = {
-    "8.0": {"fp32": 128, "float16": 2048, "bfloat16": 2048, "float32": 1024},
-    "9.0": {"fp32": 256, "float16": 4096, "bfloat16": 4096, "float32": 2048},
-}
-# the Tensor Core path each dtype's matmul takes (fp32 inputs: TF32 when allowed)
+# how a panel names the Tensor Core roof of its dtype (fp32 inputs: TF32 when allowed); other
+# kinds by profkit.peaks.KIND_NAMES
 TENSOR_KIND = {"float16": "FP16", "bfloat16": "BF16", "float32": "TF32"}
 MEMORY_COLORS = {"DRAM": "#1f77b4", "L2": "#17becf"}
 COMPUTE_COLORS = {"fp32": "#2ca02c", "tensor": "#9467bd"}
@@ -75,16 +72,38 @@ def _number(value: object) -> float | None:
     return v if v > 0 else None
 
 
-def _derived(run: Run, key: str) -> tuple[float, str] | None:
+def _derived(run: Run, kind: str) -> tuple[float, str] | None:
     """SMs x per-SM FLOP/clk x max SM clock, in TFLOP/s, with how it was derived."""
     fp = run.manifest.get("fingerprint") or {}
-    per_sm = PER_SM_FLOP_PER_CLK.get(str(fp.get("compute_capability")), {}).get(key)
+    cc, gpu = str(fp.get("compute_capability")), fp.get("gpu")
+    found = peaks.rate(cc, kind, str(gpu) if gpu else None)
     sms = _number(fp.get("sm_count"))
     clock = _number((fp.get("clocks_mhz") or {}).get("max_sm"))
-    if not (per_sm and sms and clock):
+    if not (found and sms and clock):
         return None
+    per_sm = found[0]
     how = f"{sms:.0f} SMs x {per_sm} FLOP/clk x {clock:.0f} MHz, from the fingerprint"
     return sms * per_sm * clock * 1e6 / 1e12, how
+
+
+def _why_not(run: Run, kind: str) -> str:
+    fp = run.manifest.get("fingerprint") or {}
+    cc, gpu = fp.get("compute_capability"), fp.get("gpu")
+    if peaks.rate(str(cc) if cc else None, kind, str(gpu) if gpu else None) is None:
+        return peaks.missing(str(cc) if cc else None, kind, str(gpu) if gpu else None)
+    return "no SM count or clock in the fingerprint"
+
+
+def measured_kinds(run: Run, dtype: str) -> list[str]:
+    """The peaks kinds the pipes of dtype's cases ran on (explain's roof_kind), most cases first;
+    none for a run without counters."""
+    if run.timing_only:
+        return []
+    cases = timed(run.cases)
+    sub = cases[cases["dtype"].astype(str) == dtype]
+    kinds = [roof_kind(r, dtype)[0] for r in sub.to_dict("records")]
+    counted = pd.Series([k for k in kinds if k]).value_counts()
+    return [str(k) for k in counted.index]
 
 
 def roofs(run: Run, dtype: str) -> tuple[list[Roof], list[str]]:
@@ -100,23 +119,40 @@ def roofs(run: Run, dtype: str) -> tuple[list[Roof], list[str]]:
         out.append(Roof("L2", "memory", l2, True, "manifest ceilings"))
     else:
         missing.append("L2 (the run measured no L2 bandwidth, and no datasheet figure is derived)")
-    if fp32 := _number(ceil.get("fp32_tflops")):
-        out.append(Roof("FP32 FMA", "compute", fp32, True, "manifest ceilings"))
-    elif d := _derived(run, "fp32"):
-        out.append(Roof("FP32 FMA", "compute", d[0], False, d[1]))
+    vector = peaks.label_vector_kind(dtype)
+    name = peaks.KIND_NAMES[vector]
+    if vector == "fp32_fma" and (fp32 := _number(ceil.get("fp32_tflops"))):
+        out.append(Roof(name, "compute", fp32, True, "manifest ceilings"))
+    elif d := _derived(run, vector):
+        out.append(Roof(name, "compute", d[0], False, d[1]))
     else:
-        missing.append("FP32 FMA (not measured; no SM count, clock or known architecture)")
-    tc = f"{TENSOR_KIND.get(dtype, dtype)} Tensor Core"
+        missing.append(f"{name} (not measured; {_why_not(run, vector)})")
+    label_kind = peaks.LABEL_TENSOR_KIND.get(dtype)
+    if dtype in TENSOR_KIND:
+        tc = f"{TENSOR_KIND[dtype]} Tensor Core"
+    else:
+        tc = peaks.KIND_NAMES.get(label_kind or "", f"{dtype} Tensor Core")
     measured = _number(ceil.get(f"matmul_tflops_{dtype}"))
     if measured is None and str(ceil.get("matmul_dtype")) == dtype:
         measured = _number(ceil.get("matmul_tflops"))
     if measured:
         shape = ceil.get("matmul_shape")
         out.append(Roof(tc, "compute", measured, True, f"cuBLAS {dtype} matmul {shape or ''}"))
-    elif d := _derived(run, dtype):
+    elif label_kind and (d := _derived(run, label_kind)):
         out.append(Roof(tc, "compute", d[0], False, d[1]))
     else:
-        missing.append(f"{tc} (not measured; no SM count, clock or known architecture)")
+        why = _why_not(run, label_kind) if label_kind else "no Tensor Core kind for this dtype"
+        missing.append(f"{tc} (not measured; {why})")
+    # the pipes the cases ran on, where they are not the label's (the roof follows the pipe)
+    for kind in measured_kinds(run, dtype):
+        if kind in (vector, label_kind):
+            continue
+        name = peaks.KIND_NAMES[kind]
+        if d := _derived(run, kind):
+            source = f"the pipe {dtype} cases ran on; {d[1]}"
+            out.append(Roof(name, "compute", d[0], False, source))
+        else:
+            missing.append(f"{name}, the pipe {dtype} cases ran on ({_why_not(run, kind)})")
     return out, missing
 
 
@@ -215,7 +251,7 @@ def _roof_trace(roof: Roof, all_roofs: list[Roof], lo: float, hi: float) -> go.S
     else:
         start = _ridge(all_roofs, roof) or lo
         xs, ys = [max(lo, start), hi], [roof.value, roof.value]
-        color = COMPUTE_COLORS["fp32" if roof.name == "FP32 FMA" else "tensor"]
+        color = COMPUTE_COLORS["tensor" if roof.name.endswith("Tensor Core") else "fp32"]
     return go.Scatter(
         x=xs,
         y=ys,

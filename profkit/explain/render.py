@@ -381,6 +381,8 @@ def facts(ev: dict) -> list[tuple[str, str]]:
         )
     if ev.get("pct_of_measured_matmul_pct") is not None:
         roof.append(f"{ev['pct_of_measured_matmul_pct']:.1f}% of the measured matmul")
+    if ev.get("roof_note"):  # no per-SM rate for this pipe on this GPU: measured roofs only
+        roof.append(f"compute roof: {ev['roof_note']}")
     if roof:
         out.append(("roofs", "; ".join(roof)))
     memory = [f"{name} {ev[k]:.1f}%" for k, name in _LEVELS if ev.get(k) is not None]

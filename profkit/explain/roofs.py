@@ -1,8 +1,14 @@
 """The roofs a case is measured against: one compute roof per pipe and dtype, and memory roofs
 for DRAM (the large copy and a copy of the case's own size), L2 and L1.
 
-Compute roofs are the SM count times a clock times the architecture's rate per SM per clock. The
-achieved rate comes from the device time, so the roof is taken at the clock sampled while that
+Compute roofs are the SM count times a clock times the architecture's rate per SM per clock
+(profkit.peaks, shared with the dashboard), for the pipe the kernel was measured on: IMMA -> the
+int8 roof, DMMA -> FP64 Tensor, HMMA/GMMA -> the kind the dtype label names (fp16/bf16, TF32 for
+float32, FP8), no MMA -> the FMA or FP64 pipe, whichever works; the label alone decides only where
+no pipe counter was captured. A GPU or pipe the table has no rate for gets the run's measured
+matmul ceiling where it is the same kind, and a note saying so.
+
+The achieved rate comes from the device time, so the roof is taken at the clock sampled while that
 case was timed (sm_clock_mhz, NVML), and at ncu's clock only where the timing has none: under a
 power cap the counter pass and the timing can run hundreds of MHz apart (matmul run f75dcf: 1602
 against 1822 MHz), and a roof at the other pass's clock misstates the share. A kernel whose clock
@@ -15,35 +21,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from profkit import peaks
 from profkit import thresholds as th
-from profkit.explain.evidence import Evidence, num
+from profkit.explain.evidence import Evidence, num, text
 from profkit.explain.model import Unit
-
-# Dense FLOP (or integer OP) per SM per clock, sm_90 (H100/H200). Source: NVIDIA H100 Tensor Core
-# GPU Architecture whitepaper (per-SM rates: 128 FP32 and 64 FP64 lanes, fourth-generation Tensor
-# Cores at 2x A100's per-SM rate: A100's 312 TFLOP/s bf16 = 108 SMs x 1.41 GHz x 2048).
-PER_SM_PER_CLOCK: dict[str, dict[str, int]] = {
-    "9.0": {
-        "fp32_fma": 256,
-        "fp64_fma": 128,
-        "tensor_fp16": 4096,  # fp16 and bf16 inputs, fp32 accumulate
-        "tensor_tf32": 2048,
-        "tensor_fp8": 8192,
-        "tensor_int8": 8192,
-        "tensor_fp64": 256,
-    },
-}
-
-# dtype of the case -> (the Tensor Core roof it would use, the non-tensor pipe roof)
-_DTYPE_ROOFS = {
-    "float16": ("tensor_fp16", "fp32_fma"),
-    "bfloat16": ("tensor_fp16", "fp32_fma"),
-    "float32": ("tensor_tf32", "fp32_fma"),
-    "float8_e4m3fn": ("tensor_fp8", "fp32_fma"),
-    "float8_e5m2": ("tensor_fp8", "fp32_fma"),
-    "int8": ("tensor_int8", "fp32_fma"),
-    "float64": ("tensor_fp64", "fp64_fma"),
-}
 
 # pipe column -> the unit it names; the Tensor pipe reads the all-types counter where captured
 PIPES: tuple[tuple[str, Unit], ...] = (
@@ -71,6 +52,7 @@ class Device:
     copy_gbps: float | None = None  # the run's large device copy (bytes read + written)
     matmul_tflops: float | None = None
     matmul_dtype: str | None = None
+    gpu: str | None = None  # the board's name (some rates are board-specific: peaks.Board)
 
     @classmethod
     def of(cls, manifest: Mapping) -> Device:
@@ -82,6 +64,7 @@ class Device:
             num(ceil, "copy_gbps"),
             num(ceil, "matmul_tflops"),
             ceil.get("matmul_dtype"),
+            text(fp, "gpu"),
         )
 
 
@@ -95,6 +78,7 @@ def device_of_row(row: Mapping, base: Device) -> Device:
         base.copy_gbps,
         base.matmul_tflops,
         base.matmul_dtype,
+        base.gpu,
     )
 
 
@@ -120,32 +104,136 @@ def on_tensor_cores(row: Mapping) -> bool:
     """Does the case's math run on the Tensor Cores (it issues MMAs)? ncu's tensor pipe also
     counts HFMA2.MMA, which ptxas uses to move constants: kernels with no MMA read up to 4.1%
     there (torch.softmax, run a879b0) while their FMA pipe does more; MMA math keeps the tensor
-    pipe busier than the FMA pipe."""
+    pipe busier than the FMA pipe. Without the all-types counter the IMMA and DMMA sub-pipes
+    count too (the HMMA counter alone misses an int8 or fp64 MMA)."""
+    shares = [v for v in (num(row, c) for c in ("tensor_imma_pct", "tensor_dmma_pct")) if v]
     tensor, fma = tensor_pct(row), num(row, "fma_pipe_pct")
+    if num(row, "tensor_any_pct") is None and shares:
+        tensor = max([tensor or 0.0, *shares])
     return tensor is not None and tensor >= th.TENSOR_UNUSED_PCT and (fma is None or tensor >= fma)
 
 
+# Tensor sub-pipe -> its busy-share column; and the instruction counters that name it where the
+# share was not captured (sm__inst_executed_pipe_tensor_op_*: GMMA is Hopper's warpgroup MMA on
+# the HMMA path; fp8 wgmma shows on the HMMA cycles counter, run ac8f22)
+SUBPIPE_PCT = (
+    ("hmma", "tensor_pipe_pct"),
+    ("imma", "tensor_imma_pct"),
+    ("dmma", "tensor_dmma_pct"),
+)
+SUBPIPE_INST = (("hmma", "hmma_inst"), ("hmma", "gmma_inst"), ("imma", "imma_inst"))
+
+
+def tensor_subpipe(row: Mapping) -> str | None:
+    """The Tensor sub-pipe doing the work ('hmma', 'imma', 'dmma'), or None when no sub-pipe
+    counter says: the busiest captured share at or above PIPE_IN_USE_PCT, else the most
+    instructions."""
+    shares = {p: v for p, col in SUBPIPE_PCT if (v := num(row, col)) is not None}
+    if shares:
+        busiest = max(shares, key=lambda p: shares[p])
+        if shares[busiest] >= th.PIPE_IN_USE_PCT:
+            return busiest
+    counts: dict[str, float] = {}
+    for p, col in SUBPIPE_INST:
+        if (v := num(row, col)) is not None:
+            counts[p] = counts.get(p, 0.0) + v
+    if counts and max(counts.values()) > 0:
+        return max(counts, key=lambda p: counts[p])
+    return None
+
+
+def roof_kind(row: Mapping, dtype: str) -> tuple[str | None, str]:
+    """The peaks kind the case is judged against, from the pipe ncu measured (the label only
+    names the HMMA kind, or stands in where no pipe counter was captured), and why."""
+    label = peaks.LABEL_TENSOR_KIND.get(dtype)
+    if on_tensor_cores(row):
+        sub = tensor_subpipe(row)
+        if sub == "imma":
+            return "tensor_int8", "IMMA pipe"
+        if sub == "dmma":
+            return "tensor_fp64", "DMMA pipe"
+        if sub == "hmma":
+            if label in ("tensor_fp16", "tensor_tf32", "tensor_fp8"):
+                return label, f"HMMA pipe, {dtype} label"
+            return None, f"HMMA pipe with a {dtype or 'missing'} label: its operand type is unknown"
+        if label:
+            return label, f"Tensor pipe (sub-pipe not captured), {dtype} label"
+        return None, f"Tensor pipe with a {dtype or 'missing'} label: its MMA kind is unknown"
+    fp64, fma = num(row, "fp64_pipe_pct"), num(row, "fma_pipe_pct")
+    if fp64 is None:
+        return peaks.label_vector_kind(dtype), f"no FP64 pipe counter, {dtype or 'no'} label"
+    works = fp64 >= th.PIPE_IN_USE_PCT and (dtype == "float64" or fma is None or fp64 >= fma)
+    return ("fp64_fma", "FP64 pipe") if works else ("fp32_fma", "FMA pipe")
+
+
+def roof_clock(row: Mapping) -> float | None:
+    """The clock the case was timed at, else the one ncu saw (module docstring)."""
+    return num(row, "sm_clock_mhz") or num(row, "ncu_sm_clock_mhz")
+
+
+@dataclass(frozen=True)
+class PipeRoof:
+    """The compute roof a row is judged against: its peaks kind (None when the pipe's kind is
+    unknown), the peak in FLOP/s (OP/s for int8; None when neither the table nor the run gives
+    one), where it comes from (or why there is none), and the clock where derived from the table."""
+
+    kind: str | None
+    peak_flops: float | None
+    source: str
+    clock_mhz: float | None = None
+
+
+def pipe_roof(row: Mapping, dtype: str, device: Device) -> PipeRoof:
+    """The roof of the pipe the row's math runs on (roof_kind), from the per-SM table at the
+    row's clock; on a GPU or pipe the table lacks, the run's measured matmul ceiling where it is
+    that kind."""
+    kind, why = roof_kind(row, dtype)
+    if kind is None:
+        return PipeRoof(None, None, why)
+    clock = roof_clock(row)
+    cc, gpu = device.compute_capability, device.gpu
+    derived = peaks.peak(cc, kind, device.sm_count, clock, gpu)
+    if derived is not None:
+        return PipeRoof(kind, derived[0], f"{why}: {derived[1]}", clock)
+    gap = (
+        peaks.missing(cc, kind, gpu)
+        if peaks.rate(cc, kind, gpu) is None
+        else "no SM count or clock to derive the roof from"
+    )
+    measured = device.matmul_tflops
+    if measured and peaks.LABEL_TENSOR_KIND.get(str(device.matmul_dtype)) == kind:
+        return PipeRoof(
+            kind, measured * 1e12, f"measured: the run's {device.matmul_dtype} matmul ({gap})"
+        )
+    return PipeRoof(kind, None, gap)
+
+
 def compute_roof(row: Mapping, dtype: str, device: Device, ev: Evidence) -> None:
-    """The achieved FLOP rate against the roof of the pipe the case runs on, at the clock it was
-    timed at (else ncu's), and against the run's measured matmul where the dtype matches.
-    Records evidence only."""
+    """The achieved FLOP rate against the roof of the pipe the case runs on (pipe_roof), at the
+    clock it was timed at (else ncu's), and against the run's measured matmul where the dtype and
+    the pipe's kind match it. Records evidence only; where the table has no rate, roof_note says
+    why and what the case is judged against instead."""
     flops, ms = num(row, "flops"), num(row, "device_p50_ms")
     if not flops or not ms:
         return
     achieved = flops / (ms * 1e-3) / 1e12
     ev.put("achieved_tflops", achieved)
-    rates = PER_SM_PER_CLOCK.get(device.compute_capability or "")
-    clock = num(row, "sm_clock_mhz") or num(row, "ncu_sm_clock_mhz")
-    on_tensor = on_tensor_cores(row)  # then judged against the Tensor Cores' roof
-    roofs = _DTYPE_ROOFS.get(dtype)
-    if rates and clock and device.sm_count and roofs:
-        pipe = roofs[0] if on_tensor else roofs[1]
-        roof = device.sm_count * clock * 1e6 * rates[pipe] / 1e12
-        ev.put("roof_pipe", pipe)
-        ev.put("roof_clock_mhz", clock)
-        ev.put("pipe_roof_tflops", roof)
-        ev.put("pct_of_pipe_roof_pct", achieved / roof * 100)
-    if device.matmul_tflops and device.matmul_dtype == dtype and on_tensor:
+    roof = pipe_roof(row, dtype, device)
+    if roof.peak_flops and roof.clock_mhz:
+        tflops = roof.peak_flops / 1e12
+        ev.put("roof_pipe", roof.kind)
+        ev.put("roof_clock_mhz", roof.clock_mhz)
+        ev.put("pipe_roof_tflops", tflops)
+        ev.put("pct_of_pipe_roof_pct", achieved / tflops * 100)
+    elif roof.kind is None or peaks.rate(device.compute_capability, roof.kind, device.gpu) is None:
+        ev.put("roof_note", roof.source)
+    measured_kind = peaks.LABEL_TENSOR_KIND.get(str(device.matmul_dtype))
+    if (
+        device.matmul_tflops
+        and device.matmul_dtype == dtype
+        and on_tensor_cores(row)
+        and roof.kind == measured_kind
+    ):
         ev.put("matmul_tflops", device.matmul_tflops)
         ev.put("pct_of_measured_matmul_pct", achieved / device.matmul_tflops * 100)
 
