@@ -7,7 +7,6 @@ import os
 
 os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported (see test_cli.py)
 
-import textwrap  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
@@ -76,7 +75,8 @@ def spec_file(tmp_path: Path, extra: str = "") -> Path:
 
 def capture(tmp_path: Path, extra: str = "", *args: object) -> Result:
     spec = spec_file(tmp_path, extra)
-    return invoke("capture", "tiny", "--from", spec, "--interpret", "--out", tmp_path / "runs", *args)
+    out = tmp_path / "runs"
+    return invoke("capture", "tiny", "--from", spec, "--interpret", "--out", out, *args)
 
 
 # --- specs validated when they load (items 1, 6, 9) ----------------------------------------------
@@ -105,3 +105,210 @@ def capture(tmp_path: Path, extra: str = "", *args: object) -> Result:
 def test_a_bad_spec_is_refused_when_it_loads(tmp_path: Path, no_gpu: None, extra, words) -> None:
     line = one_line_error(capture(tmp_path, extra), "tiny", *words)
     assert "Traceback" not in line and not (tmp_path / "runs").exists()
+
+
+# --- exit statuses (item 3) ----------------------------------------------------------------------
+
+WRONG_MINE = (
+    "variants=(Variant('mine', lambda i: i['x'] * 3), Variant('torch', double, baseline=True))"
+)
+
+
+@pytest.mark.parametrize(
+    "extra, status, words",
+    [
+        ("", 0, []),
+        (WRONG_MINE, 3, ["2 of 4 case(s) incorrect", "tiny.mine.float32.8x8"]),
+        ("reference=lambda i: i['x'].double() * 5", 4, ["4 of 4", "nothing could be measured"]),
+        ("variants=(Variant('mine', lambda i: 1 / 0),)", 4, ["ZeroDivisionError"]),
+        ("variants=(Variant('mine', lambda i: i['x'] * float('nan')),)", 4, ["non-finite"]),
+        ("variants=(Variant('mine', lambda i: i['x'][:1] * 2),)", 4, ["shape"]),
+        ("variants=(Variant('mine', lambda i: None),)", 4, ["returned None"]),
+        ("make_inputs=lambda *a: 1 / 0", 4, ["make_inputs", "ZeroDivisionError"]),
+    ],
+)
+def test_capture_exit_status_says_whether_every_case_is_correct(
+    tmp_path: Path, no_gpu: None, extra: str, status: int, words: list[str]
+) -> None:
+    from profkit import exitcodes
+
+    assert (exitcodes.INCORRECT, exitcodes.NOTHING_MEASURED) == (3, 4)
+    result = capture(tmp_path, extra)
+    assert result.exit_code == status, result.output
+    assert isinstance(result.exception, SystemExit) or result.exception is None
+    for word in words:
+        assert word in result.stderr, result.stderr
+    assert "Traceback" not in result.output
+    assert len(list((tmp_path / "runs").iterdir())) == 1  # the run is stored either way
+
+
+def test_exit_statuses_are_documented() -> None:
+    from profkit import exitcodes
+
+    helptext = invoke("--help").stdout
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    for code in (exitcodes.INCORRECT, exitcodes.NOTHING_MEASURED, exitcodes.SLOWER):
+        assert f"| {code} |" in readme
+        assert f"{code} " in helptext
+    assert "--fail-on" in invoke("compare", "--help").stdout
+
+
+def test_compare_fail_on_slower(tmp_path: Path) -> None:
+    """B slower than A at every case by the CI rule -> exit 5; A against itself -> 0."""
+    from stored_runs import stored_run
+
+    a, b = (
+        stored_run("rmsnorm-20261201-000553-vm-ffe590"),
+        stored_run("rmsnorm-20261201-000450-vm-82b6b9"),
+    )
+    result = invoke("compare", a, b, "--format", "csv", "--fail-on", "slower")
+    import io
+
+    import pandas as pd
+
+    flags = pd.read_csv(io.StringIO(result.stdout))["flag"]
+    assert result.exit_code == (5 if (flags == "slower").any() else 0), result.stderr
+    same = invoke("compare", a, a, "--format", "csv", "--fail-on", "slower")
+    assert same.exit_code == 0, same.output
+    # a run made slower: every device sample of B scaled by 1.5
+    slow = _slowed_copy(a, tmp_path / "slow", 1.5)
+    result = invoke("compare", a, slow, "--fail-on", "slower")
+    assert result.exit_code == 5, result.output
+    assert "significantly slower" in result.stderr
+    assert invoke("compare", a, slow).exit_code == 0  # without --fail-on: a report, status 0
+
+
+def _slowed_copy(src: Path, dst: Path, factor: float) -> Path:
+    import shutil
+
+    import pandas as pd
+
+    from profkit import store
+
+    shutil.copytree(src, dst)
+    cases = pd.read_csv(dst / store.CASES, dtype={"shape": str})
+    for col in ("device_p50_ms", "device_p95_ms", "device_p5_ms", "device_iqr_ms"):
+        cases[col] *= factor
+    cases.to_csv(dst / store.CASES, index=False)
+    samples = pd.read_csv(dst / store.SAMPLES)
+    samples.loc[samples.kind == "device", "ms"] *= factor
+    samples.to_csv(dst / store.SAMPLES, index=False, compression="gzip")
+    store.seal(dst)  # the checksums of the edited files, as a capture would have written them
+    return dst
+
+
+# --- a manifest that vouches for the run (items 2, 4, 5) ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sealed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A GPU run as capture now stores it: a committed run, sealed with its counts and
+    checksums (the tables are the committed ones, untouched)."""
+    import shutil
+
+    from stored_runs import stored_run
+
+    from profkit import store
+
+    dst = tmp_path_factory.mktemp("sealed") / "rmsnorm-20261201-000553-vm-ffe590"
+    shutil.copytree(stored_run(dst.name), dst)
+    store.seal(dst)
+    return dst
+
+
+def damaged(sealed: Path, tmp_path: Path, name: str, how: str) -> Path:
+    import shutil
+
+    run = tmp_path / sealed.name
+    shutil.copytree(sealed, run)
+    f = run / name
+    if how == "missing":
+        f.unlink()
+    elif how == "half":
+        f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])
+    elif how == "edited":
+        f.write_bytes(f.read_bytes().replace(b"True", b"Fals", 1))
+    return run
+
+
+COMMANDS = [["show"], ["explain"], ["compare", "{run}"], ["dashboard", "--out", "{tmp}/d.html"]]
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c[0])
+@pytest.mark.parametrize(
+    "name, how, words",
+    [
+        ("samples.csv.gz", "half", ["samples.csv.gz", "cut short"]),  # item 2
+        ("cases.csv", "half", ["cases.csv", "cut short"]),  # item 4
+        ("kernels.csv", "missing", ["kernels.csv", "missing"]),  # item 5
+        ("kernels.csv", "half", ["kernels.csv", "cut short"]),  # item 5
+        ("cases.csv", "edited", ["cases.csv", "checksum"]),
+    ],
+)
+def test_a_damaged_run_is_refused(
+    sealed: Path, tmp_path: Path, command: list[str], name: str, how: str, words: list[str]
+) -> None:
+    run = damaged(sealed, tmp_path, name, how)
+    args = [a.format(run=run, tmp=tmp_path) for a in command]
+    line = one_line_error(invoke(args[0], run, *args[1:]), run.name, "damaged", *words)
+    assert "--force" in line
+
+
+def test_force_reads_what_survives_clearly_marked(sealed: Path, tmp_path: Path) -> None:
+    run = damaged(sealed, tmp_path, "cases.csv", "half")
+    result = invoke("show", run, "--force", "--format", "table")
+    assert result.exit_code == 0, result.output
+    assert "DAMAGED RUN (read with --force" in result.stdout
+    assert "warning: DAMAGED run" in result.stderr and "cases.csv is cut short" in result.stderr
+    csv = invoke("show", run, "--force", "--format", "csv").stdout
+    whole = invoke("show", sealed, "--format", "csv").stdout
+    survived = csv.splitlines()
+    assert 1 < len(survived) < len(whole.splitlines())
+    assert all(line in whole.splitlines() for line in survived)  # no cut row shown as valid
+    explained = invoke("explain", run, "--force")
+    assert explained.exit_code == 0 and explained.stdout.startswith("DAMAGED RUN")
+    page = tmp_path / "d.html"
+    assert invoke("dashboard", run, "--force", "--out", page).exit_code == 0
+    assert "DAMAGED RUN" in page.read_text()
+
+
+def test_old_runs_without_checksums_read_as_unverified(tmp_path: Path) -> None:
+    """Stored before checksums: readable, said unverified; a cut or a missing table is still
+    found from the run's own options and counters block."""
+    import shutil
+
+    from stored_runs import stored_run
+
+    src = stored_run("rmsnorm-20261201-000553-vm-ffe590")
+    out = invoke("show", src, "--format", "table").stdout
+    assert "files: unverified (stored before runs carried checksums)" in out
+    for name, how, words in [
+        ("cases.csv", "half", ["cases.csv", "cut short"]),
+        ("kernels.csv", "missing", ["kernels.csv", "missing"]),
+        ("samples.csv.gz", "half", ["samples.csv.gz", "cut short"]),
+    ]:
+        run = tmp_path / how / name / src.name
+        shutil.copytree(src, run)
+        f = run / name
+        if how == "missing":
+            f.unlink()
+        else:
+            f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])
+        one_line_error(invoke("explain", run), "damaged", *words)
+    # a cut exactly at a row's end: the options' case count finds it
+    run = tmp_path / "rows" / src.name
+    shutil.copytree(src, run)
+    lines = (run / "cases.csv").read_text().splitlines(keepends=True)
+    (run / "cases.csv").write_text("".join(lines[:50]))
+    one_line_error(invoke("show", run), "damaged", "cases.csv holds 49 cases", "make 96")
+
+
+def test_a_new_run_vouches_for_itself(tmp_path: Path, no_gpu: None) -> None:
+    import json
+
+    assert capture(tmp_path).exit_code == 0
+    [run] = (tmp_path / "runs").iterdir()
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["counts"] == {"cases": 4}
+    assert set(manifest["files"]) == {"cases.csv"}
+    assert "files: 1 verified" in invoke("show", run, "--format", "table").stdout
