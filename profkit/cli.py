@@ -95,8 +95,17 @@ class ProfkitGroup(click.Group):
 
     def main(self, *args, **kwargs):  # noqa: D102
         kwargs["standalone_mode"] = False
+        if sys.stdout is None:  # started with stdout closed (`>&-`): every line would be lost
+            click.echo("error: standard output is closed: nothing can be shown", err=True)
+            sys.exit(exitcodes.ERROR)
         try:
             rv = super().main(*args, **kwargs)
+            try:
+                sys.stdout.flush()  # a write that fails is this command's failure, not exit 0
+            except OSError as exc:
+                _stdout_lost(exc)
+        except BrokenPipeError as exc:  # stdout's reader stopped reading
+            _stdout_lost(exc)
         except ProfkitError as exc:
             click.echo(f"error: {exc}", err=True)
             sys.exit(exitcodes.ERROR)
@@ -111,6 +120,16 @@ class ProfkitGroup(click.Group):
         if isinstance(rv, int) and rv:
             sys.exit(rv)
         sys.exit(0)
+
+
+def _stdout_lost(exc: OSError) -> None:
+    # say so once, and point stdout at /dev/null: Python's own flush at exit would fail again
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    click.echo(f"error: could not write to standard output: {exc.strerror or exc}", err=True)
+    sys.exit(exitcodes.ERROR)
 
 
 @click.group(cls=ProfkitGroup, epilog=exitcodes.HELP)
@@ -532,7 +551,7 @@ def explain(ref, fmt, profiles, case, variant, verbose, history, force) -> None:
         report = ex.explain_launches(obj.kernels, obj.rules)
         hot = hotlines.for_report(obj.kernels, obj.source_lines)
     else:
-        earlier = [load_run(h, profiles, force) for h in history] if history else None
+        earlier = [_history_run(obj, h, profiles, force) for h in history] if history else None
         report = ex.explain_run(obj, earlier)
         hot = hotlines.for_run(obj)
         if damage_line(obj) and fmt != "json":
@@ -548,6 +567,23 @@ def explain(ref, fmt, profiles, case, variant, verbose, history, force) -> None:
         render.render_terminal(
             report, Console(), verbose=verbose, case=case, variant=variant, hot=hot
         )
+
+
+def _history_run(run, ref: str, profiles: str | None, force: bool):
+    """An earlier run named by --history: a timed run of the same kernel, else a one-line error
+    (a run of another kernel has no history with this one: it would be dropped silently)."""
+    earlier = load_run(ref, profiles, force)
+    kernel, theirs = run.manifest.get("kernel"), earlier.manifest.get("kernel")
+    if theirs != kernel:
+        raise ProfkitError(
+            f"--history {ref}: {earlier.run_id} is a run of {theirs!r}, not of {kernel!r}; "
+            f"name earlier runs of {kernel}"
+        )
+    if earlier.interpret:
+        raise ProfkitError(f"--history {ref}: {earlier.run_id} is an interpret run (untimed)")
+    if earlier.path.resolve() == run.path.resolve():
+        raise ProfkitError(f"--history {ref}: that is the run being explained")
+    return earlier
 
 
 @cli.command(epilog=exitcodes.HELP)
@@ -576,6 +612,20 @@ def compare(run_a, run_b, fmt, profiles, fail_on, force) -> int:
 
     a, b = load_run(run_a, profiles, force), load_run(run_b, profiles, force)
     df = cmp.compare_runs(a, b)
+    if not df["flag"].str.startswith("only in").eq(False).any():
+        sides = [
+            f"{side} ({r.run_id}) is {'an interpret run' if r.interpret else 'a run'} of "
+            f"{r.manifest.get('kernel')!r} ({len(r.cases)} cases)"
+            for side, r in (("A", a), ("B", b))
+        ]
+        raise ProfkitError(f"no case in common: {sides[0]}, {sides[1]}")
+    for side, run in (("A", a), ("B", b)):
+        if run.interpret:
+            click.echo(
+                f"warning: {side} ({run.run_id}) is an interpret run: correctness only, "
+                "no times to compare",
+                err=True,
+            )
     for side, run in (("A", a), ("B", b)):
         if damage_line(run) and fmt in ("terminal", "markdown"):
             click.echo(f"{side}: {damage_line(run)}")

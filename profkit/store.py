@@ -254,6 +254,12 @@ def resolve(ref: str | None, root: Path | None = None) -> Path:
     of_kernel = [p for p in list_runs(root, interpret=False) if _manifest(p).get("kernel") == ref]
     if of_kernel:
         return of_kernel[-1]
+    checks = [p for p in list_runs(root) if _manifest(p).get("kernel") == ref]
+    if checks:
+        raise ProfkitError(
+            f"{ref} has only {len(checks)} interpret run(s) under {root}/ (correctness only, "
+            f"untimed): interpret runs are read by name, e.g. {checks[-1].name}"
+        )
     raise ProfkitError(
         f"no run named {ref!r} (looked for a directory, a run id and a kernel's runs under {root}/)"
     )

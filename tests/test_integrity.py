@@ -312,3 +312,93 @@ def test_a_new_run_vouches_for_itself(tmp_path: Path, no_gpu: None) -> None:
     assert manifest["counts"] == {"cases": 4}
     assert set(manifest["files"]) == {"cases.csv"}
     assert "files: 1 verified" in invoke("show", run, "--format", "table").stdout
+
+
+# --- items 7, 8, 10, 16, 18 -----------------------------------------------------------------------
+
+
+def _profiles() -> Path:
+    from stored_runs import stored_run
+
+    return stored_run("rmsnorm-20261201-000553-vm-ffe590").parent
+
+
+def test_history_of_another_kernel_is_refused() -> None:  # item 7
+    p = _profiles()
+    one_line_error(
+        invoke("explain", "rmsnorm", "--history", "sum", "--profiles", p),
+        "--history",
+        "sum",
+        "rmsnorm",
+    )
+    one_line_error(
+        invoke("explain", "rmsnorm", "--history", "nonesuch", "--profiles", p), "nonesuch"
+    )
+
+
+def test_compare_across_kernels_is_refused() -> None:  # item 8
+    one_line_error(
+        invoke("compare", "rmsnorm", "sum", "--profiles", _profiles()),
+        "no case in common",
+        "rmsnorm",
+        "sum",
+    )
+
+
+def test_compare_against_an_interpret_run_says_so(tmp_path: Path, no_gpu: None) -> None:
+    import shutil
+
+    from stored_runs import stored_run
+
+    runs = tmp_path / "runs"
+    assert capture(tmp_path).exit_code == 0
+    [check] = runs.iterdir()
+    gpu = stored_run("rmsnorm-20261201-000553-vm-ffe590")
+    shutil.copytree(gpu, runs / gpu.name)
+    # another kernel's interpret run: refused, naming both
+    one_line_error(invoke("compare", gpu.name, check.name, "--profiles", runs), "interpret run")
+    # an interpret run of the same kernel and case: compared, and said loudly
+    interp = tmp_path / "interp"
+    args = ["--variant", "eager", "--dtype", "fp32", "--shape", "1x4096", "--out", interp]
+    out = invoke("capture", "rmsnorm", "--interpret", *args)
+    assert out.exit_code == 0, out.output
+    [rms] = interp.iterdir()
+    result = invoke("compare", gpu, rms)
+    assert result.exit_code == 0, result.output
+    assert "interpret run" in result.stderr and "no times to compare" in result.stderr
+
+
+def test_case_accepts_dtype_aliases() -> None:  # item 10
+    p = _profiles()
+    long = invoke("explain", "rmsnorm", "--profiles", p, "--case", "bfloat16 16x8192")
+    short = invoke("explain", "rmsnorm", "--profiles", p, "--case", "bf16 16x8192")
+    assert long.exit_code == 0, long.output
+    assert short.exit_code == 0, short.output
+    assert short.stdout == long.stdout
+
+
+def test_a_kernel_with_only_interpret_runs(tmp_path: Path, no_gpu: None) -> None:  # item 16
+    assert capture(tmp_path).exit_code == 0
+    [run] = (tmp_path / "runs").iterdir()
+    line = one_line_error(invoke("show", "tiny", "--profiles", tmp_path / "runs"))
+    assert "interpret run" in line and run.name in line and "by name" in line
+
+
+def test_closed_stdout_is_an_error() -> None:  # item 18
+    import subprocess
+
+    root = Path(__file__).parents[1]
+    for command in ("list >&-", "show --profiles profiles >&-", "list | true"):
+        done = subprocess.run(
+            ["bash", "-c", f"python3 -m profkit {command}; echo rc=$? >&2"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        rc = int(done.stderr.rsplit("rc=", 1)[1])
+        if "| true" in command:
+            continue  # a reader that stops early: no traceback (checked below)
+        assert rc == 1, (command, done.stderr)
+        assert "error: " in done.stderr and "Traceback" not in done.stderr
+    assert "Traceback" not in done.stderr

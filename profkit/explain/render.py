@@ -19,6 +19,7 @@ from profkit.explain import source_render
 from profkit.explain.hotlines import SourceLines
 from profkit.explain.model import Finding, Kind, Report, Unit, Verdict
 from profkit.explain.phrases import reason_text, step_text
+from profkit.spec import DTYPE_ALIASES
 
 _VERDICT_STYLE = {
     Verdict.WIN: "bold green",
@@ -153,7 +154,8 @@ def _select(group: list[Finding], case: str | None, variant: str | None) -> list
             return False
         if case is not None:
             words = set(" ".join(x for x in (f.case, f.subject) if x).replace(".", " ").split())
-            return f.kind != Kind.VERDICT and set(case.replace(".", " ").split()) <= words
+            wanted = {DTYPE_ALIASES.get(w.lower(), w) for w in case.replace(".", " ").split()}
+            return f.kind != Kind.VERDICT and wanted <= words
         return True
 
     return [f for f in group if keep(f)]
