@@ -206,6 +206,14 @@ def _positive_seconds(ctx, param, value):
     help="after the counter pass, a deep ncu pass (SourceCounters, warp stalls, source imported) "
     "over each case's dominant launch: its hot lines; its cost is printed",
 )
+@click.option(
+    "--case-timeout",
+    type=float,
+    default=None,
+    callback=_positive_seconds,
+    help="seconds a case (its check and timing) may run; one that runs longer is reported as "
+    "timed out and skipped, and the sweep goes on [default: no limit]",
+)
 @click.option("--seed", type=int, default=0, show_default=True)
 def capture(
     kernel,
@@ -222,6 +230,7 @@ def capture(
     ncu_timeout,
     warm_l2,
     source,
+    case_timeout,
     seed,
 ) -> int:
     """Check, time and profile KERNEL's variants; store the run under profiles/."""
@@ -269,6 +278,7 @@ def capture(
         ncu_timeout_s=ncu_timeout,
         warm_l2=warm_l2,
         source=source,
+        case_timeout_s=case_timeout,
     )
     path = run_capture(spec, opts)
     from profkit import store

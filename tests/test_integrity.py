@@ -402,3 +402,30 @@ def test_closed_stdout_is_an_error() -> None:  # item 18
         assert rc == 1, (command, done.stderr)
         assert "error: " in done.stderr and "Traceback" not in done.stderr
     assert "Traceback" not in done.stderr
+
+
+# --- a per-case time limit (item 17) --------------------------------------------------------------
+
+
+def test_a_hung_case_is_reported_and_skipped(tmp_path: Path, no_gpu: None) -> None:
+    import json
+    import time
+
+    from profkit import store
+
+    extra = "variants=(Variant('mine', double), Variant('slow', sleepy, baseline=True))"
+    started = time.monotonic()
+    result = capture(tmp_path, extra, "--case-timeout", "1.5")
+    took = time.monotonic() - started
+    assert result.exit_code == 3, result.output  # some cases incorrect (timed out)
+    assert took < 20, took  # the 30 s sleeps were not waited for
+    assert "timed out after 1.5 s" in result.stderr
+    [run] = (tmp_path / "runs").iterdir()
+    cases = store.load(run).cases
+    slow = cases[cases.variant == "slow"]
+    assert len(slow) == 2 and not slow.correct.astype(bool).any()
+    assert slow.error.str.contains("timed out after 1.5 s").all()
+    assert cases[cases.variant == "mine"].correct.astype(bool).all()  # the others still ran
+    assert json.loads((run / "manifest.json").read_text())["options"]["case_timeout_s"] == 1.5
+    (tmp_path / "bad").mkdir()
+    one_line_error(capture(tmp_path / "bad", "", "--case-timeout", "0"), "--case-timeout")
