@@ -429,3 +429,24 @@ def test_a_hung_case_is_reported_and_skipped(tmp_path: Path, no_gpu: None) -> No
     assert json.loads((run / "manifest.json").read_text())["options"]["case_timeout_s"] == 1.5
     (tmp_path / "bad").mkdir()
     one_line_error(capture(tmp_path / "bad", "", "--case-timeout", "0"), "--case-timeout")
+
+
+# --- a suspect reference (item 19) ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["terminal", "markdown"])
+def test_when_every_variant_disagrees_the_reference_is_the_suspect(
+    tmp_path: Path, no_gpu: None, fmt: str
+) -> None:
+    assert capture(tmp_path, "reference=lambda i: i['x'].double() * 5").exit_code == 4
+    [run] = (tmp_path / "runs").iterdir()
+    text = invoke("explain", run, "--format", fmt).stdout
+    assert "the reference is the suspect" in text, text
+    assert "fix correctness first" not in text
+    # one variant wrong, the baseline right: the variant is what to fix
+    one = tmp_path / "one"
+    one.mkdir()
+    assert capture(one, WRONG_MINE).exit_code == 3
+    [run] = (one / "runs").iterdir()
+    text = invoke("explain", run, "--format", fmt).stdout
+    assert "suspect" not in text and "fix correctness first" in text, text

@@ -441,6 +441,12 @@ def reason_text(r: Reason, ev: Mapping) -> str:
         text += ")"
         if (ev.get("failed_cases") or 0) > 1:
             text += say("; {failed_cases} cases fail", ev)
+        if d.get("suspect") == "reference":
+            text += say(
+                "; the baselines fail too ({baseline_failed_cases} cases): every variant "
+                "disagrees with the reference, so the reference is the suspect",
+                ev,
+            )
         return text[0].upper() + text[1:] + "."
     if c == Cause.TIME_IN_LAUNCHES:
         return _time_in_launches(d, ev)
@@ -664,6 +670,11 @@ def step_text(step: Step) -> str:
         )
     elif step.action == Action.MATCH_SIBLING:
         text = _sibling_step(d)
+    elif step.action == Action.FIX_CORRECTNESS and d.get("suspect") == "reference":
+        text = (
+            "check the reference (and make_inputs) first: the baselines disagree with it too, "
+            "so the reference is the suspect"
+        )
     elif step.action == Action.OPEN_NCU:
         text = f"open {d.get('section', 'the details page')} in Nsight Compute"
     elif step.action == Action.FEWER_BYTES and d.get("under_floor"):

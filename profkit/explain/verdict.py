@@ -97,13 +97,13 @@ def _verdict(
         f.verdict = Verdict.CORRECTNESS_ONLY
         failed = [r for r in lab if not as_bool(r.get("correct"))]
         if failed:
-            _failed(f, failed, ev)
+            _failed(f, failed, ev, base)
         f.evidence = dict(ev)
         return f
     failed = [r for r in lab if not timed(r)]
     if failed:
         f.verdict = Verdict.NOT_A_WIN
-        _failed(f, failed, ev)
+        _failed(f, failed, ev, base)
         f.evidence = dict(ev)
         return f
     comparisons = [
@@ -195,16 +195,27 @@ def _throttled(f: Finding, comparisons: list[Comparison], rows: list[dict], ev: 
     f.reasons.append(Reason(Cause.THROTTLED, keys, {"verdict": True}))
 
 
-def _failed(f: Finding, failed: list[dict], ev: Evidence) -> None:
+def _failed(f: Finding, failed: list[dict], ev: Evidence, base: list[dict]) -> None:
     ev.put("failed_cases", len(failed))
+    # every case of the variant and of every baseline disagrees with the reference: the baselines'
+    # code is trusted, so the reference (or make_inputs) is the likelier fault
+    wrong = [r for r in base if not as_bool(r.get("correct"))]
+    suspect = bool(base) and len(wrong) == len(base) and all(
+        not as_bool(r.get("correct")) for r in failed
+    )
     first = failed[0]
     ev.put("first_failure", where(first))
     ev.put("first_failure_error", text(first, "error") or "output does not match the reference")
     if num(first, "rel_err") is not None:
         ev.put("first_failure_rel_err", num(first, "rel_err"))
     cause = Cause.INCORRECT if not as_bool(first.get("correct")) else Cause.UNTIMED
-    f.reasons = [Reason(cause, ["failed_cases", "first_failure", "first_failure_error"])]
-    f.next = [Step(Action.FIX_CORRECTNESS, ["first_failure"])]
+    keys = ["failed_cases", "first_failure", "first_failure_error"]
+    if suspect:
+        ev.put("baseline_failed_cases", len(wrong))
+        keys.append("baseline_failed_cases")
+    f.reasons = [Reason(cause, keys, {"suspect": "reference"} if suspect else {})]
+    detail = {"suspect": "reference"} if suspect else {}
+    f.next = [Step(Action.FIX_CORRECTNESS, ["first_failure"], detail)]
 
 
 def _loop_split(f: Finding, comparisons: list[Comparison], ev: Evidence) -> None:
