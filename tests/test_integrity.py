@@ -450,3 +450,65 @@ def test_when_every_variant_disagrees_the_reference_is_the_suspect(
     [run] = (one / "runs").iterdir()
     text = invoke("explain", run, "--format", fmt).stdout
     assert "suspect" not in text and "fix correctness first" in text, text
+
+
+# --- explain's words and length (items 13, 14, 15) ------------------------------------------------
+
+
+def explain80(*args: object) -> str:
+    result = CliRunner().invoke(
+        cli, ["explain", *map(str, args), "--profiles", _profiles()], env={"COLUMNS": "80"}
+    )
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+@pytest.mark.parametrize("kernel", ["matmul", "decode", "sum", "rmsnorm", "softmax"])
+def test_default_explain_fits_a_screen_per_kernel(kernel: str) -> None:  # item 13
+    lines = explain80(kernel).splitlines()
+    assert len(lines) <= 50, len(lines)
+    assert all(len(line) <= 80 for line in lines)
+    # nothing deleted: the detail views still hold every finding
+    assert len(explain80(kernel, "--verbose").splitlines()) > len(lines)
+
+
+def test_the_words_are_defined_and_not_contradictory() -> None:  # item 14
+    text = " ".join(explain80("matmul").split())
+    assert "ACTIVE TRACK" in text and "ACTIVE TRACK: neither a win" in text
+    assert "measurably slower" not in text and "real but negligible gaps" in text
+    withheld = " ".join(explain80("rmsnorm-20261130-184426-vm-c9f8d5").split())
+    if "withheld: " in withheld:
+        assert "withheld: a step already tried without effect" in withheld
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    assert "**ACTIVE TRACK**" in readme and "**withheld**" in readme
+
+
+def test_a_device_time_loss_is_not_told_to_cut_the_host_cost() -> None:  # item 14
+    from profkit.explain.model import Action, Kind
+    from profkit.explain.phrases import step_text
+    from profkit.explain.run import explain_run
+    from stored_runs import stored_run
+
+    from profkit import store
+
+    report = explain_run(store.load(stored_run("rmsnorm-20261201-000553-vm-ffe590")))
+    told = [
+        step_text(s)
+        for v in report
+        if v.kind == Kind.VERDICT and v.evidence.get("measure", "device time") == "device time"
+        for s in v.next
+        if s.action == Action.CUDA_GRAPH
+    ]
+    assert told, "this run's verdicts carry a launch-cost step"
+    assert not any("cut the host cost" in t for t in told), told
+    assert all("device time" in t for t in told)
+
+
+def test_urls_are_never_broken_mid_word() -> None:  # item 15
+    import re
+
+    text = explain80("matmul", "--case", "triton bf16 4096x4096x4096", "--verbose")
+    urls = re.findall(r"https?://\S+", text)
+    assert urls, "the case's NVIDIA rules cite their documentation"
+    for url in urls:
+        assert re.fullmatch(r"https?://[\w./#?=&%-]+[\w/#-]\)?\.?", url), url

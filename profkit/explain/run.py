@@ -97,7 +97,9 @@ def explain_run(run: Run, history_runs: Sequence[Run] | None = None) -> Report:
         if step_latency.has_step_latency(group):
             # the same comparison against the baseline, on step latency (its samples are the
             # run's `device` kind); the verdict says which measure it weighed
-            judged = verdicts(str(kernel), step_latency.as_timed(rows), steps, run.samples, mode)
+            judged = verdicts(
+                str(kernel), step_latency.as_timed(rows), steps, run.samples, mode, on_device=False
+            )
             for v in judged:
                 v.evidence["measure"] = "step latency"
             report.verdicts += judged

@@ -53,8 +53,10 @@ def verdicts(
     steps: Mapping[tuple[str, str], list[Step]],
     samples: pd.DataFrame | None,
     mode: str = "gpu",
+    on_device: bool = True,
 ) -> list[Finding]:
-    """One verdict per lab variant; steps maps (variant, "dtype shape") to that case's steps."""
+    """One verdict per lab variant; steps maps (variant, "dtype shape") to that case's steps.
+    on_device: the comparisons are on device time (False: on step latency, host included)."""
     lab = [r for r in rows if not as_bool(r.get("baseline"))]
     base = [r for r in rows if as_bool(r.get("baseline"))]
     variants = list(dict.fromkeys(str(r["variant"]) for r in lab))
@@ -68,6 +70,7 @@ def verdicts(
             samples,
             mode,
             several=len(variants) > 1,
+            on_device=on_device,
         )
         for v in variants
     ]
@@ -82,6 +85,7 @@ def _verdict(
     samples: pd.DataFrame | None,
     mode: str,
     several: bool,
+    on_device: bool = True,
 ) -> Finding:
     ev = Evidence()
     f = Finding(
@@ -147,7 +151,7 @@ def _verdict(
     _sub_floor(comparisons, ev)
     _loop_split(f, comparisons, ev)
     _throttled(f, comparisons, [*lab, *base], ev)
-    f.next = _steps(variant, losses, comparisons, steps)
+    f.next = _steps(variant, losses, comparisons, steps, on_device)
     f.evidence = dict(ev)
     return f
 
@@ -200,8 +204,10 @@ def _failed(f: Finding, failed: list[dict], ev: Evidence, base: list[dict]) -> N
     # every case of the variant and of every baseline disagrees with the reference: the baselines'
     # code is trusted, so the reference (or make_inputs) is the likelier fault
     wrong = [r for r in base if not as_bool(r.get("correct"))]
-    suspect = bool(base) and len(wrong) == len(base) and all(
-        not as_bool(r.get("correct")) for r in failed
+    suspect = (
+        bool(base)
+        and len(wrong) == len(base)
+        and all(not as_bool(r.get("correct")) for r in failed)
     )
     first = failed[0]
     ev.put("first_failure", where(first))
@@ -259,14 +265,19 @@ def _steps(
     losses: list[Comparison],
     comparisons: list[Comparison],
     steps: Mapping[tuple[str, str], list[Step]],
+    on_device: bool = True,
 ) -> list[Step]:
     """The steps of the cases where it loses, worst loss first; with no loss, those of the case
-    closest to losing. Each step says where it comes from."""
+    closest to losing. Each step says where it comes from. A loss in device time (measured by
+    graph replay, the host not in it) is not told to cut the host cost: its CUDA-graph step says
+    what reaches device time instead."""
     order = losses or sorted(comparisons, key=lambda c: -c.ratio)[:1]
     out: list[Step] = []
     for c in order:
         for step in steps.get((variant, c.where), []):
             if all(s.action != step.action for s in out):
                 detail = {**step.detail, "where": c.where, "against": c.baseline}
+                if on_device and step.action == Action.CUDA_GRAPH:
+                    detail["device_loss"] = True
                 out.append(Step(step.action, step.because, detail))
     return out[:4]
