@@ -512,3 +512,15 @@ def test_urls_are_never_broken_mid_word() -> None:  # item 15
     assert urls, "the case's NVIDIA rules cite their documentation"
     for url in urls:
         assert re.fullmatch(r"https?://[\w./#?=&%-]+[\w/#-]\)?\.?", url), url
+
+
+def test_show_a_report_at_80_columns_keeps_the_case_column() -> None:  # item 12
+    fixture = Path(__file__).parent / "fixtures" / "fx_rmsnorm.ncu-rep.xz"
+    result = CliRunner().invoke(cli, ["show", str(fixture)], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    header = lines[1]
+    assert "nvtx_range" in header and "kernel_name" in header
+    assert "rmsnorm.triton.float16.4096x8192" in result.stdout
+    assert "nvtx_range," not in result.stdout  # not among the columns left out
