@@ -112,7 +112,10 @@ class ProfkitGroup(click.Group):
             sys.exit(exitcodes.ERROR)
         except click.exceptions.Exit as exc:
             sys.exit(exc.exit_code)
-        except click.exceptions.Abort:
+        except click.exceptions.Abort as exc:
+            if isinstance(exc.__cause__, EOFError):  # click reads a file's early end as Abort
+                click.echo(f"error: input ended early (EOFError: {exc.__cause__})", err=True)
+                sys.exit(exitcodes.ERROR)
             click.echo("aborted", err=True)
             sys.exit(exitcodes.INTERRUPTED)
         except click.ClickException as exc:

@@ -524,3 +524,17 @@ def test_show_a_report_at_80_columns_keeps_the_case_column() -> None:  # item 12
     assert "nvtx_range" in header and "kernel_name" in header
     assert "rmsnorm.triton.float16.4096x8192" in result.stdout
     assert "nvtx_range," not in result.stdout  # not among the columns left out
+
+
+def test_an_early_end_of_file_is_an_error_not_an_interrupt(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # item 2: click turns EOFError into Abort, which read as Ctrl-C (130)
+    from profkit import store
+
+    def cut(*args, **kwargs):
+        raise EOFError("Compressed file ended before the end-of-stream marker was reached")
+
+    monkeypatch.setattr(store, "load", cut)
+    line = one_line_error(invoke("show", "--profiles", _profiles()), "ended early")
+    assert "aborted" not in line
+    assert invoke("show", "--profiles", _profiles()).exit_code == 1
