@@ -12,6 +12,7 @@ import json
 import os
 import re
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -121,7 +122,9 @@ def measure_cases(
                 "case": name,
             }
 
-            def run_case(variant=variant, dtype=dtype, shape=shape, i=i):
+            given_up = threading.Event()  # set when the case ran past --case-timeout
+
+            def run_case(variant=variant, dtype=dtype, shape=shape, i=i, given_up=given_up):
                 try:
                     fn = timing.resolve_callable(variant, prepared)
                     # fresh random inputs for each check: a fixed seed per case, distinct ones
@@ -131,12 +134,15 @@ def measure_cases(
                 except Exception as exc:  # a variant that cannot even be prepared is recorded
                     chk = timing.Check(False, None, None, f"{type(exc).__name__}: {exc}"[:300])
                 t = None
-                if chk.correct and not opts.interpret:
+                # a case given up on stops before timing: its graphs would be captured while the
+                # next case's are (and its numbers are thrown away anyway)
+                if chk.correct and not opts.interpret and not given_up.is_set():
                     t = timing.time_case(spec, fn, shape, dtype, opts.seed + 7, opts.warm_l2)
                 return chk, t
 
             done = within(opts.case_timeout_s, run_case)
             if done is None:
+                given_up.set()
                 why = f"timed out after {opts.case_timeout_s:g} s (--case-timeout): skipped"
                 console.print(f"[red]{name}:[/] {why}")
                 chk, t = timing.Check(False, None, None, why), None
@@ -181,8 +187,6 @@ def within(limit_s: float | None, work: Callable[[], Any]) -> Any:
     cases after it may time out too, each reported, none waited for past its limit."""
     if limit_s is None:
         return work()
-    import threading
-
     out: list = []
     failed: list[BaseException] = []
 
