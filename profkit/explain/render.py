@@ -124,7 +124,7 @@ class _Out:
 # paragraphs are left out, then long ones are cut, and a line says how to see them all.
 SCREEN_LINES = 50
 # the order paragraphs are left out in, last first
-_P_HEAD, _P_VERDICT, _P_STEP1, _P_LOSSES, _P_STEPS, _P_HISTORY, _P_HOST, _P_BASE, _P_WITHHELD = (
+_P_HEAD, _P_VERDICT, _P_STEP1, _P_LOSSES, _P_STEPS, _P_HISTORY, _P_WITHHELD, _P_HOST, _P_BASE = (
     range(9)
 )
 _P_LAUNCHES = 9
