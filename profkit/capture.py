@@ -12,6 +12,7 @@ import json
 import os
 import re
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -76,6 +77,7 @@ class CaptureOptions:
     ncu_timeout_s: float = 1800.0
     warm_l2: bool = False  # time with the L2 left warm instead of flushed before each call
     source: bool = False  # after the counter pass, the deep per-line pass (profkit.sourcepass)
+    case_timeout_s: float | None = None  # a case (check + timing) that runs longer is skipped
 
 
 def cases(opts: CaptureOptions) -> list[tuple[str, str, Shape]]:
@@ -119,12 +121,33 @@ def measure_cases(
                 "shape": format_shape(shape),
                 "case": name,
             }
-            try:
-                fn = timing.resolve_callable(variant, prepared)
-                # fresh random inputs for each check: a fixed seed per case, distinct across cases
-                chk = timing.check(spec, fn, shape, dtype, device, seed=opts.seed * 100003 + i)
-            except Exception as exc:  # a variant that cannot even be prepared is recorded
-                chk = timing.Check(False, None, None, f"{type(exc).__name__}: {exc}"[:300])
+
+            given_up = threading.Event()  # set when the case ran past --case-timeout
+
+            def run_case(variant=variant, dtype=dtype, shape=shape, i=i, given_up=given_up):
+                try:
+                    fn = timing.resolve_callable(variant, prepared)
+                    # fresh random inputs for each check: a fixed seed per case, distinct ones
+                    # across cases
+                    seed = opts.seed * 100003 + i
+                    chk = timing.check(spec, fn, shape, dtype, device, seed=seed)
+                except Exception as exc:  # a variant that cannot even be prepared is recorded
+                    chk = timing.Check(False, None, None, f"{type(exc).__name__}: {exc}"[:300])
+                t = None
+                # a case given up on stops before timing: its graphs would be captured while the
+                # next case's are (and its numbers are thrown away anyway)
+                if chk.correct and not opts.interpret and not given_up.is_set():
+                    t = timing.time_case(spec, fn, shape, dtype, opts.seed + 7, opts.warm_l2)
+                return chk, t
+
+            done = within(opts.case_timeout_s, run_case)
+            if done is None:
+                given_up.set()
+                why = f"timed out after {opts.case_timeout_s:g} s (--case-timeout): skipped"
+                console.print(f"[red]{name}:[/] {why}")
+                chk, t = timing.Check(False, None, None, why), None
+            else:
+                chk, t = done
             row.update(
                 correct=chk.correct,
                 rel_err=chk.rel_err,
@@ -134,8 +157,7 @@ def measure_cases(
             nbytes = spec.bytes_moved(shape, DTYPE_ITEMSIZE[dtype])
             flops = spec.flops(shape)
             row.update(bytes=nbytes, flops=flops)
-            if chk.correct and not opts.interpret:
-                t = timing.time_case(spec, fn, shape, dtype, opts.seed + 7, opts.warm_l2)
+            if t is not None:
                 row.update(t.columns)
                 row.update(rates(nbytes, flops, t.columns["device_p50_ms"], ceilings))
                 same = timing.copy_gbps(nbytes, copies)
@@ -152,6 +174,36 @@ def measure_cases(
         columns=[*table.columns.drop(list(TIMING_COLUMNS), errors="ignore"), *TIMING_COLUMNS]
     )
     return table, pd.DataFrame(samples, columns=["case", "kind", "ms"])
+
+
+def within(limit_s: float | None, work: Callable[[], Any]) -> Any:
+    """work()'s result, or None when it ran past limit_s seconds (no limit: run it here).
+
+    A thread with a watchdog, not a child process per case: a child would pay torch's import, a
+    CUDA context and Triton's compile for every case (seconds each, minutes over a sweep) and
+    could not share the prepared callables (torch.compile) or the copy-rate cache. The price: a
+    thread cannot be killed, so a hung case keeps running in the background (a daemon thread, gone
+    when profkit exits); on the GPU a kernel that never ends also keeps its stream busy, so the
+    cases after it may time out too, each reported, none waited for past its limit."""
+    if limit_s is None:
+        return work()
+    out: list = []
+    failed: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            out.append(work())
+        except BaseException as exc:  # re-raised in the caller's thread below
+            failed.append(exc)
+
+    worker = threading.Thread(target=target, name="profkit-case", daemon=True)
+    worker.start()
+    worker.join(limit_s)
+    if worker.is_alive():
+        return None
+    if failed:
+        raise failed[0]
+    return out[0]
 
 
 def rates(nbytes: int, flops: int, device_p50_ms: float, ceilings: dict) -> dict:
@@ -406,6 +458,7 @@ def run_capture(spec: KernelSpec, opts: CaptureOptions, console: Console | None 
                 "seed": opts.seed,
                 "interpret": opts.interpret,
                 "warm_l2": opts.warm_l2,
+                "case_timeout_s": opts.case_timeout_s,
             },
             "timing": TIMING_METHOD
             | {"l2": "warm" if opts.warm_l2 else "flushed before each call", "wall_s": timing_s},

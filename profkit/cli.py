@@ -14,8 +14,8 @@ from rich.table import Table
 from rich.text import Text
 
 from profkit import doctor as doctor_help
+from profkit import exitcodes, terminal
 from profkit import ncu as ncu_limits
-from profkit import terminal
 from profkit.errors import ProfkitError
 
 # the columns `show --format table` prints, and their headers; csv and json carry every column
@@ -85,25 +85,39 @@ LINE_COLUMNS = {
     "file": "file",
 }
 LINE_KEEP = ("launch", "line", "samples", "source", "inst_executed", "local_inst", "file")
-LAUNCH_KEEP = ("launch", "kernel_name", "ncu_duration_ms", "dram_throughput_pct",
-               "sm_throughput_pct", "achieved_occupancy_pct", "nvtx_range")  # fmt: skip
+# nvtx_range is the only column that says which case a launch belongs to: kept second
+LAUNCH_KEEP = ("launch", "nvtx_range", "kernel_name", "ncu_duration_ms", "dram_throughput_pct",
+               "sm_throughput_pct", "achieved_occupancy_pct")  # fmt: skip
 
 
 class ProfkitGroup(click.Group):
-    """Every expected failure ends in one line on stderr and exit status 1 (usage errors: 2)."""
+    """Every expected failure ends in one line on stderr and exit status 1 (usage errors: 2); the
+    other statuses are in profkit.exitcodes."""
 
     def main(self, *args, **kwargs):  # noqa: D102
         kwargs["standalone_mode"] = False
+        if sys.stdout is None:  # started with stdout closed (`>&-`): every line would be lost
+            click.echo("error: standard output is closed: nothing can be shown", err=True)
+            sys.exit(exitcodes.ERROR)
         try:
             rv = super().main(*args, **kwargs)
+            try:
+                sys.stdout.flush()  # a write that fails is this command's failure, not exit 0
+            except OSError as exc:
+                _stdout_lost(exc)
+        except BrokenPipeError as exc:  # stdout's reader stopped reading
+            _stdout_lost(exc)
         except ProfkitError as exc:
             click.echo(f"error: {exc}", err=True)
-            sys.exit(1)
+            sys.exit(exitcodes.ERROR)
         except click.exceptions.Exit as exc:
             sys.exit(exc.exit_code)
-        except click.exceptions.Abort:
+        except click.exceptions.Abort as exc:
+            if isinstance(exc.__cause__, EOFError):  # click reads a file's early end as Abort
+                click.echo(f"error: input ended early (EOFError: {exc.__cause__})", err=True)
+                sys.exit(exitcodes.ERROR)
             click.echo("aborted", err=True)
-            sys.exit(130)
+            sys.exit(exitcodes.INTERRUPTED)
         except click.ClickException as exc:
             click.echo(f"error: {exc.format_message()}", err=True)
             sys.exit(exc.exit_code)
@@ -112,7 +126,17 @@ class ProfkitGroup(click.Group):
         sys.exit(0)
 
 
-@click.group(cls=ProfkitGroup)
+def _stdout_lost(exc: OSError) -> None:
+    # say so once, and point stdout at /dev/null: Python's own flush at exit would fail again
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    click.echo(f"error: could not write to standard output: {exc.strerror or exc}", err=True)
+    sys.exit(exitcodes.ERROR)
+
+
+@click.group(cls=ProfkitGroup, epilog=exitcodes.HELP)
 @click.version_option(package_name="profkit")
 def cli() -> None:
     """profkit: why is my kernel this fast, and what do I try next?"""
@@ -132,7 +156,7 @@ def _positive_seconds(ctx, param, value):
     return value
 
 
-@cli.command()
+@cli.command(epilog=exitcodes.HELP)
 @click.argument("kernel")
 @click.option(
     "--from",
@@ -186,6 +210,14 @@ def _positive_seconds(ctx, param, value):
     help="after the counter pass, a deep ncu pass (SourceCounters, warp stalls, source imported) "
     "over each case's dominant launch: its hot lines; its cost is printed",
 )
+@click.option(
+    "--case-timeout",
+    type=float,
+    default=None,
+    callback=_positive_seconds,
+    help="seconds a case (its check and timing) may run; one that runs longer is reported as "
+    "timed out and skipped, and the sweep goes on [default: no limit]",
+)
 @click.option("--seed", type=int, default=0, show_default=True)
 def capture(
     kernel,
@@ -202,8 +234,9 @@ def capture(
     ncu_timeout,
     warm_l2,
     source,
+    case_timeout,
     seed,
-) -> None:
+) -> int:
     """Check, time and profile KERNEL's variants; store the run under profiles/."""
     if source and (no_counters or interpret):
         flag = "--no-counters" if no_counters else "--interpret"
@@ -249,6 +282,7 @@ def capture(
         ncu_timeout_s=ncu_timeout,
         warm_l2=warm_l2,
         source=source,
+        case_timeout_s=case_timeout,
     )
     path = run_capture(spec, opts)
     from profkit import store
@@ -260,6 +294,26 @@ def capture(
     if run.interpret:
         said.append("interpret run: correctness only, untimed; read it by name")
     click.echo(f"stored {path}" + (f" ({'; '.join(said)})" if said else ""))
+    return _correctness_status(run.cases, wrong)
+
+
+def _correctness_status(cases, wrong) -> int:
+    """capture's exit status, with the incorrect cases summed up on stderr (exitcodes)."""
+    if wrong.empty:
+        return exitcodes.OK
+    nothing = len(wrong) == len(cases)
+    head = f"{len(wrong)} of {len(cases)} case(s) incorrect" + (
+        ": nothing could be measured" if nothing else ""
+    )
+    status = exitcodes.NOTHING_MEASURED if nothing else exitcodes.INCORRECT
+    click.echo(f"{head} (exit status {status})", err=True)
+    shown = 5
+    for row in wrong.head(shown).itertuples():
+        error = row.error if isinstance(row.error, str) and row.error else "incorrect"
+        click.echo(f"  {row.case}: {error}", err=True)
+    if len(wrong) > shown:
+        click.echo(f"  ... and {len(wrong) - shown} more (`profkit show` lists them)", err=True)
+    return status
 
 
 @cli.command(name="list")
@@ -290,17 +344,27 @@ def list_kernels(from_file) -> None:
 # ---- show ----
 
 
-def load_run(ref: str | None, profiles: str | None):
-    """A stored run by path or id, or the newest, under --profiles (default: profiles/)."""
+def load_run(ref: str | None, profiles: str | None, force: bool = False):
+    """A stored run by path or id, or the newest, under --profiles (default: profiles/); a damaged
+    one is refused unless force, and then every line of its damage is said on stderr."""
     from profkit import store
 
-    run = store.load(store.resolve(ref, Path(profiles) if profiles else None))
+    run = store.load(store.resolve(ref, Path(profiles) if profiles else None), force=force)
     for warning in run.warnings:
         click.echo(f"warning: {warning}", err=True)
+    for problem in run.damage:
+        click.echo(f"warning: DAMAGED run {run.run_id}, read with --force: {problem}", err=True)
     return run
 
 
-def load_any(ref: str | None, profiles: str | None):
+def damage_line(run) -> str | None:
+    """The mark a forced read of a damaged run carries in the output itself."""
+    if not run.damage:
+        return None
+    return f"DAMAGED RUN (read with --force, what survives): {'; '.join(run.damage)}"
+
+
+def load_any(ref: str | None, profiles: str | None, force: bool = False):
     """A stored run (path, id, or newest) or a .ncu-rep report -> (kind, object)."""
     if ref and (ref.endswith((".ncu-rep", ".ncu-rep.xz")) or Path(ref).is_file()):
         from profkit.report import read_report
@@ -308,7 +372,10 @@ def load_any(ref: str | None, profiles: str | None):
         if not Path(ref).is_file():
             raise ProfkitError(f"no such report: {ref}")
         return "report", read_report(Path(ref))
-    return "run", load_run(ref, profiles)
+    return "run", load_run(ref, profiles, force)
+
+
+FORCE_HELP = "read a damaged run anyway: what survives, marked DAMAGED (default: refuse it)"
 
 
 @cli.command()
@@ -332,9 +399,10 @@ def load_any(ref: str | None, profiles: str | None):
     help="the per-source-line table instead (a run captured with --source, or a report with "
     "SourceCounters)",
 )
-def show(ref, fmt, profiles, lines) -> None:
+@click.option("--force", is_flag=True, help=FORCE_HELP)
+def show(ref, fmt, profiles, lines, force) -> None:
     """Print a run's case table (default: the newest run), or a .ncu-rep's kernel launches."""
-    kind, obj = load_any(ref, profiles)
+    kind, obj = load_any(ref, profiles, force)
     if lines:
         table = obj.source_lines
         if table is None or table.empty:
@@ -349,7 +417,15 @@ def show(ref, fmt, profiles, lines) -> None:
         _print_table(table, fmt, LINE_COLUMNS, LINE_KEEP)
         return
     if kind == "report":
-        _print_table(obj.kernels, fmt, LAUNCH_COLUMNS, LAUNCH_KEEP)
+        launches = obj.kernels
+        if fmt == "table" and "nvtx_range" in launches:
+            # profkit's own domain prefix says nothing at 80 columns; the case name does
+            launches = launches.assign(
+                nvtx_range=launches["nvtx_range"].map(
+                    lambda v: v.removeprefix("profkit@").rstrip("/") if isinstance(v, str) else v
+                )
+            )
+        _print_table(launches, fmt, LAUNCH_COLUMNS, LAUNCH_KEEP)
         return
     if fmt == "table":
         m = obj.manifest
@@ -367,10 +443,20 @@ def show(ref, fmt, profiles, lines) -> None:
             )
         reason = f" ({ctr['reason']})" if ctr.get("reason") else ""
         lines.append(f"counters: {ctr.get('status', '?')}{reason}")
+        lines.append(_integrity_line(obj))
         console = terminal.console()
         for line in lines:  # wrapped to the terminal's width
             console.print(Text(line))
     _print_table(obj.cases, fmt, SHOW_COLUMNS, SHOW_KEEP)
+
+
+def _integrity_line(run) -> str:
+    if run.damage:
+        return damage_line(run)
+    if run.verified:
+        files = run.manifest.get("files") or {}
+        return f"files: {len(files)} verified against the manifest's checksums"
+    return "files: unverified (stored before runs carried checksums)"
 
 
 def _print_table(df, fmt: str, columns: dict[str, str], keep: tuple[str, ...] = ()) -> None:
@@ -476,19 +562,22 @@ def _what_is_there(report) -> str:
     multiple=True,
     help="earlier runs to compare with [default: the kernel's earlier runs beside this one]",
 )
-def explain(ref, fmt, profiles, case, variant, verbose, history) -> None:
+@click.option("--force", is_flag=True, help=FORCE_HELP)
+def explain(ref, fmt, profiles, case, variant, verbose, history, force) -> None:
     """Findings, bottlenecks and verdicts for a run (default: the newest) or a .ncu-rep report."""
     from profkit import explain as ex
     from profkit.explain import hotlines, render
 
-    kind, obj = load_any(ref, profiles)
+    kind, obj = load_any(ref, profiles, force)
     if kind == "report":
         report = ex.explain_launches(obj.kernels, obj.rules)
         hot = hotlines.for_report(obj.kernels, obj.source_lines)
     else:
-        earlier = [load_run(h, profiles) for h in history] if history else None
+        earlier = [_history_run(obj, h, profiles, force) for h in history] if history else None
         report = ex.explain_run(obj, earlier)
         hot = hotlines.for_run(obj)
+        if damage_line(obj) and fmt != "json":
+            click.echo(damage_line(obj))
     if (case or variant) and not render.select(report, case, variant):
         wanted = " and ".join(f"{k} {v!r}" for k, v in (("case", case), ("variant", variant)) if v)
         raise ProfkitError(f"no finding matches {wanted}: {_what_is_there(report)}")
@@ -502,7 +591,24 @@ def explain(ref, fmt, profiles, case, variant, verbose, history) -> None:
         )
 
 
-@cli.command()
+def _history_run(run, ref: str, profiles: str | None, force: bool):
+    """An earlier run named by --history: a timed run of the same kernel, else a one-line error
+    (a run of another kernel has no history with this one: it would be dropped silently)."""
+    earlier = load_run(ref, profiles, force)
+    kernel, theirs = run.manifest.get("kernel"), earlier.manifest.get("kernel")
+    if theirs != kernel:
+        raise ProfkitError(
+            f"--history {ref}: {earlier.run_id} is a run of {theirs!r}, not of {kernel!r}; "
+            f"name earlier runs of {kernel}"
+        )
+    if earlier.interpret:
+        raise ProfkitError(f"--history {ref}: {earlier.run_id} is an interpret run (untimed)")
+    if earlier.path.resolve() == run.path.resolve():
+        raise ProfkitError(f"--history {ref}: that is the run being explained")
+    return earlier
+
+
+@cli.command(epilog=exitcodes.HELP)
 @click.argument("run_a")
 @click.argument("run_b")
 @click.option(
@@ -513,15 +619,50 @@ def explain(ref, fmt, profiles, case, variant, verbose, history) -> None:
     show_default=True,
 )
 @click.option("--profiles", type=click.Path(file_okay=False), default=None)
-def compare(run_a, run_b, fmt, profiles) -> None:
+@click.option(
+    "--fail-on",
+    "fail_on",
+    type=click.Choice(["slower"]),
+    default=None,
+    help=f"exit {exitcodes.SLOWER} when a case of B is significantly slower than in A (its 95% "
+    "interval excludes 1 and the gap clears the practical floor)",
+)
+@click.option("--force", is_flag=True, help=FORCE_HELP)
+def compare(run_a, run_b, fmt, profiles, fail_on, force) -> int:
     """The same cases of two runs side by side; changes beyond the timing spread are flagged."""
     from profkit import compare as cmp
 
-    df = cmp.compare_runs(load_run(run_a, profiles), load_run(run_b, profiles))
+    a, b = load_run(run_a, profiles, force), load_run(run_b, profiles, force)
+    df = cmp.compare_runs(a, b)
+    if not df["flag"].str.startswith("only in").eq(False).any():
+        sides = [
+            f"{side} ({r.run_id}) is {'an interpret run' if r.interpret else 'a run'} of "
+            f"{r.manifest.get('kernel')!r} ({len(r.cases)} cases)"
+            for side, r in (("A", a), ("B", b))
+        ]
+        raise ProfkitError(f"no case in common: {sides[0]}, {sides[1]}")
+    for side, run in (("A", a), ("B", b)):
+        if run.interpret:
+            click.echo(
+                f"warning: {side} ({run.run_id}) is an interpret run: correctness only, "
+                "no times to compare",
+                err=True,
+            )
+    for side, run in (("A", a), ("B", b)):
+        if damage_line(run) and fmt in ("terminal", "markdown"):
+            click.echo(f"{side}: {damage_line(run)}")
     if fmt == "terminal":
         cmp.render_terminal(df, terminal.console())
     else:
         click.echo({"markdown": cmp.to_markdown, "json": cmp.to_json, "csv": cmp.to_csv}[fmt](df))
+    slower = df[df["flag"] == "slower"]
+    if fail_on == "slower" and not slower.empty:
+        click.echo(
+            f"{len(slower)} case(s) significantly slower in B (exit status {exitcodes.SLOWER})",
+            err=True,
+        )
+        return exitcodes.SLOWER
+    return exitcodes.OK
 
 
 # ---- dashboard ----
@@ -539,7 +680,8 @@ def compare(run_a, run_b, fmt, profiles) -> None:
 )
 @click.option("--profiles", type=click.Path(file_okay=False), default=None)
 @click.option("--inline", is_flag=True, help="embed plotly.js instead of sharing plotly.min.js")
-def dashboard(refs, kernels, out, profiles, inline) -> None:
+@click.option("--force", is_flag=True, help=FORCE_HELP)
+def dashboard(refs, kernels, out, profiles, inline, force) -> None:
     """Write one offline HTML page of runs (default: the newest; several: one page for a PR)."""
     from profkit import store
     from profkit.dashboard import default_path, newest_of, stored_runs, write_dashboard
@@ -548,8 +690,9 @@ def dashboard(refs, kernels, out, profiles, inline) -> None:
     stored, unreadable = stored_runs(root)
     for problem in unreadable:
         click.echo(f"warning: left out of the history: {problem}", err=True)
-    runs = [load_run(ref, profiles) for ref in refs] + [newest_of(k, stored, root) for k in kernels]
-    runs = runs or [load_run(None, profiles)]
+    runs = [load_run(ref, profiles, force) for ref in refs]
+    runs += [newest_of(k, stored, root) for k in kernels]
+    runs = runs or [load_run(None, profiles, force)]
     path = Path(out) if out else default_path(runs)
     path = write_dashboard(runs, path, stored, plotlyjs="inline" if inline else "shared")
     click.echo(f"wrote {path}")

@@ -154,6 +154,7 @@ def load_module_specs(path: Path, module_name: str | None = None) -> dict[str, K
     for value in vars(module).values():
         if isinstance(value, KernelSpec):
             found[value.name] = KernelSpec(**{**value.__dict__, "source": str(path)})
+            validate(found[value.name])
     return found
 
 
@@ -335,3 +336,57 @@ def _literal(node: ast.AST, constants: dict[str, Any]) -> Any:
             raise ValueError("an exponent or shift out of range")
         return _INT_OPS[type(node.op)](left, right)
     return ast.literal_eval(node)
+
+
+# ---- validation when a spec loads ---------------------------------------------------------------
+
+
+def validate(spec: KernelSpec) -> None:
+    """A spec that cannot run a sweep is refused when it loads, naming the field, rather than
+    failing every case (or tracing back) half-way through a capture."""
+    where = f"kernel spec {spec.name!r}" + (f" (in {spec.source})" if spec.source else "")
+
+    def bad(field_name: str, what: str) -> ProfkitError:
+        return ProfkitError(f"{where}: field {field_name}: {what}")
+
+    for name in ("make_inputs", "reference", "bytes_moved", "flops"):
+        if not callable(getattr(spec, name)):
+            raise bad(name, f"must be callable, not {type(getattr(spec, name)).__name__}")
+    variants = spec.variants if isinstance(spec.variants, (tuple, list)) else ()
+    if not variants:
+        raise bad("variants", "at least one variant is required")
+    seen: set[str] = set()
+    for v in variants:
+        if not isinstance(v, Variant):
+            raise bad("variants", f"every entry must be a Variant(...), not {type(v).__name__}")
+        if v.name in seen:
+            raise bad("variants", f"the name {v.name!r} is used more than once")
+        seen.add(v.name)
+        if not callable(v.fn) or (v.prepare is not None and not callable(v.prepare)):
+            which = "fn" if not callable(v.fn) else "prepare"
+            raise bad("variants", f"variant {v.name!r}: its {which} must be callable")
+    if not spec.dtypes:
+        raise bad("dtypes", "at least one dtype is required")
+    for d in spec.dtypes:
+        if d not in DTYPE_ITEMSIZE:
+            raise bad("dtypes", f"unknown dtype {d!r}; known: {', '.join(DTYPE_ITEMSIZE)}")
+        tol = spec.tolerances.get(d) if isinstance(spec.tolerances, Mapping) else None
+        if tol is None:
+            raise bad("tolerances", f"no tolerance for dtype {d!r}")
+        if not (
+            isinstance(tol, (tuple, list))
+            and len(tol) == 2
+            and all(isinstance(t, (int, float)) and t >= 0 for t in tol)
+        ):
+            raise bad("tolerances", f"{d!r} must map to (atol, rtol), two numbers >= 0")
+    for name in ("shapes", "interpret_shapes"):
+        shapes = getattr(spec, name)
+        if not shapes:
+            raise bad(name, "at least one shape is required")
+        for shape in shapes:
+            if not (
+                isinstance(shape, tuple)
+                and shape
+                and all(isinstance(n, int) and n > 0 for n in shape)
+            ):
+                raise bad(name, f"{shape!r} is not a tuple of positive integers")

@@ -7,12 +7,17 @@ touches runs already stored.
 
 from __future__ import annotations
 
+import csv
 import errno
+import gzip
+import hashlib
+import io
 import json
 import os
 import secrets
 import shutil
 import socket
+import zlib
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -51,6 +56,10 @@ class Run:
     # what was wrong with an optional file that was left out (one line each, for stderr)
     warnings: list[str] = field(default_factory=list)
     source_lines: pd.DataFrame | None = None  # per-line counters of a --source capture
+    # True: every file matched the manifest's checksums; False: stored before runs carried them
+    verified: bool = False
+    # read with --force: what was wrong (one line each); what was damaged is left out
+    damage: list[str] = field(default_factory=list)
 
     @property
     def run_id(self) -> str:
@@ -104,10 +113,12 @@ class RunWriter:
         df.to_csv(self.tmp / SAMPLES, index=False, float_format="%.6g", compression="gzip")
 
     def finish(self, manifest: dict) -> Path:
-        """Write the manifest last, then rename the directory into place; never overwrite a run."""
+        """Write the manifest last, with the counts and checksums that vouch for every file, then
+        rename the directory into place; never overwrite a run."""
+        vouch = account(self.tmp)
         while True:
             final = self.root / self.run_id
-            body = {"schema": SCHEMA, **manifest, "run_id": self.run_id, "complete": True}
+            body = {"schema": SCHEMA, **manifest, **vouch, "run_id": self.run_id, "complete": True}
             (self.tmp / MANIFEST).write_text(json.dumps(body, indent=2) + "\n")
             if not final.exists():
                 try:
@@ -120,6 +131,72 @@ class RunWriter:
 
     def abandon(self) -> None:
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+# ---- the manifest's account of a run: counts and checksums -------------------------------------
+
+# the tables whose rows the manifest counts, and under which name
+COUNTED = {CASES: "cases", KERNELS: "launches", SAMPLES: "samples", RULES: "rules"}
+
+
+def _sha256(f: Path) -> str:
+    digest = hashlib.sha256()
+    with f.open("rb") as src:
+        for block in iter(lambda: src.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def account(folder: Path) -> dict:
+    """{'counts': rows per table, 'files': {name: {bytes, sha256}}} of a run directory's files
+    (all but the manifest)."""
+    files = {
+        f.name: {"bytes": f.stat().st_size, "sha256": _sha256(f)}
+        for f in sorted(folder.iterdir())
+        if f.is_file() and f.name != MANIFEST
+    }
+    counts = {
+        key: len(pd.read_csv(folder / name)) if files[name]["bytes"] else 0
+        for name, key in COUNTED.items()
+        if name in files
+    }
+    return {"counts": counts, "files": files}
+
+
+def seal(path: Path) -> None:
+    """Record a finished run's counts and checksums in its manifest as they are now (for a run
+    edited on purpose, e.g. a test's, or one stored before runs carried them)."""
+    manifest = json.loads((path / MANIFEST).read_text())
+    manifest.update(account(path))
+    (path / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+
+
+def _checksum_problems(path: Path, manifest: dict) -> list[str]:
+    """'FILE: what is wrong' for each file that does not match the manifest's account."""
+    problems = []
+    for name, want in sorted((manifest.get("files") or {}).items()):
+        f = path / name
+        if not f.is_file():
+            if name == REPORT and (path / f"{REPORT}.xz").is_file():
+                continue  # compressed after capture to be committed; nothing reads it in place
+            if name == REPORT:
+                continue  # nothing profkit reads: its absence loses nothing shown
+            problems.append(f"{name} is missing (the manifest lists it)")
+            continue
+        size = f.stat().st_size
+        if size != want.get("bytes"):
+            cut = "cut short" if size < want.get("bytes", 0) else "longer than recorded"
+            problems.append(f"{name} is {cut} ({size} bytes, the manifest says {want['bytes']})")
+        elif _sha256(f) != want.get("sha256"):
+            problems.append(f"{name} does not match its checksum (changed since capture)")
+    return problems
+
+
+def _damaged(path: Path, problems: list[str]) -> ProfkitError:
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return ProfkitError(
+        f"run {path.name} is damaged: {problems[0]}{more}; --force reads what survives"
+    )
 
 
 def _manifest(path: Path) -> dict | None:
@@ -177,6 +254,12 @@ def resolve(ref: str | None, root: Path | None = None) -> Path:
     of_kernel = [p for p in list_runs(root, interpret=False) if _manifest(p).get("kernel") == ref]
     if of_kernel:
         return of_kernel[-1]
+    checks = [p for p in list_runs(root) if _manifest(p).get("kernel") == ref]
+    if checks:
+        raise ProfkitError(
+            f"{ref} has only {len(checks)} interpret run(s) under {root}/ (correctness only, "
+            f"untimed): interpret runs are read by name, e.g. {checks[-1].name}"
+        )
     raise ProfkitError(
         f"no run named {ref!r} (looked for a directory, a run id and a kernel's runs under {root}/)"
     )
@@ -264,13 +347,27 @@ NUMERIC_CASE_COLUMNS = (
 RULE_COLUMNS_READ = ("launch", "case", "type", "message")
 
 
-def load(path: Path) -> Run:
-    """Read a finished run; a damaged one is a clear error, never a traceback. A damaged optional
-    file that readers can do without (rules.csv) is left out with a warning in Run.warnings."""
+def load(path: Path, force: bool = False) -> Run:
+    """Read a finished run; a damaged one is a clear error, never a traceback. A run whose files
+    do not match its manifest's checksums, or (runs stored before checksums) whose tables are cut
+    short or missing, is refused naming the file; force=True reads what survives and lists the
+    damage in Run.damage. A damaged optional file that readers can do without (rules.csv) is left
+    out with a warning in Run.warnings."""
+    damage: list[str] = []
     try:
         manifest = json.loads((path / MANIFEST).read_text())
-        cases = upgrade(manifest, _fold_repeats(pd.read_csv(path / CASES, dtype=TEXT_COLUMNS)))
-        optional = {name: _read_optional(path / name) for name in (KERNELS, SAMPLES)}
+        if not isinstance(manifest, dict):
+            raise ValueError(f"{MANIFEST} is not a JSON object")
+        damage += _checksum_problems(path, manifest)
+        if damage and not force:
+            raise _damaged(path, damage)
+        text, cut = _whole_rows(path / CASES)
+        damage += cut
+        cases = upgrade(manifest, _fold_repeats(pd.read_csv(io.StringIO(text), dtype=TEXT_COLUMNS)))
+        optional = {}
+        for name in (KERNELS, SAMPLES):
+            optional[name], cut = _read_table(path / name)
+            damage += cut
     except (OSError, ValueError) as exc:  # pandas' parser errors are ValueErrors
         raise ProfkitError(f"{path} is not a readable profkit run: {_oneline(exc)}") from exc
     missing = [c for c in REQUIRED_CASE_COLUMNS if c not in cases.columns]
@@ -280,6 +377,9 @@ def load(path: Path) -> Run:
     for col in NUMERIC_CASE_COLUMNS:
         if col in cases.columns:
             cases[col] = _numeric(path, col, cases[col])
+    damage += _count_problems(manifest, cases, optional, path)
+    if damage and not force:
+        raise _damaged(path, damage)
     rules, warnings = _read_rules(path / RULES)
     lines, more = _read_source_lines(path / SOURCE_LINES)
     return Run(
@@ -291,7 +391,79 @@ def load(path: Path) -> Run:
         optional[SAMPLES],
         source_lines=lines,
         warnings=warnings + more,
+        verified=bool(manifest.get("files")) and not damage,
+        damage=damage,
     )
+
+
+def _whole_rows(f: Path) -> tuple[str, list[str]]:
+    """A CSV file's text without a row cut short (fewer fields than its header, or a last line
+    with no newline), and one line saying what was cut. Reads .gz files whole or up to the cut."""
+    if f.suffix == ".gz":
+        raw = f.read_bytes()
+        try:
+            data, cut = gzip.decompress(raw), ""
+        except (EOFError, OSError, zlib.error) as exc:
+            data = zlib.decompressobj(zlib.MAX_WBITS | 16).decompress(raw)
+            cut = f"{f.name} is cut short ({_oneline(exc)[:60]})"
+        text = data.decode("utf-8", errors="replace")
+    else:
+        text, cut = f.read_text(errors="replace"), ""
+    if not text:
+        return text, [cut] if cut else []
+    lines = text.splitlines(keepends=True)
+    width = len(next(csv.reader([lines[0]])))
+    if not lines[-1].endswith("\n"):
+        cut = cut or f"{f.name} is cut short (its last row ends mid-line)"
+        lines.pop()
+    bad = [i for i, line in enumerate(lines[1:], 2) if len(next(csv.reader([line]), [])) != width]
+    if bad:
+        cut = cut or f"{f.name} is cut short (row {bad[0]} has fewer fields than its header)"
+        lines = [line for i, line in enumerate(lines, 1) if i not in bad]
+    return "".join(lines), [cut] if cut else []
+
+
+def _read_table(f: Path) -> tuple[pd.DataFrame | None, list[str]]:
+    if not (f.is_file() and f.stat().st_size):
+        return None, []
+    text, cut = _whole_rows(f)
+    if not text.strip():
+        return None, cut
+    return pd.read_csv(io.StringIO(text), dtype=TEXT_COLUMNS), cut
+
+
+def _count_problems(manifest: dict, cases: pd.DataFrame, tables: dict, path: Path) -> list[str]:
+    """Rows the manifest (or, before it counted them, the run's own options) says the run holds,
+    and tables it says must be there."""
+    problems = []
+    counts = manifest.get("counts") or {}
+    found = {
+        "cases": len(cases),
+        "launches": len(tables[KERNELS]) if tables[KERNELS] is not None else 0,
+        "samples": len(tables[SAMPLES]) if tables[SAMPLES] is not None else 0,
+    }
+    name = {v: k for k, v in COUNTED.items()}
+    for key, n in found.items():
+        if key in counts and counts[key] != n:
+            problems.append(f"{name[key]} holds {n} {key}, the manifest counts {counts[key]}")
+    if counts:
+        return problems
+    # stored before the manifest counted rows: what its options and counters block imply
+    options = manifest.get("options") or {}
+    if str(manifest.get("command", "")).startswith("profkit capture") and options:
+        want = 1
+        for key in ("dtypes", "shapes", "variants"):
+            want *= len(options.get(key) or [])
+        if want and len(cases) < want:
+            problems.append(f"{CASES} holds {len(cases)} cases, the run's options make {want}")
+    status = (manifest.get("counters") or {}).get("status")
+    if status == "ok" and tables[KERNELS] is None:
+        problems.append(f"{KERNELS} is missing or empty, though the manifest says counters were "
+                        "collected")  # fmt: skip
+    timed = "device_p50_ms" in cases and cases["device_p50_ms"].notna().any()
+    if int(manifest.get("schema", 1)) >= 2 and timed and tables[SAMPLES] is None:
+        problems.append(f"{SAMPLES} is missing or empty, though the run timed its cases")
+    return problems
 
 
 def _numeric(path: Path, col: str, values: pd.Series) -> pd.Series:

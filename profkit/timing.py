@@ -39,7 +39,10 @@ def check(
     spec: KernelSpec, fn: Callable, shape: Shape, dtype: str, device: str, seed: int
 ) -> Check:
     gen = torch.Generator(device=device).manual_seed(seed)
-    inputs = spec.make_inputs(shape, dtype, device, gen)
+    try:
+        inputs = spec.make_inputs(shape, dtype, device, gen)
+    except Exception as exc:  # the spec's own code: every variant of this case fails with it
+        return Check(False, None, None, f"make_inputs raised {_one_line(exc)}")
     if "out" in inputs and inputs["out"].is_floating_point():
         inputs["out"].fill_(float("nan"))  # poison: an element the kernel never writes stays NaN
     # an integer `out` keeps the spec's fill: kernels accumulate into it (atomic histograms start
@@ -50,8 +53,13 @@ def check(
         if device == "cuda":
             torch.cuda.synchronize()
     except Exception as exc:  # a crashing variant is recorded, not fatal to the sweep
-        return Check(False, None, None, f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
-    ref = spec.reference(inputs)
+        return Check(False, None, None, _one_line(exc))
+    if not isinstance(out, torch.Tensor):
+        return Check(False, None, None, f"the variant returned {type(out).__name__}, not a tensor")
+    try:
+        ref = spec.reference(inputs)
+    except Exception as exc:
+        return Check(False, None, None, f"the reference raised {_one_line(exc)}")
     got = out.double()
     if got.shape != ref.shape:
         return Check(False, None, None, f"shape {tuple(got.shape)} != reference {tuple(ref.shape)}")
@@ -92,6 +100,10 @@ def _is_integer(t: Any) -> bool:
     """An integer (or bool) tensor: its values compare exactly. Values past 2**53 would lose
     exactness in the float64 comparison; no spec produces them."""
     return isinstance(t, torch.Tensor) and not t.is_floating_point() and not t.is_complex()
+
+
+def _one_line(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
 
 
 @contextlib.contextmanager

@@ -11,11 +11,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 OLDER = "rmsnorm-20261130-014110-vm-83a4"
 NEWEST = "rmsnorm-20261130-014917-vm-4bc5"
+STORED = ROOT / "profiles"  # where the committed runs live
 
 
 @cache
 def v1_v2_profiles() -> Path:
     folder = Path(tempfile.mkdtemp(prefix="profkit-v1v2-"))
     for run in (OLDER, NEWEST):
-        (folder / run).symlink_to(ROOT / "profiles" / run, target_is_directory=True)
+        (folder / run).symlink_to(STORED / run, target_is_directory=True)
     return folder
+
+
+def stored_run(run_id: str) -> Path:
+    """A committed run's directory, by id (the one place tests name where stored runs live)."""
+    return STORED / run_id

@@ -511,7 +511,7 @@ def test_usage_errors_are_one_line(args: list[str], words: list[str]) -> None:
 def test_run_with_damaged_kernels_csv(tmp_path: Path) -> None:
     run = shutil.copytree(PROFILES / NEWEST, tmp_path / NEWEST)
     (run / "kernels.csv").write_bytes(random.Random(1).randbytes(300))
-    one_line_error(invoke("show", run), "not a readable profkit run")
+    one_line_error(invoke("show", run), "is damaged", "kernels.csv")
 
 
 # --- capture --interpret -------------------------------------------------------------------------

@@ -102,7 +102,8 @@ def edit_manifest(path: Path, **changes) -> dict:
     manifest = json.loads((path / store.MANIFEST).read_text())
     manifest.update(changes)
     (path / store.MANIFEST).write_text(json.dumps(manifest))
-    return manifest
+    store.seal(path)  # a constructed run vouches for its edited files (else it reads as damaged)
+    return json.loads((path / store.MANIFEST).read_text())
 
 
 def row(df: pd.DataFrame, variant: str, dtype: str, shape: str) -> pd.Series:
@@ -553,6 +554,7 @@ def test_a_few_hundred_cases_build_in_seconds(tmp_path: Path) -> None:
     big.to_csv(path / store.CASES, index=False)
     (path / store.KERNELS).unlink()
     (path / store.RULES).unlink()
+    store.seal(path)  # constructed: it vouches for its edited files
     run = store.load(path)
     assert len(run.cases) == 384
     start = time.perf_counter()
@@ -617,6 +619,7 @@ def test_an_interpret_run_says_so_and_stays_out_of_the_history(tmp_path: Path) -
     path = copy_run(tmp_path, name="rmsnorm-interpret")
     for name in (store.KERNELS, store.RULES):
         (path / name).unlink()
+    store.seal(path)  # constructed: it vouches for its edited files
     df = store.load(path).cases
     keep = {"kernel", "variant", "baseline", "dtype", "shape", "case", "correct", "rel_err",
             "max_abs_err", "error", "bytes", "flops"}  # fmt: skip

@@ -80,7 +80,47 @@ def evil_run(tmp_path: Path) -> store.Run:
     manifest = json.loads((dest / store.MANIFEST).read_text())
     manifest.update(kernel=EVIL_KERNEL, run_id="evil-run")
     (dest / store.MANIFEST).write_text(json.dumps(manifest))
+    store.seal(dest)  # it vouches for its edited files (else they read as damaged)
     return store.load(dest)
+
+
+# Boxes as Chromium lays them out: each plot's drawn extent (its div, grown by any text that
+# spills out of it, e.g. rotated tick labels), each heading, and inside each plot its panels,
+# panel titles and tick labels. Returns the pairs that overlap (by more than 1 px).
+LAYOUT_JS = """() => {
+  const box = e => { const r = e.getBoundingClientRect();
+    return {l: r.left + scrollX, t: r.top + scrollY,
+            r: r.right + scrollX, b: r.bottom + scrollY}; };
+  const grow = (a, b) => ({l: Math.min(a.l, b.l), t: Math.min(a.t, b.t),
+                           r: Math.max(a.r, b.r), b: Math.max(a.b, b.b)});
+  const cross = (a, b) => Math.min(a.r, b.r) - Math.max(a.l, b.l) > 1 &&
+                          Math.min(a.b, b.b) - Math.max(a.t, b.t) > 1;
+  const visible = e => { const r = e.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
+  const found = [];
+  const outer = [];
+  for (const h of document.querySelectorAll('h1, h2, h3, h4'))
+    outer.push(['title ' + h.textContent.slice(0, 40), box(h)]);
+  for (const d of document.querySelectorAll('.plotly-graph-div')) {
+    let b = box(d);
+    for (const t of d.querySelectorAll('text')) if (visible(t)) b = grow(b, box(t));
+    outer.push(['plot ' + d.id, b]);
+    // inside one plot: a panel's tick labels must not cross another panel or any panel title
+    const panels = [...d.querySelectorAll('.bglayer rect.bg')].filter(visible).map(box);
+    const titles = [...d.querySelectorAll('.annotation-text, .gtitle')].filter(visible).map(box);
+    const ticks = [...d.querySelectorAll('.xtick text, .x2tick text, .x3tick text, .x4tick text')]
+      .filter(visible).map(box);
+    for (const k of ticks) {
+      for (const t of titles)
+        if (cross(k, t)) found.push([d.id + ' tick label', d.id + ' panel title']);
+      for (const p of panels)
+        if (cross(k, p)) found.push([d.id + ' tick label', d.id + ' panel']);
+    }
+  }
+  for (let i = 0; i < outer.length; i++)
+    for (let j = i + 1; j < outer.length; j++)
+      if (cross(outer[i][1], outer[j][1])) found.push([outer[i][0], outer[j][0]]);
+  return found;
+}"""
 
 
 def test_dashboard_in_chromium(tmp_path: Path) -> None:
@@ -127,6 +167,10 @@ def test_dashboard_in_chromium(tmp_path: Path) -> None:
             )
             for div_id, sent, full, svgs, height in drawn:
                 assert sent > 0 and full == sent and svgs >= 1 and height > 100, div_id
+
+            # layout: no plot, heading, panel title or tick label drawn over another
+            overlaps = page.evaluate(LAYOUT_JS)
+            assert overlaps == [], overlaps[:10]
 
             # hover on a roofline point shows its case and counters
             hover = page.evaluate(
@@ -238,3 +282,42 @@ def test_every_committed_page_draws_in_chromium(tmp_path: Path) -> None:
                 page.close()
         finally:
             browser.close()
+
+
+def test_a_long_history_is_laid_out_without_overlaps(tmp_path: Path) -> None:
+    """The page of the newest RMSNorm run with the history of every stored RMSNorm run (eight:
+    long run ids on the x axis): nothing drawn over anything else, from Chromium's own boxes."""
+    exe = chromium()
+    from playwright.sync_api import sync_playwright
+    from stored_runs import stored_run
+
+    root = stored_run("rmsnorm-20261201-000553-vm-ffe590").parent
+    stored = [store.load(p) for p in store.list_runs(root)]
+    rms = [r for r in stored if r.manifest.get("kernel") == "rmsnorm" and not r.interpret]
+    assert len(rms) >= 6
+    page_path = dashboard.write_dashboard([rms[-1]], tmp_path / "site" / "rms.html", stored)
+    ids = re.findall(r'Plotly\.newPlot\("([^"]+)"', page_path.read_text())
+    assert "history0-plot" in ids
+    with sync_playwright() as p:
+        browser = p.chromium.launch_persistent_context(
+            str(tmp_path / "user-data"),
+            executable_path=exe,
+            headless=True,
+            args=CHROMIUM_ARGS,
+            viewport={"width": 1400, "height": 1000},
+        )
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(TIMEOUT_MS)
+            page.goto(page_path.as_uri(), wait_until="load")
+            page.wait_for_function(
+                "ids => ids.every(id => { const d = document.getElementById(id);"
+                " return d && d._fullData && d.querySelector('.main-svg'); })",
+                arg=ids,
+            )
+            overlaps = page.evaluate(LAYOUT_JS)
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.locator("#history0-plot").screenshot(path=str(ARTIFACTS / "history-long.png"))
+        finally:
+            browser.close()
+    assert overlaps == [], overlaps[:10]

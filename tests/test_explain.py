@@ -686,6 +686,7 @@ def store_run(root: Path, name: str, created: str, rows: list[dict]) -> Path:
                 "counters": {"status": "ok"},
                 "fingerprint": {"sm_count": SM_COUNT, "compute_capability": "9.0"}}  # fmt: skip
     (path / "manifest.json").write_text(json.dumps(manifest))
+    store.seal(path)  # constructed: no kernels.csv, and it vouches for that
     return path
 
 

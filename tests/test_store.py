@@ -93,6 +93,9 @@ def test_resolution_errors(tmp_path):
 def test_damaged_run_is_a_clear_error(tmp_path):
     path = _write(tmp_path)
     (path / store.CASES).write_text("")
+    with pytest.raises(ProfkitError, match="damaged: cases.csv is cut short"):
+        store.load(path)  # its manifest's checksum finds it first
+    store.seal(path)  # a run that vouches for an empty table is still no run
     with pytest.raises(ProfkitError, match="not a readable profkit run"):
         store.load(path)
 
@@ -100,6 +103,7 @@ def test_damaged_run_is_a_clear_error(tmp_path):
 def test_run_missing_columns_or_id_is_a_clear_error(tmp_path):
     path = _write(tmp_path)
     (path / store.CASES).write_text("a,b\n1,2\n")
+    store.seal(path)  # checksums that match: the columns are what is wrong
     with pytest.raises(ProfkitError, match="cases.csv lacks kernel, variant"):
         store.load(path)
     other = _write(tmp_path)
@@ -154,4 +158,5 @@ def test_a_differing_repeat_is_kept(tmp_path: Path) -> None:
     cases = pd.read_csv(path / store.CASES)
     cases["device_p50_ms.1"] = 0.7  # not a copy: someone's own column, kept
     cases.to_csv(path / store.CASES, index=False)
+    store.seal(path)
     assert store.load(path).cases["device_p50_ms.1"].tolist() == [0.7]

@@ -167,10 +167,15 @@ def history_figure(h: History) -> go.Figure | None:
     for t in tables:
         for (v, _, _), row in t.iterrows():
             baseline.setdefault(v, as_bool(row.get("baseline", False)))
-    xs = [text(f"{r.run_id} ({created(r)[:16]})") for r in h.runs]
+    # short x labels (date, time and the id's random tail: unique, and level at any run count);
+    # the full run id is in the hover. Full ids as labels were rotated and drawn over the panel
+    # below and the next chart
+    xs = [text(_short_label(r)) for r in h.runs]
+    ids = [text(f"{r.run_id} ({created(r)[:16]})") for r in h.runs]
     fig = make_subplots(
         rows=len(dtypes),
         cols=1,
+        shared_xaxes=True,  # one set of x labels, under the bottom panel
         subplot_titles=[
             text(f"{d}: geometric mean of device p50 over {len(h.common_shapes)} common shapes")
             for d in dtypes
@@ -195,19 +200,27 @@ def history_figure(h: History) -> go.Figure | None:
                     showlegend=r == 1,
                     line={"color": color, "dash": "dot" if baseline[v] else "solid"},
                     marker={"symbol": "circle" if baseline[v] else "diamond", "size": 9},
-                    hovertemplate=text(v) + "<br>%{x}<br>geomean p50: %{y:.4g} ms<extra></extra>",
+                    customdata=ids,
+                    hovertemplate=text(v)
+                    + "<br>%{customdata}<br>geomean p50: %{y:.4g} ms<extra></extra>",
                 ),
                 row=r,
                 col=1,
             )
         fig.update_yaxes(type="log", title_text="ms", row=r, col=1)
-    fig.update_xaxes(type="category")
+    fig.update_xaxes(type="category", automargin=True)
     fig.update_layout(
         template="plotly_white",
         height=ROW_HEIGHT_PX * len(dtypes),
         **TOP_LEGEND,
     )
     return fig
+
+
+def _short_label(run: Run) -> str:
+    """'11-30 01:41 83a4': the run's creation (month-day hour:minute) and its id's random tail."""
+    stamp = created(run)[5:16].replace("T", " ")
+    return f"{stamp} {run.run_id.rsplit('-', 1)[-1]}".strip()
 
 
 def _geomean(t: pd.DataFrame, variant: str, dtype: str, shapes: list[str]) -> float | None:

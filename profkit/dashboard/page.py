@@ -100,6 +100,9 @@ def _header(run: Run) -> str:
     ]
     if run.timing_only:
         items += [("why", counters.get("reason")), ("fix", counters.get("fix"))]
+    if run.damage:  # read with --force: the page says so first
+        said = "read with --force, what survives: " + "; ".join(run.damage)
+        items.insert(0, ("DAMAGED RUN", said))
     rows = "".join(
         f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in items if v is not None and v != ""
     )

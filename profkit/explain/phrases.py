@@ -441,6 +441,12 @@ def reason_text(r: Reason, ev: Mapping) -> str:
         text += ")"
         if (ev.get("failed_cases") or 0) > 1:
             text += say("; {failed_cases} cases fail", ev)
+        if d.get("suspect") == "reference":
+            text += say(
+                "; the baselines fail too ({baseline_failed_cases} cases): every variant "
+                "disagrees with the reference, so the reference is the suspect",
+                ev,
+            )
         return text[0].upper() + text[1:] + "."
     if c == Cause.TIME_IN_LAUNCHES:
         return _time_in_launches(d, ev)
@@ -664,6 +670,18 @@ def step_text(step: Step) -> str:
         )
     elif step.action == Action.MATCH_SIBLING:
         text = _sibling_step(d)
+    elif step.action == Action.CUDA_GRAPH and d.get("device_loss"):
+        # device time is measured by graph replay: a graph or less host work cannot reach it
+        text = (
+            "the loss is in device time, which host-side fixes (CUDA graphs) do not reach: do "
+            "more work per launch, or fuse the kernel with its neighbours, so the launch's fixed "
+            "cost on the GPU is paid once"
+        )
+    elif step.action == Action.FIX_CORRECTNESS and d.get("suspect") == "reference":
+        text = (
+            "check the reference (and make_inputs) first: the baselines disagree with it too, "
+            "so the reference is the suspect"
+        )
     elif step.action == Action.OPEN_NCU:
         text = f"open {d.get('section', 'the details page')} in Nsight Compute"
     elif step.action == Action.FEWER_BYTES and d.get("under_floor"):
@@ -810,7 +828,7 @@ def verdict_text(f: Finding) -> str:
     text += "; " + "; ".join(clauses) + "."
     sides = [
         say(
-            f"{{ties_{side}_cases}} measurably {side} (up to {{ties_{side}_max_pct}}, against "
+            f"{{ties_{side}_cases}} {side} (up to {{ties_{side}_max_pct}}, against "
             f"{{ties_{side}_baseline}} at {{ties_{side}_where}})",
             ev,
         )
@@ -818,10 +836,13 @@ def verdict_text(f: Finding) -> str:
         if _has(ev, f"ties_{side}_cases")
     ]
     if sides:
+        # a real gap (its interval clears 1) that is too small to count is still a tie: said as
+        # such, never as "measurably slower" beside "under the floor"
         text += (
-            f" Of the ties, {' and '.join(sides)}: 95% intervals clear of 1, gaps under the "
-            f"practical floor ({stats.PRACTICAL_FLOOR_PCT:g}% and {stats.PRACTICAL_FLOOR_US:g} "
-            "us)."
+            f" Of the ties, {' and '.join(sides)} by real but negligible gaps: their 95% "
+            "intervals clear 1, but no gap reaches the practical floor "
+            f"({stats.PRACTICAL_FLOOR_PCT:g}% and {stats.PRACTICAL_FLOOR_US:g} us), so each "
+            "counts as a tie."
         )
     if _has(ev, "worst_loss_pct"):
         text += say(

@@ -19,6 +19,7 @@ from profkit.explain import source_render
 from profkit.explain.hotlines import SourceLines
 from profkit.explain.model import Finding, Kind, Report, Unit, Verdict
 from profkit.explain.phrases import reason_text, step_text
+from profkit.spec import DTYPE_ALIASES
 
 _VERDICT_STYLE = {
     Verdict.WIN: "bold green",
@@ -81,29 +82,86 @@ UNIT_WORDS = {
 
 
 class _Out:
-    """Lines wrapped to the console's width, with a hanging indent."""
+    """Lines wrapped to the console's width, with a hanging indent. While `blocks` is a list,
+    each paragraph is collected there with the current `priority` (0 first) instead of printed,
+    so the default view can be fitted to a screen (`_fit`)."""
 
     def __init__(self, console: Console) -> None:
         self.console = console
         self.width = max(40, console.width)
+        self.blocks: list[tuple[int, list[Text]]] | None = None
+        self.priority = 0
 
-    def para(self, text: str, indent: int = 2, first: str = "", style: str = "") -> None:
+    def lines(self, text: str, indent: int = 2, first: str = "") -> list[str]:
         lead = " " * indent
-        lines = textwrap.wrap(
+        return textwrap.wrap(
             text,
             self.width,
             initial_indent=lead + first,
             subsequent_indent=lead + ("  " if first else ""),
             break_on_hyphens=False,
+            break_long_words=False,  # a URL or a kernel name stays whole, on a line of its own
         ) or [lead + first]
-        for line in lines:
-            self.console.print(Text(line, style=style), soft_wrap=True)
+
+    def para(self, text: str, indent: int = 2, first: str = "", style: str = "") -> None:
+        self.emit([Text(line, style=style) for line in self.lines(text, indent, first)])
 
     def head(self, left: str, right: str, style: str) -> None:
         t = Text(left, style="bold")
         t.append("  ")
         t.append(right, style=style)
-        self.console.print(t, soft_wrap=True)
+        self.emit([t])
+
+    def emit(self, texts: list[Text]) -> None:
+        if self.blocks is not None:
+            self.blocks.append((self.priority, texts))
+            return
+        for t in texts:
+            self.console.print(t, soft_wrap=True)
+
+
+# The default view fits one screen per kernel (80 x 50 at most): past it, the least important
+# paragraphs are left out, then long ones are cut, and a line says how to see them all.
+SCREEN_LINES = 50
+# the order paragraphs are left out in, last first
+_P_HEAD, _P_VERDICT, _P_STEP1, _P_LOSSES, _P_STEPS, _P_HISTORY, _P_WITHHELD, _P_HOST, _P_BASE = (
+    range(9)
+)
+_P_LAUNCHES = 9
+
+
+def _fit(out: _Out, blocks: list[tuple[int, list[Text]]], budget: int, hint: str) -> None:
+    """Print blocks in order within budget lines: drop the lowest-priority paragraphs (the last
+    of a priority first), then cut every paragraph to fewer lines, until they fit."""
+    total = sum(len(texts) for _, texts in blocks)
+    if total <= budget:
+        for _, texts in blocks:
+            out.emit(texts)
+        return
+    budget -= 1  # the line that says what was left out
+    keep = list(range(len(blocks)))
+    for priority in sorted({p for p, _ in blocks if p > _P_STEP1}, reverse=True):
+        for i in reversed([i for i in keep if blocks[i][0] == priority]):
+            if sum(len(blocks[j][1]) for j in keep) <= budget:
+                break
+            keep.remove(i)
+    cap = max((len(blocks[i][1]) for i in keep), default=1)
+    while cap > 1 and sum(min(len(blocks[i][1]), cap) for i in keep) > budget:
+        cap -= 1
+    shown = 0
+    for i in keep:
+        texts = blocks[i][1]
+        if len(texts) > cap:
+            last = texts[cap - 1].plain.rstrip()
+            while len(last) + 4 > out.width and " " in last.strip():
+                last = last.rsplit(" ", 1)[0]
+            texts = [*texts[: cap - 1], Text(last + " ...", "dim")]
+        if shown + len(texts) > budget:
+            break
+        out.emit(texts)
+        shown += len(texts)
+    left = total - shown
+    out.para(f"({left} more lines left out to fit a screen: {hint})", 0, style="dim")
 
 
 def render_terminal(
@@ -122,22 +180,49 @@ def render_terminal(
     out = _Out(console)
     detail = verbose or case is not None or variant is not None
     notes = report.notes if isinstance(report, Report) else {}
+    footer = [] if detail else _footer(findings)
+    footer_lines = sum(len(out.lines(text, 0)) for text in footer)
     for kernel, group in by_kernel(findings).items():
         console.rule(Text(kernel, style="bold"), characters="-")
-        if notes.get(kernel):
-            out.para(notes[kernel], 0, first="note: ", style="italic")
         if detail:
+            if notes.get(kernel):
+                out.para(notes[kernel], 0, first="note: ", style="italic")
             for f in _select(group, case, variant):
                 _full(out, f, verbose or case is not None, hot, asked=case is not None)
-        else:
-            _summary(out, group, hot)
-    if not detail and any(f.kind != Kind.LAUNCH for f in findings):
-        out.para(
-            "more: --case NAME or --variant NAME for a case's detail, --verbose for every "
-            "case with NVIDIA's rules, --format json for the data.",
-            0,
-            style="dim",
-        )
+            continue
+        out.blocks, out.priority = [], _P_HEAD
+        if notes.get(kernel):
+            out.para(notes[kernel], 0, first="note: ", style="italic")
+        _summary(out, group, hot)
+        blocks, out.blocks = out.blocks, None
+        _fit(out, blocks, SCREEN_LINES - 1 - footer_lines, _HINT)
+    for text in footer:
+        out.para(text, 0, style="dim")
+
+
+_HINT = "--variant NAME or --verbose shows them"
+# the words of the default view that need a definition, and it (also in the README's glossary)
+GLOSSARY = {
+    "ACTIVE TRACK": "ACTIVE TRACK: neither a win (faster than every baseline at every case) nor "
+    "beaten everywhere: worth pursuing",
+    "withheld": "withheld: a step already tried without effect (an earlier run or the lab "
+    "notebook), so not advised again",
+}
+
+
+def _footer(findings: list[Finding]) -> list[str]:
+    if not any(f.kind != Kind.LAUNCH for f in findings):
+        return []
+    said = []
+    if any(f.kind == Kind.VERDICT and f.verdict == Verdict.ACTIVE_TRACK for f in findings):
+        said.append(GLOSSARY["ACTIVE TRACK"])
+    if any(f.ruled_out for f in findings):
+        said.append(GLOSSARY["withheld"])
+    more = (
+        "more: --case NAME or --variant NAME for a case's detail, --verbose for every case "
+        "with NVIDIA's rules, --format json for the data."
+    )
+    return [more, *(["words: " + "; ".join(said) + "."] if said else [])]
 
 
 def select(
@@ -153,7 +238,8 @@ def _select(group: list[Finding], case: str | None, variant: str | None) -> list
             return False
         if case is not None:
             words = set(" ".join(x for x in (f.case, f.subject) if x).replace(".", " ").split())
-            return f.kind != Kind.VERDICT and set(case.replace(".", " ").split()) <= words
+            wanted = {DTYPE_ALIASES.get(w.lower(), w) for w in case.replace(".", " ").split()}
+            return f.kind != Kind.VERDICT and wanted <= words
         return True
 
     return [f for f in group if keep(f)]
@@ -170,22 +256,28 @@ def _summary(out: _Out, group: list[Finding], hot: SourceLines | None = None) ->
                 _hot_line(out, hot, f)
         return
     for v in verdicts:
+        out.priority = _P_HEAD
         out.head(
             f"{v.kernel} {v.variant}",
             str(v.verdict or "no verdict").upper(),
             _VERDICT_STYLE.get(v.verdict, "bold"),
         )
+        out.priority = _P_VERDICT
         out.para(v.text)
         history = next(
             (f for f in group if f.kind == Kind.HISTORY and f.variant == v.variant), None
         )
+        out.priority = _P_HISTORY
         if history is not None:
             out.para(history.text, first="history: ")
         mine = {(f.dtype, f.shape): f for f in cases if f.variant == v.variant}
+        out.priority = _P_LOSSES
         _losses(out, v, mine)
         _hot_line(out, hot, _largest(list(mine.values()), hot))
+        out.priority = _P_BASE
         _baselines(out, group, v)
         hosted = [f for f in group if f.kind == Kind.HOST and f.variant == v.variant]
+        out.priority = _P_HOST
         if hosted:
             worst = max(hosted, key=lambda f: f.evidence.get("host_over_device_x") or 0)
             out.para(
@@ -197,8 +289,10 @@ def _summary(out: _Out, group: list[Finding], hot: SourceLines | None = None) ->
         if hosted and all(s.action != "cuda_graph" for s in steps):
             steps = [*steps, hosted[0].next[0]][: MAX_STEPS + 1]
         for i, step in enumerate(steps, 1):
+            out.priority = _P_STEP1 if i == 1 else _P_STEPS
             out.para(step_text(step), first=f"next {i}: ", style="bold" if i == 1 else "")
         withheld = _withheld(group, v.variant)
+        out.priority = _P_WITHHELD
         for item in withheld:
             out.para(
                 f"{item['action'].replace('_', ' ')} ({item['why']})",
@@ -214,8 +308,11 @@ def _steps(out: _Out, group: list[Finding]) -> None:
         return
     for f in group:
         if f.kind == Kind.STEPS:
+            out.priority = _P_HEAD
             out.head(f.subject, label(f), "cyan")
+            out.priority = _P_VERDICT
             out.para(f.text)
+    out.priority = _P_LAUNCHES
     for f in group:
         if f.kind == Kind.CASE and f.launches:
             out.head(f.subject, label(f), "cyan")

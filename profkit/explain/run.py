@@ -69,6 +69,10 @@ def explain_run(run: Run, history_runs: Sequence[Run] | None = None) -> Report:
                 notebook.get("*", {}), notebook.get(variant, {}), found[1]
             )
         floors = _read_floors(rows)
+        # every case wrong, the baselines' too: the reference is the suspect (the verdict says why)
+        suspect = any(as_bool(r.get("baseline")) for r in rows) and not any(
+            as_bool(r.get("correct")) for r in rows
+        )
         steps: dict[tuple[str, str], list[Step]] = {}
         for row in rows:
             variant = str(row["variant"])
@@ -83,6 +87,8 @@ def explain_run(run: Run, history_runs: Sequence[Run] | None = None) -> Report:
             if mode == "interpret" and as_bool(row.get("correct")):
                 continue  # a correctness run: nothing to say per correct case
             finding = case_finding(row, ctx, tables, no_counters)
+            if suspect:
+                finding.next = [_suspect_reference(step) for step in finding.next]
             steps[(variant, where(row))] = finding.next
             report.findings.append(finding)
             hosted = host.host_finding(row, finding.subject)
@@ -91,7 +97,9 @@ def explain_run(run: Run, history_runs: Sequence[Run] | None = None) -> Report:
         if step_latency.has_step_latency(group):
             # the same comparison against the baseline, on step latency (its samples are the
             # run's `device` kind); the verdict says which measure it weighed
-            judged = verdicts(str(kernel), step_latency.as_timed(rows), steps, run.samples, mode)
+            judged = verdicts(
+                str(kernel), step_latency.as_timed(rows), steps, run.samples, mode, on_device=False
+            )
             for v in judged:
                 v.evidence["measure"] = "step latency"
             report.verdicts += judged
@@ -104,6 +112,12 @@ def explain_run(run: Run, history_runs: Sequence[Run] | None = None) -> Report:
         else:
             report.verdicts += verdicts(str(kernel), rows, steps, run.samples, mode)
     return report
+
+
+def _suspect_reference(step: Step) -> Step:
+    if step.action != Action.FIX_CORRECTNESS:
+        return step
+    return Step(step.action, step.because, {**step.detail, "suspect": "reference"})
 
 
 def _interpreted(run: Run) -> bool:

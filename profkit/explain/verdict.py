@@ -53,8 +53,10 @@ def verdicts(
     steps: Mapping[tuple[str, str], list[Step]],
     samples: pd.DataFrame | None,
     mode: str = "gpu",
+    on_device: bool = True,
 ) -> list[Finding]:
-    """One verdict per lab variant; steps maps (variant, "dtype shape") to that case's steps."""
+    """One verdict per lab variant; steps maps (variant, "dtype shape") to that case's steps.
+    on_device: the comparisons are on device time (False: on step latency, host included)."""
     lab = [r for r in rows if not as_bool(r.get("baseline"))]
     base = [r for r in rows if as_bool(r.get("baseline"))]
     variants = list(dict.fromkeys(str(r["variant"]) for r in lab))
@@ -68,6 +70,7 @@ def verdicts(
             samples,
             mode,
             several=len(variants) > 1,
+            on_device=on_device,
         )
         for v in variants
     ]
@@ -82,6 +85,7 @@ def _verdict(
     samples: pd.DataFrame | None,
     mode: str,
     several: bool,
+    on_device: bool = True,
 ) -> Finding:
     ev = Evidence()
     f = Finding(
@@ -97,13 +101,13 @@ def _verdict(
         f.verdict = Verdict.CORRECTNESS_ONLY
         failed = [r for r in lab if not as_bool(r.get("correct"))]
         if failed:
-            _failed(f, failed, ev)
+            _failed(f, failed, ev, base)
         f.evidence = dict(ev)
         return f
     failed = [r for r in lab if not timed(r)]
     if failed:
         f.verdict = Verdict.NOT_A_WIN
-        _failed(f, failed, ev)
+        _failed(f, failed, ev, base)
         f.evidence = dict(ev)
         return f
     comparisons = [
@@ -147,7 +151,7 @@ def _verdict(
     _sub_floor(comparisons, ev)
     _loop_split(f, comparisons, ev)
     _throttled(f, comparisons, [*lab, *base], ev)
-    f.next = _steps(variant, losses, comparisons, steps)
+    f.next = _steps(variant, losses, comparisons, steps, on_device)
     f.evidence = dict(ev)
     return f
 
@@ -195,16 +199,29 @@ def _throttled(f: Finding, comparisons: list[Comparison], rows: list[dict], ev: 
     f.reasons.append(Reason(Cause.THROTTLED, keys, {"verdict": True}))
 
 
-def _failed(f: Finding, failed: list[dict], ev: Evidence) -> None:
+def _failed(f: Finding, failed: list[dict], ev: Evidence, base: list[dict]) -> None:
     ev.put("failed_cases", len(failed))
+    # every case of the variant and of every baseline disagrees with the reference: the baselines'
+    # code is trusted, so the reference (or make_inputs) is the likelier fault
+    wrong = [r for r in base if not as_bool(r.get("correct"))]
+    suspect = (
+        bool(base)
+        and len(wrong) == len(base)
+        and all(not as_bool(r.get("correct")) for r in failed)
+    )
     first = failed[0]
     ev.put("first_failure", where(first))
     ev.put("first_failure_error", text(first, "error") or "output does not match the reference")
     if num(first, "rel_err") is not None:
         ev.put("first_failure_rel_err", num(first, "rel_err"))
     cause = Cause.INCORRECT if not as_bool(first.get("correct")) else Cause.UNTIMED
-    f.reasons = [Reason(cause, ["failed_cases", "first_failure", "first_failure_error"])]
-    f.next = [Step(Action.FIX_CORRECTNESS, ["first_failure"])]
+    keys = ["failed_cases", "first_failure", "first_failure_error"]
+    if suspect:
+        ev.put("baseline_failed_cases", len(wrong))
+        keys.append("baseline_failed_cases")
+    f.reasons = [Reason(cause, keys, {"suspect": "reference"} if suspect else {})]
+    detail = {"suspect": "reference"} if suspect else {}
+    f.next = [Step(Action.FIX_CORRECTNESS, ["first_failure"], detail)]
 
 
 def _loop_split(f: Finding, comparisons: list[Comparison], ev: Evidence) -> None:
@@ -248,14 +265,19 @@ def _steps(
     losses: list[Comparison],
     comparisons: list[Comparison],
     steps: Mapping[tuple[str, str], list[Step]],
+    on_device: bool = True,
 ) -> list[Step]:
     """The steps of the cases where it loses, worst loss first; with no loss, those of the case
-    closest to losing. Each step says where it comes from."""
+    closest to losing. Each step says where it comes from. A loss in device time (measured by
+    graph replay, the host not in it) is not told to cut the host cost: its CUDA-graph step says
+    what reaches device time instead."""
     order = losses or sorted(comparisons, key=lambda c: -c.ratio)[:1]
     out: list[Step] = []
     for c in order:
         for step in steps.get((variant, c.where), []):
             if all(s.action != step.action for s in out):
                 detail = {**step.detail, "where": c.where, "against": c.baseline}
+                if on_device and step.action == Action.CUDA_GRAPH:
+                    detail["device_loss"] = True
                 out.append(Step(step.action, step.because, detail))
     return out[:4]
