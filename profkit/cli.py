@@ -290,17 +290,37 @@ def list_kernels(from_file) -> None:
 # ---- show ----
 
 
-def load_run(ref: str | None, profiles: str | None):
-    """A stored run by path or id, or the newest, under --profiles (default: profiles/)."""
+def runs_root(profiles: str | None, *refs: str | None) -> Path:
+    """The folder a reading command resolves runs in: --profiles, else profiles/; while profiles/
+    holds no run, the example run shipped with profkit, said on stderr (stdout stays the output).
+    Refs that are all paths (a run directory or a report) need no folder: no note then."""
     from profkit import store
 
-    run = store.load(store.resolve(ref, Path(profiles) if profiles else None))
+    def named_path(ref: str | None) -> bool:
+        return bool(ref) and (Path(ref).exists() or ref.endswith((".ncu-rep", ".ncu-rep.xz")))
+
+    root, example = store.reading_root(Path(profiles) if profiles else None)
+    if example and not (refs and all(named_path(r) for r in refs)):
+        click.echo(
+            f"note: no runs under {store.default_root()}/ yet: reading the example run shipped "
+            f"with profkit ({root}, an H200 capture); `profkit capture KERNEL` stores yours "
+            f"under {store.default_root()}/",
+            err=True,
+        )
+    return root
+
+
+def load_run(ref: str | None, root: Path):
+    """A stored run by path or id, or the newest, under root (see runs_root)."""
+    from profkit import store
+
+    run = store.load(store.resolve(ref, root))
     for warning in run.warnings:
         click.echo(f"warning: {warning}", err=True)
     return run
 
 
-def load_any(ref: str | None, profiles: str | None):
+def load_any(ref: str | None, root: Path):
     """A stored run (path, id, or newest) or a .ncu-rep report -> (kind, object)."""
     if ref and (ref.endswith((".ncu-rep", ".ncu-rep.xz")) or Path(ref).is_file()):
         from profkit.report import read_report
@@ -308,7 +328,7 @@ def load_any(ref: str | None, profiles: str | None):
         if not Path(ref).is_file():
             raise ProfkitError(f"no such report: {ref}")
         return "report", read_report(Path(ref))
-    return "run", load_run(ref, profiles)
+    return "run", load_run(ref, root)
 
 
 @cli.command()
@@ -334,7 +354,8 @@ def load_any(ref: str | None, profiles: str | None):
 )
 def show(ref, fmt, profiles, lines) -> None:
     """Print a run's case table (default: the newest run), or a .ncu-rep's kernel launches."""
-    kind, obj = load_any(ref, profiles)
+    root = runs_root(profiles, ref)
+    kind, obj = load_any(ref, root)
     if lines:
         table = obj.source_lines
         if table is None or table.empty:
@@ -481,12 +502,13 @@ def explain(ref, fmt, profiles, case, variant, verbose, history) -> None:
     from profkit import explain as ex
     from profkit.explain import hotlines, render
 
-    kind, obj = load_any(ref, profiles)
+    root = runs_root(profiles, ref)
+    kind, obj = load_any(ref, root)
     if kind == "report":
         report = ex.explain_launches(obj.kernels, obj.rules)
         hot = hotlines.for_report(obj.kernels, obj.source_lines)
     else:
-        earlier = [load_run(h, profiles) for h in history] if history else None
+        earlier = [load_run(h, root) for h in history] if history else None
         report = ex.explain_run(obj, earlier)
         hot = hotlines.for_run(obj)
     if (case or variant) and not render.select(report, case, variant):
@@ -517,7 +539,8 @@ def compare(run_a, run_b, fmt, profiles) -> None:
     """The same cases of two runs side by side; changes beyond the timing spread are flagged."""
     from profkit import compare as cmp
 
-    df = cmp.compare_runs(load_run(run_a, profiles), load_run(run_b, profiles))
+    root = runs_root(profiles, run_a, run_b)
+    df = cmp.compare_runs(load_run(run_a, root), load_run(run_b, root))
     if fmt == "terminal":
         cmp.render_terminal(df, terminal.console())
     else:
@@ -541,15 +564,14 @@ def compare(run_a, run_b, fmt, profiles) -> None:
 @click.option("--inline", is_flag=True, help="embed plotly.js instead of sharing plotly.min.js")
 def dashboard(refs, kernels, out, profiles, inline) -> None:
     """Write one offline HTML page of runs (default: the newest; several: one page for a PR)."""
-    from profkit import store
     from profkit.dashboard import default_path, newest_of, stored_runs, write_dashboard
 
-    root = Path(profiles) if profiles else store.default_root()
+    root = runs_root(profiles, *(() if kernels else refs))  # a kernel's newest needs the folder
     stored, unreadable = stored_runs(root)
     for problem in unreadable:
         click.echo(f"warning: left out of the history: {problem}", err=True)
-    runs = [load_run(ref, profiles) for ref in refs] + [newest_of(k, stored, root) for k in kernels]
-    runs = runs or [load_run(None, profiles)]
+    runs = [load_run(ref, root) for ref in refs] + [newest_of(k, stored, root) for k in kernels]
+    runs = runs or [load_run(None, root)]
     path = Path(out) if out else default_path(runs)
     path = write_dashboard(runs, path, stored, plotlyjs="inline" if inline else "shared")
     click.echo(f"wrote {path}")
