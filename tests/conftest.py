@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import lzma
 import os
+import re
 import shutil
 import sys
 from collections.abc import Callable
@@ -39,8 +40,25 @@ def ncu_tables(ncu_rep_path: Callable[[str], Path]) -> Callable:
     return cache(lambda name: read_report(ncu_rep_path(name)))
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "slow: takes tens of seconds (still runs by default)")
+TIERS = ("unit", "interpret", "browser", "gpu")  # registered in pyproject.toml
+# modules whose tests run kernels on the CPU, by name, so that a new kernel test file needs no
+# marker: *_interpret.py, the decode lab's (its step runs on the CPU), the offline sm_90 build
+INTERPRET_MODULES = re.compile(
+    r"test_\w+_interpret|test_decode|test_decode_attention|test_decode_bench|test_decode_counters"
+    r"|test_sum_sm90"
+)
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Each test gets one tier: its own marker (a module's `pytestmark = pytest.mark.browser`),
+    else interpret for the modules above, else unit."""
+    for item in items:
+        if any(item.get_closest_marker(tier) for tier in TIERS):
+            continue
+        module = item.module.__name__ if item.module else ""
+        interpret = INTERPRET_MODULES.fullmatch(module.rsplit(".", 1)[-1])
+        item.add_marker(pytest.mark.interpret if interpret else pytest.mark.unit)
 
 
 FAKE_NCU = Path(__file__).parent / "fake_ncu" / "ncu"

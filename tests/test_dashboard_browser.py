@@ -25,6 +25,8 @@ from stored_runs import all_runs, v1_v2_profiles
 
 from profkit import dashboard, store
 
+pytestmark = pytest.mark.browser
+
 ROOT = Path(__file__).parents[1]
 PROFILES = v1_v2_profiles()  # the two schema-1 RMSNorm runs alone
 ARTIFACTS = Path(__file__).parent / "artifacts"
