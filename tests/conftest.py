@@ -1,4 +1,5 @@
-"""Shared fixtures: the real Nsight Compute reports in tests/fixtures, decompressed, parsed once."""
+"""Shared fixtures and helpers: the real Nsight Compute reports in tests/fixtures (decompressed,
+parsed once), a fake ncu on PATH, the CLI's one-line errors, and each test's tier."""
 
 from __future__ import annotations
 
@@ -12,8 +13,24 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from click.testing import Result
 
+ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def one_line_error(result: Result, *words: str) -> str:
+    """A non-zero exit with exactly one non-empty line on stderr, `error: ...`, no traceback."""
+    assert result.exit_code != 0, result.output
+    # an exception other than SystemExit escaped the CLI: on a terminal, a traceback
+    assert isinstance(result.exception, SystemExit), repr(result.exception)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: "), lines[0]
+    assert "Traceback" not in result.output
+    for word in words:
+        assert word in lines[0]
+    return lines[0]
 
 
 @pytest.fixture(scope="session")

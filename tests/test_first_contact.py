@@ -17,6 +17,7 @@ os.environ["TRITON_INTERPRET"] = "1"
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from click.testing import CliRunner, Result  # noqa: E402
+from conftest import one_line_error
 from stored_runs import v1_v2_profiles
 
 from profkit import compare, store  # noqa: E402
@@ -32,16 +33,6 @@ TEST_COMMAND = "bash tests/install.sh && python3 -m pytest -q"
 def invoke(*args: object, columns: int | None = None) -> Result:
     env = {"COLUMNS": str(columns)} if columns else None
     return CliRunner().invoke(cli, [str(a) for a in args], env=env)
-
-
-def one_line_error(result: Result, *words: str) -> str:
-    assert result.exit_code != 0, result.output
-    assert isinstance(result.exception, SystemExit), repr(result.exception)
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    for word in words:
-        assert word in lines[0], lines[0]
-    return lines[0]
 
 
 # --- 1. the README's commands --------------------------------------------------------------------
