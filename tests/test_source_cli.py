@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from click.testing import CliRunner, Result
+from stored_runs import run_path
 
 from profkit import store
 from profkit.cli import cli
@@ -91,7 +92,7 @@ def run_with_lines(tmp_path: Path, fx) -> tuple[Path, str]:
     """A committed H200 run, copied, with a source_lines.csv. Constructed: fx_source's hist
     launch stands for the Triton case's dominant launch (no run with --source is stored yet)."""
     root = tmp_path / "profiles"
-    shutil.copytree(ROOT / "profiles" / RUN, root / RUN)
+    shutil.copytree(run_path(RUN), root / RUN)
     run = store.load(root / RUN)
     dominant = dominant_launches(run.kernels)
     triton = dominant[dominant.variant == "triton"].iloc[-1]
