@@ -122,7 +122,7 @@ def test_a_run_with_source_lines(run_with_lines: tuple[Path, str]) -> None:
 
 
 def test_a_run_without_source_lines_says_not_measured() -> None:
-    out = ok(invoke("explain", ROOT / "profiles" / RUN, "--case", "triton", env=WIDE)).output
+    out = ok(invoke("explain", run_path(RUN), "--case", "triton", env=WIDE)).output
     assert "source: not measured" in " ".join(out.split())
 
 
@@ -142,7 +142,7 @@ def test_the_dashboard_shows_hot_lines(run_with_lines: tuple[Path, str], tmp_pat
     assert "Hot source lines" in html and f"<h4>{case}: " in html
     assert "tl.atomic_add(H + (x % NB), 1, mask=offs &lt; n)" in html
     plain = tmp_path / "plain.html"
-    ok(invoke("dashboard", ROOT / "profiles" / RUN, "--profiles", root, "--out", plain))
+    ok(invoke("dashboard", run_path(RUN), "--profiles", root, "--out", plain))
     assert "Hot source lines" not in plain.read_text()
 
 
