@@ -344,12 +344,32 @@ def list_kernels(from_file) -> None:
 # ---- show ----
 
 
-def load_run(ref: str | None, profiles: str | None, force: bool = False):
-    """A stored run by path or id, or the newest, under --profiles (default: profiles/); a damaged
-    one is refused unless force, and then every line of its damage is said on stderr."""
+def runs_root(profiles: str | None, *refs: str | None) -> Path:
+    """The folder a reading command resolves runs in: --profiles, else profiles/; while profiles/
+    holds no run, the example run shipped with profkit, said on stderr (stdout stays the output).
+    Refs that are all paths (a run directory or a report) need no folder: no note then."""
     from profkit import store
 
-    run = store.load(store.resolve(ref, Path(profiles) if profiles else None), force=force)
+    def named_path(ref: str | None) -> bool:
+        return bool(ref) and (Path(ref).exists() or ref.endswith((".ncu-rep", ".ncu-rep.xz")))
+
+    root, example = store.reading_root(Path(profiles) if profiles else None)
+    if example and not (refs and all(named_path(r) for r in refs)):
+        click.echo(
+            f"note: no runs under {store.default_root()}/ yet: reading the example run shipped "
+            f"with profkit ({root}, an H200 capture); `profkit capture KERNEL` stores yours "
+            f"under {store.default_root()}/",
+            err=True,
+        )
+    return root
+
+
+def load_run(ref: str | None, root: Path, force: bool = False):
+    """A stored run by path or id, or the newest, under root (see runs_root); a damaged one is
+    refused unless force, and then every line of its damage is said on stderr."""
+    from profkit import store
+
+    run = store.load(store.resolve(ref, root), force=force)
     for warning in run.warnings:
         click.echo(f"warning: {warning}", err=True)
     for problem in run.damage:
@@ -364,7 +384,7 @@ def damage_line(run) -> str | None:
     return f"DAMAGED RUN (read with --force, what survives): {'; '.join(run.damage)}"
 
 
-def load_any(ref: str | None, profiles: str | None, force: bool = False):
+def load_any(ref: str | None, root: Path, force: bool = False):
     """A stored run (path, id, or newest) or a .ncu-rep report -> (kind, object)."""
     if ref and (ref.endswith((".ncu-rep", ".ncu-rep.xz")) or Path(ref).is_file()):
         from profkit.report import read_report
@@ -372,7 +392,7 @@ def load_any(ref: str | None, profiles: str | None, force: bool = False):
         if not Path(ref).is_file():
             raise ProfkitError(f"no such report: {ref}")
         return "report", read_report(Path(ref))
-    return "run", load_run(ref, profiles, force)
+    return "run", load_run(ref, root, force)
 
 
 FORCE_HELP = "read a damaged run anyway: what survives, marked DAMAGED (default: refuse it)"
@@ -402,7 +422,8 @@ FORCE_HELP = "read a damaged run anyway: what survives, marked DAMAGED (default:
 @click.option("--force", is_flag=True, help=FORCE_HELP)
 def show(ref, fmt, profiles, lines, force) -> None:
     """Print a run's case table (default: the newest run), or a .ncu-rep's kernel launches."""
-    kind, obj = load_any(ref, profiles, force)
+    root = runs_root(profiles, ref)
+    kind, obj = load_any(ref, root, force)
     if lines:
         table = obj.source_lines
         if table is None or table.empty:
@@ -568,12 +589,13 @@ def explain(ref, fmt, profiles, case, variant, verbose, history, force) -> None:
     from profkit import explain as ex
     from profkit.explain import hotlines, render
 
-    kind, obj = load_any(ref, profiles, force)
+    root = runs_root(profiles, ref)
+    kind, obj = load_any(ref, root, force)
     if kind == "report":
         report = ex.explain_launches(obj.kernels, obj.rules)
         hot = hotlines.for_report(obj.kernels, obj.source_lines)
     else:
-        earlier = [_history_run(obj, h, profiles, force) for h in history] if history else None
+        earlier = [_history_run(obj, h, root, force) for h in history] if history else None
         report = ex.explain_run(obj, earlier)
         hot = hotlines.for_run(obj)
         if damage_line(obj) and fmt != "json":
@@ -591,10 +613,10 @@ def explain(ref, fmt, profiles, case, variant, verbose, history, force) -> None:
         )
 
 
-def _history_run(run, ref: str, profiles: str | None, force: bool):
+def _history_run(run, ref: str, root: Path, force: bool):
     """An earlier run named by --history: a timed run of the same kernel, else a one-line error
     (a run of another kernel has no history with this one: it would be dropped silently)."""
-    earlier = load_run(ref, profiles, force)
+    earlier = load_run(ref, root, force)
     kernel, theirs = run.manifest.get("kernel"), earlier.manifest.get("kernel")
     if theirs != kernel:
         raise ProfkitError(
@@ -632,7 +654,8 @@ def compare(run_a, run_b, fmt, profiles, fail_on, force) -> int:
     """The same cases of two runs side by side; changes beyond the timing spread are flagged."""
     from profkit import compare as cmp
 
-    a, b = load_run(run_a, profiles, force), load_run(run_b, profiles, force)
+    root = runs_root(profiles, run_a, run_b)
+    a, b = load_run(run_a, root, force), load_run(run_b, root, force)
     df = cmp.compare_runs(a, b)
     if not df["flag"].str.startswith("only in").eq(False).any():
         sides = [
@@ -683,16 +706,15 @@ def compare(run_a, run_b, fmt, profiles, fail_on, force) -> int:
 @click.option("--force", is_flag=True, help=FORCE_HELP)
 def dashboard(refs, kernels, out, profiles, inline, force) -> None:
     """Write one offline HTML page of runs (default: the newest; several: one page for a PR)."""
-    from profkit import store
     from profkit.dashboard import default_path, newest_of, stored_runs, write_dashboard
 
-    root = Path(profiles) if profiles else store.default_root()
+    root = runs_root(profiles, *(() if kernels else refs))  # a kernel's newest needs the folder
     stored, unreadable = stored_runs(root)
     for problem in unreadable:
         click.echo(f"warning: left out of the history: {problem}", err=True)
-    runs = [load_run(ref, profiles, force) for ref in refs]
+    runs = [load_run(ref, root, force) for ref in refs]
     runs += [newest_of(k, stored, root) for k in kernels]
-    runs = runs or [load_run(None, profiles, force)]
+    runs = runs or [load_run(None, root, force)]
     path = Path(out) if out else default_path(runs)
     path = write_dashboard(runs, path, stored, plotlyjs="inline" if inline else "shared")
     click.echo(f"wrote {path}")

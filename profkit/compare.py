@@ -52,7 +52,8 @@ def _side(run: Run) -> pd.DataFrame:
     # every column on both sides, even where a run lacks it (timing only), so the merge below
     # always yields the _a/_b pairs and the output keeps one schema
     side = run.cases.reindex(columns=[*KEYS, "baseline", *_COMPARED]).astype({k: str for k in KEYS})
-    side["case"] = side["case"].fillna(pd.Series(range(len(side))).astype(str))
+    # object first: a run without a case column reads it as float NaN, which strings may not fill
+    side["case"] = side["case"].astype(object).fillna(pd.Series(range(len(side))).astype(str))
     side["baseline"] = side["baseline"].map(as_bool)
     side["_present"] = True
     side["_pos"] = range(len(side))

@@ -15,9 +15,9 @@ it would time the cache.)
   during the replay), with the launch kept apart as device_launch_us. On the H200, against ncu's
   gpu__time_duration with the clocks as found (as profkit's capture runs ncu), the spans read
   0.25-0.86 us under it at 13 single-kernel cases and the event windows 0.58-1.18 us over it
-  (bench/results/h200-20261130-s5/call1/cupti); in a capture timed by spans (run b48f31) the small
-  Triton cases read 1.1 us under, on a 0.25 us grid. Neither clock is closer; events stay the
-  device clock, as they do not quantize (notebook "Timing (issue 7), session 5").
+  (a490da2:bench/results/h200-20261130-s5/call1/cupti); in a capture timed by spans (run b48f31)
+  the small Triton cases read 1.1 us under, on a 0.25 us grid. Neither clock is closer; events
+  stay the device clock, as they do not quantize (notebook "Timing (issue 7), session 5").
 
 Fallback, for a variant that cannot be captured (host syncs, capture-unsafe ops): events around
 each call, with the stream held behind a spin kernel (torch.cuda._sleep) until a batch of calls is
@@ -29,7 +29,7 @@ the caller can make them). On the H200 the medians of one graph's replays spread
 those of separate graphs of the same case 0.08-0.37 us, and in one earlier session two processes
 differed by 0.4-0.8 us at 3-10 us cases: an offset fixed per capture, which one graph cannot
 average out. Its source is not identified: a new graph over the same inputs moved the median as
-much as one over fresh inputs (bench/timing_rounds.py, kernels/NOTES.md "Timing (issue 7),
+much as one over fresh inputs (a490da2:bench/timing_rounds.py, kernels/NOTES.md "Timing (issue 7),
 session 3", which also retracts this docstring's first guess, the inputs' addresses); pooling
 graphs spreads it over the samples whatever it is.
 
@@ -57,9 +57,10 @@ ROUNDS = 4  # separate graphs (fresh inputs each) whose samples are pooled
 SPIN_BATCH = 20  # calls queued behind one spin kernel in the fallback
 GPU_ACTIVITIES = {"kernel", "gpu_memcpy", "gpu_memset"}  # Kineto's activity types of GPU work
 SPANS, EVENTS = "kernel timestamps", "events"  # what a sample reads
-# Off by default: on the H200 (torch 2.11, bench/results/h200-20261130-s5/call1/cupti) the spans
-# read 0.25-0.86 us *under* ncu's gpu__time_duration (clocks as found) at every single-kernel case,
-# on a 0.25 us grid, the event windows 0.58-1.18 us over it: the event windows stay the clock.
+# Off by default: on the H200 (torch 2.11, a490da2:bench/results/h200-20261130-s5/call1/cupti)
+# the spans read 0.25-0.86 us *under* ncu's gpu__time_duration (clocks as found) at every
+# single-kernel case, on a 0.25 us grid, the event windows 0.58-1.18 us over it: the event windows
+# stay the clock.
 USE_SPANS = False
 SPIN_CYCLES_PER_US = 2000  # ~ the H200's 1.98 GHz boost clock; a longer spin only costs time
 

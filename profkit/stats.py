@@ -36,7 +36,7 @@ PRACTICAL_FLOOR_PCT = 2.0
 # A gap smaller than this many microseconds is "noise" at any size: the same code timed in two
 # processes back to back on the H200 moved by up to 0.8 us at 3-13 us cases (TLB and launch
 # latency after the flush differ per process), while cases over 20 us agreed within 2.1%
-# (bench/results/timing-repro-h200-20261130.md). profkit choice: 1 us.
+# (docs/measurements/timing-repro-h200-20261130.md). profkit choice: 1 us.
 PRACTICAL_FLOOR_US = 1.0
 # An interval wider than this (ci_high / ci_low - 1) cannot tell a 10% change from none: the case is
 # "unstable" (bimodal, throttling, host interference), never quietly a tie. profkit choice: 20%.

@@ -40,9 +40,26 @@ SOURCE_LINES = "source_lines.csv"  # its per-line table (profkit.sourcelines)
 TMP_PREFIX = ".tmp-"
 
 
+# the README's example run (an H200 capture, tables only), shipped in the package so that a fresh
+# clone or a plain `pip install` has a run to read before the user captures one
+EXAMPLES = Path(__file__).resolve().parent / "examples"
+
+
 def default_root() -> Path:
     """profiles/ in the working directory, unless PROFKIT_PROFILES points elsewhere."""
     return Path(os.environ.get("PROFKIT_PROFILES", "profiles"))
+
+
+def reading_root(root: Path | None = None) -> tuple[Path, bool]:
+    """Where readers look for runs -> (folder, is_example): root when given (--profiles), else the
+    default folder; when that holds no run and was not chosen (no PROFKIT_PROFILES), the example
+    runs shipped in the package, so that the caller can say it reads an example."""
+    if root is not None:
+        return root, False
+    root = default_root()
+    if "PROFKIT_PROFILES" in os.environ or list_runs(root) or not list_runs(EXAMPLES):
+        return root, False
+    return EXAMPLES, True
 
 
 @dataclass

@@ -1,9 +1,11 @@
-"""Shared fixtures: the real Nsight Compute reports in tests/fixtures, decompressed, parsed once."""
+"""Shared fixtures and helpers: the real Nsight Compute reports in tests/fixtures (decompressed,
+parsed once), a fake ncu on PATH, the CLI's one-line errors, and each test's tier."""
 
 from __future__ import annotations
 
 import lzma
 import os
+import re
 import shutil
 import sys
 from collections.abc import Callable
@@ -11,8 +13,24 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from click.testing import Result
 
+ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def one_line_error(result: Result, *words: str) -> str:
+    """A non-zero exit with exactly one non-empty line on stderr, `error: ...`, no traceback."""
+    assert result.exit_code != 0, result.output
+    # an exception other than SystemExit escaped the CLI: on a terminal, a traceback
+    assert isinstance(result.exception, SystemExit), repr(result.exception)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: "), lines[0]
+    assert "Traceback" not in result.output
+    for word in words:
+        assert word in lines[0]
+    return lines[0]
 
 
 @pytest.fixture(scope="session")
@@ -39,8 +57,25 @@ def ncu_tables(ncu_rep_path: Callable[[str], Path]) -> Callable:
     return cache(lambda name: read_report(ncu_rep_path(name)))
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "slow: takes tens of seconds (still runs by default)")
+TIERS = ("unit", "interpret", "browser", "gpu")  # registered in pyproject.toml
+# modules whose tests run kernels on the CPU, by name, so that a new kernel test file needs no
+# marker: *_interpret.py, the decode lab's (its step runs on the CPU), the offline sm_90 build
+INTERPRET_MODULES = re.compile(
+    r"test_\w+_interpret|test_decode|test_decode_attention|test_decode_bench|test_decode_counters"
+    r"|test_sum_sm90"
+)
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Each test gets one tier: its own marker (a module's `pytestmark = pytest.mark.browser`),
+    else interpret for the modules above, else unit."""
+    for item in items:
+        if any(item.get_closest_marker(tier) for tier in TIERS):
+            continue
+        module = item.module.__name__ if item.module else ""
+        interpret = INTERPRET_MODULES.fullmatch(module.rsplit(".", 1)[-1])
+        item.add_marker(pytest.mark.interpret if interpret else pytest.mark.unit)
 
 
 FAKE_NCU = Path(__file__).parent / "fake_ncu" / "ncu"

@@ -1,6 +1,10 @@
-"""The two schema-1 RMSNorm runs (v1 and v2, 2026-11-30 01:41 and 01:49 UTC) that the CLI and
-dashboard tests were written against, as a profiles/ folder of their own: later runs committed to
-profiles/ (other kernels, schema 2) must not change which run those tests call "the newest"."""
+"""The stored H200 runs the tests read: the one place their paths live.
+
+Runs stay out of git (profiles/ is ignored); the few that tests read are kept as tables (cases,
+kernels, rules, manifest, samples; no raw .ncu-rep: no test reads one) under tests/data/runs/, and
+the README's example run ships in the package (profkit/examples/). A test names a run by its id:
+`run_path(RMSNORM_V2)`.
+"""
 
 from __future__ import annotations
 
@@ -9,19 +13,44 @@ from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+DATA_RUNS = ROOT / "tests" / "data" / "runs"
+EXAMPLES = ROOT / "profkit" / "examples"
+
+# the two schema-1 RMSNorm runs (v1 and v2, 2026-11-30 01:41 and 01:49 UTC) that the CLI and
+# dashboard tests were written against
 OLDER = "rmsnorm-20261130-014110-vm-83a4"
 NEWEST = "rmsnorm-20261130-014917-vm-4bc5"
-STORED = ROOT / "profiles"  # where the committed runs live
+# the README's example: RMSNorm v4 with counters (profkit/examples/)
+EXAMPLE = "rmsnorm-20261201-000553-vm-ffe590"
+
+
+def run_path(run_id: str) -> Path:
+    """A stored run's folder by its id (tests/data/runs/ or the shipped example)."""
+    for folder in (DATA_RUNS, EXAMPLES):
+        if (folder / run_id).is_dir():
+            return folder / run_id
+    raise FileNotFoundError(f"no stored run {run_id} under {DATA_RUNS} or {EXAMPLES}")
+
+
+def all_runs() -> Path:
+    """Every stored run as one profiles/ folder of links (for tests that read a folder)."""
+    return _folder(*sorted(p.name for p in DATA_RUNS.iterdir()), EXAMPLE)
 
 
 @cache
-def v1_v2_profiles() -> Path:
-    folder = Path(tempfile.mkdtemp(prefix="profkit-v1v2-"))
-    for run in (OLDER, NEWEST):
-        (folder / run).symlink_to(STORED / run, target_is_directory=True)
+def _folder(*run_ids: str) -> Path:
+    folder = Path(tempfile.mkdtemp(prefix="profkit-runs-"))
+    for run in run_ids:
+        (folder / run).symlink_to(run_path(run), target_is_directory=True)
     return folder
+
+
+def v1_v2_profiles() -> Path:
+    """The two schema-1 RMSNorm runs alone as a profiles/ folder: later runs (other kernels,
+    schema 2) must not change which run those tests call "the newest"."""
+    return _folder(OLDER, NEWEST)
 
 
 def stored_run(run_id: str) -> Path:
     """A committed run's directory, by id (the one place tests name where stored runs live)."""
-    return STORED / run_id
+    return run_path(run_id)

@@ -21,6 +21,7 @@ os.environ["TRITON_INTERPRET"] = "1"
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from click.testing import CliRunner, Result  # noqa: E402
+from conftest import one_line_error
 from stored_runs import v1_v2_profiles
 
 from profkit import store  # noqa: E402
@@ -74,20 +75,6 @@ def invoke(*args: object, env: dict[str, str] | None = None) -> Result:
 def ok(result: Result) -> Result:
     assert result.exit_code == 0, (result.output, result.exception)
     return result
-
-
-def one_line_error(result: Result, *words: str) -> str:
-    """A non-zero exit with exactly one non-empty line on stderr, `error: ...`, no traceback."""
-    assert result.exit_code != 0, result.output
-    # an exception other than SystemExit escaped the CLI: on a terminal, a traceback
-    assert isinstance(result.exception, SystemExit), repr(result.exception)
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: "), lines[0]
-    assert "Traceback" not in result.output
-    for word in words:
-        assert word in lines[0]
-    return lines[0]
 
 
 def table_rows(text: str) -> list[list[str]]:

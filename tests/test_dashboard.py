@@ -13,6 +13,8 @@ import json
 import math
 import re
 import shutil
+import subprocess
+import sys
 import time
 from functools import cache
 from pathlib import Path
@@ -32,7 +34,6 @@ from profkit.explain import Finding, explain_run
 
 ROOT = Path(__file__).parents[1]
 PROFILES = v1_v2_profiles()  # the two schema-1 RMSNorm runs alone
-DASHBOARDS = ROOT / "dashboards"
 LAB = "triton"  # the lab's fused kernel; the other variants are baselines
 # the first characters of the bundled plotly.js: a page holding the library twice has them twice
 PLOTLYJS_MARK = plotly.offline.get_plotlyjs()[:200]
@@ -162,24 +163,19 @@ def test_shared_plotlyjs_is_referenced_relatively_and_written_beside_the_page(
     assert len(text) < 600_000  # the page without the library stays small
 
 
-def test_committed_pages_are_what_the_stored_runs_give(tmp_path: Path) -> None:
-    """Same runs, same bytes: every committed page (written by an earlier process) is
-    byte-for-byte what `profkit dashboard RUN_ID` writes now from profiles/, so regenerating
-    dashboards/ leaves git clean; plotly.min.js too."""
-    pages = sorted(DASHBOARDS.glob("*.html"))
-    assert pages, "dashboards/ holds no page"
-    every = [store.load(p) for p in store.list_runs(ROOT / "profiles")]
-    by_id = {r.run_id: r for r in every}
-    for committed in pages:
-        assert committed.stem in by_id, f"{committed.name} is not the page of a stored run"
-        fresh = dashboard.write_dashboard(by_id[committed.stem], tmp_path / committed.name, every)
-        assert fresh.read_bytes() == committed.read_bytes(), f"{committed.name} is stale"
-    assert (DASHBOARDS / dashboard.PLOTLY_ASSET).read_bytes() == (
-        tmp_path / dashboard.PLOTLY_ASSET
-    ).read_bytes()
-
-
-# --- the sweep views ---------------------------------------------------------------------------
+def test_a_fresh_process_writes_the_same_bytes(tmp_path: Path) -> None:
+    """Same runs, same bytes: the page `profkit dashboard` writes in another process is
+    byte-for-byte the page written here, plotly.min.js too (a regenerated page never churns)."""
+    run = store.load(newest())
+    here = dashboard.write_dashboard(run, tmp_path / "here" / "page.html", stored())
+    argv = [sys.executable, "-m", "profkit", "dashboard", run.run_id, "--profiles", str(PROFILES)]
+    argv += ["--out", str(tmp_path / "there" / "page.html")]
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    there = tmp_path / "there"
+    assert (there / "page.html").read_bytes() == here.read_bytes()
+    asset = dashboard.PLOTLY_ASSET
+    assert (there / asset).read_bytes() == (here.parent / asset).read_bytes()
 
 
 def test_latency_traces_are_cases_csv() -> None:

@@ -13,14 +13,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from stored_runs import run_path
 
 from profkit import dashboard, store
 from profkit.dashboard import steps
 from profkit.explain import explain_run
 
 ROOT = Path(__file__).parents[1]
-DECODE = ROOT / "profiles" / "decode-20261130-164018-vm-d2d4"
-RMSNORM = ROOT / "profiles" / "rmsnorm-20261130-014917-vm-4bc5"
+DECODE = run_path("decode-20261130-164018-vm-d2d4")
+RMSNORM = run_path("rmsnorm-20261130-014917-vm-4bc5")
 NEWPLOT = re.compile(r'Plotly\.newPlot\("([^"]+)"')
 
 
@@ -136,7 +137,7 @@ def test_bucket_view_agrees_with_the_bench_and_counts_padding():
     assert steps.bucket_figure(store.load(RMSNORM)) is None
 
 
-FUSED = ROOT / "profiles" / "decode-20261201-002601-vm-da36a7"  # dynamic and dynamic_fused
+FUSED = run_path("decode-20261201-002601-vm-da36a7")  # dynamic and dynamic_fused
 
 
 def test_bucket_view_draws_every_dynamic_variant():

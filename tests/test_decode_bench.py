@@ -1,5 +1,5 @@
-"""bench/h200_decode.py end to end on its CPU path (tiny layer, graph variants run eagerly, host
-clock): every variant checked, timed, probed and stored as a profkit run, schema-2 columns."""
+"""profkit/decode_capture.py end to end on its CPU path (tiny layer, graph variants run eagerly,
+host clock): every variant checked, timed, probed and stored as a profkit run, schema-2 columns."""
 
 import os
 import subprocess
@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_bench_stores_a_decode_run(tmp_path):
-    argv = [sys.executable, str(ROOT / "bench" / "h200_decode.py"), "--device", "cpu"]
+    argv = [sys.executable, "-m", "profkit.decode_capture", "--device", "cpu"]
     argv += ["--out", str(tmp_path), "--steps", "12", "--warmup", "2", "--batches", "1"]
     argv += ["--caches", "8", "--probe-caches", "8", "--dynamic-cache", "12", "--walk", "2,4"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -63,36 +63,3 @@ def test_bench_stores_a_decode_run(tmp_path):
     assert [line.split()[0] in ("PASS", "FAIL") for line in goals] == [True] * 4
     assert "graph vs eager" in goals[0] and "dynamic p95/p50" in goals[2]
     assert "dynamic_fused p95/p50" in goals[3]
-
-
-def test_probe_decode4_dry_run(tmp_path):
-    argv = [sys.executable, str(ROOT / "bench" / "probe_decode4.py"), "--out", str(tmp_path)]
-    argv += ["--dry-run", "--steps", "24", "--blocks", "2", "--probe-steps", "24", "--walk", "2,4"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    import pandas as pd
-
-    table = pd.read_csv(tmp_path / "decode4.csv").set_index("mode")
-    assert list(table.index) == ["device", "pageable", "pinned"]
-    assert table.correct.all() and (table.steps == 24).all()
-    for col in ("p95_over_p50", "within_bucket", "inherent_mix", "tail_copy_in_us"):
-        assert table[col].notna().all(), col
-
-
-def test_probe_attn5_dry_run(tmp_path):
-    argv = [sys.executable, str(ROOT / "bench" / "probe_attn5.py"), "--out", str(tmp_path)]
-    argv += ["--dry-run"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    import pandas as pd
-
-    table = pd.read_csv(tmp_path / "attn5.csv")
-    assert table.correct.all(), table[["batch", "cache", "impl", "error"]]
-    assert {"eager", "cur", "bn32"} <= set(table.impl)
-    assert (table.groupby(["lengths", "batch", "cache"]).size() >= 3).all()
-    dyn = pd.read_csv(tmp_path / "attn5_dynamic.csv").set_index("kernels")
-    assert list(dyn.index) == ["eager", "fused"] and dyn.correct.all()
-    assert (dyn.steps == 24).all() and dyn.inherent_mix.notna().all()
-    assert "dynamic walk 2..4" in done.stdout

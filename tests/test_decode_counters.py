@@ -1,4 +1,4 @@
-"""The decode lab's counter pass (bench/h200_decode.py, Lab.counters) off the GPU.
+"""The decode lab's counter pass (profkit/decode_capture.py, Lab.counters) off the GPU.
 
 - Its failure path end to end: the CPU path of the bench with a fake ncu on PATH that prints
   NVIDIA's permission text; the run is stored as timing only, with the reason and the fix.
@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from stored_runs import run_path
 
 from profkit import dashboard, store
 from profkit.dashboard import launches as launches_view
@@ -27,14 +28,14 @@ from profkit.explain import explain_run
 from profkit.join import aggregate_cases, join
 
 ROOT = Path(__file__).resolve().parent.parent
-DECODE = ROOT / "profiles" / "decode-20261130-164018-vm-d2d4"
-RMSNORM = ROOT / "profiles" / "rmsnorm-20261130-162158-vm-f1ea"
+DECODE = run_path("decode-20261130-164018-vm-d2d4")
+RMSNORM = run_path("rmsnorm-20261130-162158-vm-f1ea")
 SOURCE_CASE = "rmsnorm.eager.bfloat16.1x4096"
 TARGET_CASE = "decode.eager.bfloat16.1x2048"
 
 
 def _bench(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
-    argv = [sys.executable, str(ROOT / "bench" / "h200_decode.py"), "--device", "cpu"]
+    argv = [sys.executable, "-m", "profkit.decode_capture", "--device", "cpu"]
     argv += ["--out", str(tmp_path), "--steps", "12", "--warmup", "2", "--batches", "1"]
     argv += ["--caches", "8", "--probe-caches", "8", "--dynamic-cache", "12", "--walk", "2,4"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -100,7 +101,7 @@ def test_launches_join_to_the_decode_case_and_drill_down(tmp_path):
     assert "run0-plot-launches" in html and "run0-plot-counters0" in html
 
 
-COUNTED = ROOT / "profiles" / "decode-20261130-184819-vm-acb534"
+COUNTED = run_path("decode-20261130-184819-vm-acb534")
 
 
 def test_fused_step_drill_down_names_aten_kernels_as_aten():

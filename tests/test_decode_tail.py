@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import json
 from functools import cache
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from stored_runs import run_path
 
 from profkit import steps, store
 from profkit.explain import Cause, Kind, explain_run
 
-RUN = Path(__file__).parents[1] / "profiles" / "decode-20261130-184819-vm-acb534"
+RUN = run_path("decode-20261130-184819-vm-acb534")
 CASE = "decode.dynamic.bfloat16.32x2048"
 
 

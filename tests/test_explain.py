@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 from case_columns import CASE_COLUMNS, NAN
 from rich.console import Console
+from stored_runs import all_runs
 
 from profkit import store
 from profkit import thresholds as th
@@ -786,9 +787,8 @@ def test_cli_case_that_matches_nothing_is_a_one_line_error() -> None:
 
     from profkit.cli import cli
 
-    profiles = Path(__file__).parents[1] / "profiles"
     result = CliRunner().invoke(
-        cli, ["explain", "--profiles", str(profiles), "--case", "triton float16 9x9"]
+        cli, ["explain", "--profiles", str(all_runs()), "--case", "triton float16 9x9"]
     )
     assert result.exit_code != 0
     assert result.output.strip().startswith("error: no finding matches case 'triton float16 9x9'")
@@ -800,8 +800,7 @@ def test_cli_variant_that_matches_nothing_names_the_runs_variants() -> None:
 
     from profkit.cli import cli
 
-    profiles = Path(__file__).parents[1] / "profiles"
-    args = ["explain", "softmax-20261201-002228-vm-a879b0", "--profiles", str(profiles)]
+    args = ["explain", "softmax-20261201-002228-vm-a879b0", "--profiles", str(all_runs())]
     result = CliRunner().invoke(cli, [*args, "--variant", "nope"])
     assert result.exit_code == 1 and "Traceback" not in result.output
     (line,) = result.output.strip().splitlines()

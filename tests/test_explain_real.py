@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from rich.console import Console
+from stored_runs import run_path
 
 from profkit import compare, stats, store
 from profkit import thresholds as th
@@ -42,10 +43,6 @@ LARGEST = "16384x8192"
 SM_COUNT = 132  # the H200's, as both manifests record
 ELEMENTWISE_FAMILIES = {"aten_elementwise", "aten_reduce", "aten_norm", "inductor", "triton"}
 TENSOR_ACTIONS = {Action.USE_TENSOR_CORES, Action.FEED_TENSOR, Action.USE_TF32}
-
-
-def run_path(run_id: str) -> Path:
-    return ROOT / "profiles" / run_id
 
 
 @cache
@@ -474,9 +471,7 @@ def test_no_case_at_the_roof_has_a_sibling_moving_as_much_measurably_faster() ->
             assert c.outcome != "slower" or sib.bytes != mine.bytes, (f.subject, sib.variant)
 
 
-def test_decode_matmuls_with_too_few_tiles_are_never_told_larger_tiles_nor_more_programs_when_cublas_runs_as_few() -> (
-    None
-):  # noqa: E501
+def test_decode_matmuls_short_of_tiles_get_no_tile_advice_when_cublas_runs_as_few() -> None:
     """At M = 128 the lab kernels run 128 programs on 132 SMs, but cuBLAS runs a grid no larger
     and is measurably faster: "launch more programs" is refuted (an expert's objection to the
     previous reading), and larger tiles are never the advice."""
@@ -562,7 +557,7 @@ def test_runs_at_full_clocks_or_without_clock_notes_say_nothing_of_throttling(ru
 def test_ties_with_intervals_clear_of_one_are_counted_apart() -> None:
     """vector_add ties torch.add at 15 of 15 by the floor, but from 2^26 up every interval
     excludes 1 on the slow side (0.4-1.2%): the verdict says so rather than hide it."""
-    run = store.load(ROOT / "profiles" / VECTOR_ADD_H200)
+    run = store.load(run_path(VECTOR_ADD_H200))
     v = next(f for f in findings(VECTOR_ADD_H200) if f.kind == Kind.VERDICT)
     slower = [c for c in v.comparisons if c.outcome == "noise" and c.ci_low > 1]
     assert v.tally["torch"]["noise"] == 15 and len(slower) >= 6

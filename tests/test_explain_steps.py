@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from rich.console import Console
+from stored_runs import run_path
 
 from profkit import store
 from profkit.explain import Cause, Kind, explain_run
@@ -24,8 +25,8 @@ from profkit.explain.render import render_terminal, to_json, to_markdown
 from profkit.explain.steps import has_step_latency, step_findings
 
 ROOT = Path(__file__).parents[1]
-DECODE = ROOT / "profiles" / "decode-20261130-164018-vm-d2d4"
-RMSNORM = ROOT / "profiles" / "rmsnorm-20261130-014917-vm-4bc5"
+DECODE = run_path("decode-20261130-164018-vm-d2d4")
+RMSNORM = run_path("rmsnorm-20261130-014917-vm-4bc5")
 
 
 @cache

@@ -1,8 +1,8 @@
-"""The hold-out suite (bench/explain_suite.py): explain's conclusions against the expectations
+"""The hold-out suite (tests/explain_suite.py): explain's conclusions against the expectations
 written down before the H200 capture, and the suite's Triton kernels checked on the CPU.
 
-The conclusions are checked on the newest committed run of each suite kernel under profiles/; until
-the lead commits that capture, those checks skip and say so. A counter the check depends on that
+The conclusions are checked on the newest stored run of each suite kernel (tests/data/runs/); a
+kernel without one skips and says so. A counter the check depends on that
 ncu printed n/a (a metric name not valid on the GPU) also skips, naming it.
 """
 
@@ -15,13 +15,14 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from stored_runs import DATA_RUNS
 
 from profkit import store
 from profkit.explain import Kind, explain_run
 
 ROOT = Path(__file__).parents[1]
-SUITE = ROOT / "bench" / "explain_suite.py"
-CAPTURE = "OUT=DIR bash bench/explain_suite.sh, then commit DIR/profiles/* under profiles/"
+SUITE = ROOT / "tests" / "explain_suite.py"
+CAPTURE = "python3 jobs/run.py jobs/explain_suite.toml, then the runs' tables to tests/data/runs/"
 # a cause -> the counter columns it cannot be seen without
 NEEDS = {
     "uncoalesced": ("global_ld_sectors",),
@@ -36,12 +37,12 @@ def expected() -> list[dict]:
     for node in tree.body:
         if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "EXPECTED":
             return ast.literal_eval(node.value)
-    raise AssertionError("bench/explain_suite.py has no EXPECTED list")
+    raise AssertionError("tests/explain_suite.py has no EXPECTED list")
 
 
 @cache
 def newest_run(kernel: str) -> store.Run | None:
-    runs = [p for p in store.list_runs(ROOT / "profiles")
+    runs = [p for p in store.list_runs(DATA_RUNS)
             if json.loads((p / "manifest.json").read_text()).get("kernel") == kernel]  # fmt: skip
     return store.load(runs[-1]) if runs else None
 
@@ -126,7 +127,7 @@ def problems(e: dict, run: store.Run, found: tuple) -> list[str]:
 def test_explain_reaches_the_expected_conclusion(e: dict) -> None:
     run = newest_run(e["kernel"])
     if run is None:
-        pytest.skip(f"no {e['kernel']} run under profiles/ yet (capture on a GPU: {CAPTURE})")
+        pytest.skip(f"no {e['kernel']} run stored yet (capture on a GPU: {CAPTURE})")
     assert problems(e, run, findings(e["kernel"])) == []
 
 

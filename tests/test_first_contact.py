@@ -17,6 +17,7 @@ os.environ["TRITON_INTERPRET"] = "1"
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from click.testing import CliRunner, Result  # noqa: E402
+from conftest import one_line_error
 from stored_runs import v1_v2_profiles
 
 from profkit import compare, store  # noqa: E402
@@ -32,16 +33,6 @@ TEST_COMMAND = "bash tests/install.sh && python3 -m pytest -q"
 def invoke(*args: object, columns: int | None = None) -> Result:
     env = {"COLUMNS": str(columns)} if columns else None
     return CliRunner().invoke(cli, [str(a) for a in args], env=env)
-
-
-def one_line_error(result: Result, *words: str) -> str:
-    assert result.exit_code != 0, result.output
-    assert isinstance(result.exception, SystemExit), repr(result.exception)
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    for word in words:
-        assert word in lines[0], lines[0]
-    return lines[0]
 
 
 # --- 1. the README's commands --------------------------------------------------------------------
@@ -64,6 +55,46 @@ def test_readme_test_command_installs_what_the_tests_need() -> None:
     ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line.strip()]
     assert ci[-1] == TEST_COMMAND
     assert not [line for line in ci if "pip install" in line]
+
+
+def _readme_block(section: str, lang: str) -> str:
+    body = (ROOT / "README.md").read_text().split(f"## {section}\n", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(rf"```{lang}\n(.*?)```", body, re.S)
+    return block
+
+
+def test_readme_sample_is_what_explain_prints_on_the_example_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's pasted output is today's: `profkit explain rmsnorm` on a fresh clone (no runs
+    under profiles/) reads the shipped example run, says so on stderr, and prints the sample."""
+    monkeypatch.chdir(tmp_path)  # a folder without profiles/
+    monkeypatch.delenv("PROFKIT_PROFILES", raising=False)
+    result = invoke("explain", "rmsnorm", columns=80)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == _readme_block("What explain says", "text")
+    (note,) = result.stderr.strip().splitlines()
+    assert note.startswith("note: no runs under profiles/ yet: reading the example run shipped")
+
+
+def test_runs_under_profiles_or_a_chosen_folder_hide_the_example(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PROFKIT_PROFILES", str(tmp_path / "mine"))  # chosen, empty: no fallback
+    one_line_error(invoke("explain"), "no runs stored under")
+    monkeypatch.delenv("PROFKIT_PROFILES")
+    shutil.copytree(PROFILES / NEWEST, tmp_path / "profiles" / NEWEST)
+    result = invoke("show", "--format", "json")
+    assert result.exit_code == 0 and "example" not in result.stderr
+    assert {row["kernel"] for row in json.loads(result.stdout)} == {"rmsnorm"}
+
+
+def test_readme_kernelspec_loads_without_a_gpu(tmp_path: Path) -> None:
+    (tmp_path / "my_kernels.py").write_text(_readme_block("Write a KernelSpec", "python"))
+    done = _without_torch("list", "--from", str(tmp_path / "my_kernels.py"))
+    assert done.returncode == 0, done.stderr
+    assert "scale2" in done.stdout and "triton, torch*" in done.stdout
 
 
 def _without_torch(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import ncu_report
 import pytest
+from stored_runs import run_path
 
 from profkit import report
 from profkit.errors import ProfkitError
@@ -202,7 +203,7 @@ def test_requested_but_unknown_metric_is_na(ncu_rep_path) -> None:
 # the metric names profkit requested when the fixtures were captured, as that run recorded them
 ROOT = Path(__file__).parents[1]
 FIXTURE_ERA_METRICS = json.loads(
-    (ROOT / "profiles" / "rmsnorm-20261130-014917-vm-4bc5" / "manifest.json").read_text()
+    (run_path("rmsnorm-20261130-014917-vm-4bc5") / "manifest.json").read_text()
 )["counters"]["metrics"]
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from click.testing import CliRunner, Result
+from stored_runs import run_path
 
 from profkit import store
 from profkit.cli import cli
@@ -91,7 +92,7 @@ def run_with_lines(tmp_path: Path, fx) -> tuple[Path, str]:
     """A committed H200 run, copied, with a source_lines.csv. Constructed: fx_source's hist
     launch stands for the Triton case's dominant launch (no run with --source is stored yet)."""
     root = tmp_path / "profiles"
-    shutil.copytree(ROOT / "profiles" / RUN, root / RUN)
+    shutil.copytree(run_path(RUN), root / RUN)
     run = store.load(root / RUN)
     dominant = dominant_launches(run.kernels)
     triton = dominant[dominant.variant == "triton"].iloc[-1]
@@ -121,7 +122,7 @@ def test_a_run_with_source_lines(run_with_lines: tuple[Path, str]) -> None:
 
 
 def test_a_run_without_source_lines_says_not_measured() -> None:
-    out = ok(invoke("explain", ROOT / "profiles" / RUN, "--case", "triton", env=WIDE)).output
+    out = ok(invoke("explain", run_path(RUN), "--case", "triton", env=WIDE)).output
     assert "source: not measured" in " ".join(out.split())
 
 
@@ -141,7 +142,7 @@ def test_the_dashboard_shows_hot_lines(run_with_lines: tuple[Path, str], tmp_pat
     assert "Hot source lines" in html and f"<h4>{case}: " in html
     assert "tl.atomic_add(H + (x % NB), 1, mask=offs &lt; n)" in html
     plain = tmp_path / "plain.html"
-    ok(invoke("dashboard", ROOT / "profiles" / RUN, "--profiles", root, "--out", plain))
+    ok(invoke("dashboard", run_path(RUN), "--profiles", root, "--out", plain))
     assert "Hot source lines" not in plain.read_text()
 
 

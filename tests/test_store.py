@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from stored_runs import run_path
 
 from profkit import store
 from profkit.errors import ProfkitError
@@ -116,7 +117,7 @@ def test_run_missing_columns_or_id_is_a_clear_error(tmp_path):
 
 def test_a_schema_1_run_reads_under_the_schema_2_names() -> None:
     """The committed v1/v2 RMSNorm runs were stored as schema 1 (event time around the call)."""
-    run = store.load(Path(__file__).parent.parent / "profiles" / "rmsnorm-20261130-014917-vm-4bc5")
+    run = store.load(run_path("rmsnorm-20261130-014917-vm-4bc5"))
     assert run.manifest["schema"] == 1 and run.samples is None
     raw = pd.read_csv(run.path / store.CASES)
     assert "p50_ms" in raw.columns and "device_p50_ms" not in raw.columns
@@ -145,7 +146,7 @@ def test_a_kernel_name_resolves_to_its_newest_gpu_run(tmp_path: Path) -> None:
 
 def test_repeated_timing_columns_of_stored_runs_fold_into_one() -> None:
     """Runs captured before the fix carry their timing columns twice; readers see each once."""
-    path = Path(__file__).parent.parent / "profiles" / "vector_add-20261130-162740-vm-98c9"
+    path = run_path("vector_add-20261130-162740-vm-98c9")
     raw = pd.read_csv(path / store.CASES)
     assert "device_p50_ms.1" in raw.columns  # as stored
     cases = store.load(path).cases
