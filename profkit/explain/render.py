@@ -206,7 +206,7 @@ GLOSSARY = {
     "ACTIVE TRACK": "ACTIVE TRACK: neither a win (faster than every baseline at every case) nor "
     "beaten everywhere: worth pursuing",
     "withheld": "withheld: a step already tried without effect (an earlier run or the lab "
-    "notebook), so not advised again",
+    "notebook), or one whose gain is under the practical floor, so not advised",
 }
 
 
@@ -294,11 +294,7 @@ def _summary(out: _Out, group: list[Finding], hot: SourceLines | None = None) ->
         withheld = _withheld(group, v.variant)
         out.priority = _P_WITHHELD
         for item in withheld:
-            out.para(
-                f"{item['action'].replace('_', ' ')} ({item['why']})",
-                first="withheld: ",
-                style="dim",
-            )
+            out.para(withheld_text(item), first="withheld: ", style="dim")
 
 
 def _steps(out: _Out, group: list[Finding]) -> None:
@@ -369,6 +365,17 @@ def _cases(n: int) -> str:
     return "1 of its cases is" if n == 1 else f"{n} of its cases are"
 
 
+def withheld_text(item: dict) -> str:
+    """A withheld step and why: tried without effect, or worth less than the practical floor."""
+    action = item["action"].replace("_", " ")
+    if item.get("why") == "under_floor" and item.get("gain_us") is not None:
+        return (
+            f"{action} (at most {item['gain_us']:.2g} us to gain, under the practical floor "
+            "of 2% and 1 us)"
+        )
+    return f"{action} ({item['why']})"
+
+
 def _withheld(group: list[Finding], variant: str | None) -> list[dict]:
     seen: dict[str, dict] = {}
     for f in group:
@@ -431,9 +438,7 @@ def _full(
     for i, step in enumerate(f.next, 1):
         out.para(step_text(step), first=f"next {i}: ", style="bold" if i == 1 else "")
     for item in f.ruled_out:
-        out.para(
-            f"{item['action'].replace('_', ' ')} ({item['why']})", first="withheld: ", style="dim"
-        )
+        out.para(withheld_text(item), first="withheld: ", style="dim")
     if rules:
         for r in f.nvidia_rules:
             if r.suppressed:
