@@ -693,7 +693,12 @@ def step_text(step: Step) -> str:
         text = STEPS[step.action]
     if d.get("gain_us") is not None:
         text += f" (up to {format_value('_us', d['gain_us'])} to gain)"
-    if d.get("where"):
+    if d.get("where") and d.get("tie"):
+        text = (
+            f"at {d['where']}, its closest case (tied with {d.get('against')}: no device-time "
+            f"gap past the practical floor): {text}"
+        )
+    elif d.get("where"):
         text = f"at {d['where']} (against {d.get('against')}): {text}"
     return text
 

@@ -277,7 +277,9 @@ def _steps(
         for step in steps.get((variant, c.where), []):
             if all(s.action != step.action for s in out):
                 detail = {**step.detail, "where": c.where, "against": c.baseline}
-                if on_device and step.action == Action.CUDA_GRAPH:
+                if not losses:
+                    detail["tie"] = True  # the closest case: no device-time gap to close
+                elif on_device and step.action == Action.CUDA_GRAPH:
                     detail["device_loss"] = True
                 out.append(Step(step.action, step.because, detail))
     return out[:4]
