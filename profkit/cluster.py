@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 import os
+import pickle
 import socket
 import subprocess
 import sys
@@ -106,18 +107,27 @@ def _clocks(uuid: str) -> dict:
     return {"driver": values[0], "clocks_mhz": clocks}
 
 
-def _log(event: str, group: str, **more) -> None:
+def _worker():
     from distributed import get_worker
 
     try:
-        worker = get_worker()
+        return get_worker()
     except ValueError:  # called outside a worker (tests call run_group directly)
-        return
-    worker.log_event(EVENTS, {"event": event, "group": group, "worker": worker.address, **more})
+        return None
 
 
-def run_group(group: Group) -> dict:
-    """Check, time and profile one group on this worker's GPU; return its tables (no store)."""
+def _log(event: str, group: str, **more) -> None:
+    worker = _worker()
+    if worker is not None:
+        worker.log_event(EVENTS, {"event": event, "group": group, "worker": worker.address, **more})
+
+
+def run_group(group: Group, deliver_to: str | None = None) -> dict:
+    """Check, time and profile one group on this worker's GPU; return its tables (no store).
+
+    With deliver_to (a Dask Queue's name), the tables go straight into that queue, which lives on
+    the scheduler, and the task returns only a receipt: a worker that dies after this group and
+    before the client gathered it takes nothing measured with it."""
     opts = group.opts
     if opts.interpret:
         os.environ["TRITON_INTERPRET"] = "1"  # before the kernel's module imports triton
@@ -158,7 +168,15 @@ def run_group(group: Group) -> dict:
     table["gpu_uuid"] = place["gpu_uuid"]
     for key_, col in CEILING_COLUMNS.items():
         table[col] = ceilings.get(key_)
+    worker = _worker()
     out.update(counters=counters, log=console.file.getvalue())
+    out["worker"] = worker.address if worker is not None else "in-process"
+    out["pid"] = place["pid"]
+    if deliver_to is not None:
+        from distributed import Queue
+
+        Queue(deliver_to).put(pickle.dumps(out))
+        out = {"group": group.name, "worker": out["worker"], "pid": place["pid"]}
     _log("done", group.name, pid=place["pid"])
     return out
 
@@ -259,7 +277,9 @@ class Attempts:
 
 
 def _events(client) -> Attempts:
-    return Attempts([msg for _, msg in client.get_events(EVENTS) if isinstance(msg, dict)])
+    return Attempts(
+        [msg | {"t": t} for t, msg in client.get_events(EVENTS) if isinstance(msg, dict)]
+    )
 
 
 def _view(groups: list[Group], done: dict[str, dict], attempts: Attempts, workers: dict) -> Table:
@@ -289,50 +309,44 @@ def _takes_n(client) -> bool:
 
 
 def run_groups(client, groups: list[Group], console: Console) -> tuple[dict[str, dict], Attempts]:
-    """Every group's result, gathered as soon as it is done (so a worker that dies later loses
-    nothing measured); the first group that fails for good ends the sweep (no run is stored)."""
-    from distributed import wait
-    from distributed.client import FutureCancelledError
+    """Every group's result, taken from the scheduler's queue as soon as it is done (so a worker
+    that dies later loses nothing measured); the first group that fails for good ends the sweep
+    (no run is stored)."""
+    from distributed import Queue, wait
 
+    token = os.urandom(4).hex()
+    queue = Queue(f"profkit-{token}", client=client)
     pending = {
-        client.submit(
-            run_group, g, key=f"profkit-{g.name}-{os.urandom(4).hex()}", retries=RETRIES
-        ): g  # noqa: E501
+        client.submit(run_group, g, queue.name, key=f"profkit-{g.name}-{token}", retries=RETRIES): g
         for g in groups
     }
     done: dict[str, dict] = {}
     seen: dict[str, dict] = _workers(client)
     try:
         with Live(console=console, refresh_per_second=4, transient=False) as live:
-            while pending:
+            while len(done) < len(groups):
                 try:
                     wait(list(pending), timeout=0.5, return_when="FIRST_COMPLETED")
                 except TimeoutError:
                     pass
-                for fut in [f for f in pending if f.done()]:
-                    group = pending.pop(fut)
-                    if fut.status != "finished":
-                        exc = fut.exception()
-                        raise ProfkitError(_failure(group, exc))
-                    result = fut.result()
-                    result["worker"] = _worker_of(client, result, group)
-                    done[group.name] = result
-                    fut.release()
+                # results first: a future that finished has put its result in the queue already
+                for item in queue.get(batch=True):
+                    result = pickle.loads(item)
+                    done.setdefault(result["group"], result)  # a rerun's copy: the first counts
+                for fut in [f for f in pending if f.done() or pending[f].name in done]:
+                    group = pending[fut]
+                    if group.name not in done and fut.status == "finished":
+                        continue  # finished after the queue was read: its result comes next round
+                    if group.name not in done:
+                        raise ProfkitError(_failure(group, fut.exception()))
+                    del pending[fut]
+                    fut.cancel()  # its result is in hand: never run again
                 seen.update(_workers(client))
                 live.update(_view(groups, done, _events(client), seen))
-    except FutureCancelledError as exc:
-        raise ProfkitError(f"the cluster cancelled the sweep: {exc}") from None
     finally:
         if pending:  # Ctrl-C or a failed group: nothing more runs on the cluster's GPUs
             client.cancel(list(pending), force=True)
     return done, _events(client)
-
-
-def _worker_of(client, result: dict, group: Group) -> str:
-    """The worker whose attempt returned this result: the last start with its pid."""
-    starts = [e for e in _events(client).of(group.name) if e.get("event") == "start"]
-    mine = [e for e in starts if e.get("pid") == result["place"]["pid"]]
-    return (mine or starts or [{"worker": "unknown"}])[-1]["worker"]
 
 
 def _failure(group: Group, exc: BaseException | None) -> str:
@@ -347,22 +361,26 @@ def _failure(group: Group, exc: BaseException | None) -> str:
 
 
 def retried(groups: list[Group], done: dict[str, dict], attempts: Attempts, gone: set) -> list:
-    """Groups that ran more than once: each earlier attempt's worker, and why it did not count."""
+    """Groups that ran more than once: each other attempt's worker, and why it did not count."""
     out = []
     for g in groups:
         starts = [e for e in attempts.of(g.name) if e.get("event") == "start"]
-        final = done[g.name]["worker"]
-        earlier = starts[:-1] if starts and starts[-1]["worker"] == final else starts
-        if not earlier:
+        kept = done[g.name]
+        mine = [e for e in starts if (e["worker"], e.get("pid")) == (kept["worker"], kept["pid"])]
+        if len(starts) < 2 or not mine:
             continue
         why = []
-        for e in earlier:
+        for e in starts:
+            if e is mine[-1]:
+                continue
             who = f"worker {e['worker']} (pid {e.get('pid')} on {e.get('host')})"
-            if e["worker"] in gone:
-                why.append(f"{who} died mid-group; Dask ran the group again on {final}")
+            if e["t"] > mine[-1]["t"]:
+                why.append(f"{who} ran it again after its result was in; the first result is kept")
+            elif e["worker"] in gone:
+                why.append(f"{who} died mid-group; the group ran again on {kept['worker']}")
             else:
                 why.append(f"{who} raised an error; Dask retried the group (retries={RETRIES})")
-        out.append({"group": g.name, "attempts": len(starts), "why": why})
+        out.append({"group": g.name, "attempts": len(starts), "kept": kept["worker"], "why": why})
     return out
 
 
