@@ -340,6 +340,7 @@ def run_groups(client, groups: list[Group], console: Console) -> tuple[dict[str,
                     if group.name not in done:
                         raise ProfkitError(_failure(group, fut.exception()))
                     del pending[fut]
+                    done[group.name]["scheduler"] = _task_record(client, fut.key)
                     fut.cancel()  # its result is in hand: never run again
                 seen.update(_workers(client))
                 live.update(_view(groups, done, _events(client), seen))
@@ -347,6 +348,23 @@ def run_groups(client, groups: list[Group], console: Console) -> tuple[dict[str,
         if pending:  # Ctrl-C or a failed group: nothing more runs on the cluster's GPUs
             client.cancel(list(pending), force=True)
     return done, _events(client)
+
+
+def _task_record(client, key: str) -> dict:
+    """What the scheduler counted for the group's task: workers that died while it ran there
+    (suspicious) and errors retried. A worker that dies at once may never send its start event;
+    the scheduler's count does not depend on it."""
+
+    def ask(dask_scheduler, key):
+        ts = dask_scheduler.tasks.get(key)
+        if ts is None:
+            return {}
+        return {"died_under": ts.suspicious, "retries_left": ts.retries}
+
+    try:
+        return client.run_on_scheduler(ask, key=key)
+    except Exception:  # a record only: never the reason a sweep fails
+        return {}
 
 
 def _failure(group: Group, exc: BaseException | None) -> str:
@@ -361,26 +379,34 @@ def _failure(group: Group, exc: BaseException | None) -> str:
 
 
 def retried(groups: list[Group], done: dict[str, dict], attempts: Attempts, gone: set) -> list:
-    """Groups that ran more than once: each other attempt's worker, and why it did not count."""
+    """Groups that ran more than once, and why: workers that died under them (the scheduler's
+    count), errors Dask retried, and each earlier attempt the event log saw."""
     out = []
     for g in groups:
-        starts = [e for e in attempts.of(g.name) if e.get("event") == "start"]
         kept = done[g.name]
+        record = kept.get("scheduler") or {}
+        died = int(record.get("died_under") or 0)
+        errors = RETRIES - int(record.get("retries_left", RETRIES))
+        starts = [e for e in attempts.of(g.name) if e.get("event") == "start"]
         mine = [e for e in starts if (e["worker"], e.get("pid")) == (kept["worker"], kept["pid"])]
-        if len(starts) < 2 or not mine:
+        others = [e for e in starts if not mine or e is not mine[-1]]
+        if not (died or errors or others):
             continue
         why = []
-        for e in starts:
-            if e is mine[-1]:
-                continue
+        if died:
+            why.append(f"{died} worker(s) died mid-group; the group ran again on {kept['worker']}")
+        if errors:
+            why.append(f"{errors} attempt(s) raised an error; Dask retried (retries={RETRIES})")
+        for e in others:
             who = f"worker {e['worker']} (pid {e.get('pid')} on {e.get('host')})"
-            if e["t"] > mine[-1]["t"]:
+            if mine and e["t"] > mine[-1]["t"]:
                 why.append(f"{who} ran it again after its result was in; the first result is kept")
             elif e["worker"] in gone:
-                why.append(f"{who} died mid-group; the group ran again on {kept['worker']}")
+                why.append(f"{who} started it and left the cluster")
             else:
-                why.append(f"{who} raised an error; Dask retried the group (retries={RETRIES})")
-        out.append({"group": g.name, "attempts": len(starts), "kept": kept["worker"], "why": why})
+                why.append(f"{who} started it and did not finish")
+        attempts_n = max(len(starts), 1 + died + errors)
+        out.append({"group": g.name, "attempts": attempts_n, "kept": kept["worker"], "why": why})
     return out
 
 
