@@ -200,3 +200,48 @@ def test_groups_without_counter_permission_are_marked_timing_only() -> None:
     assert mixed["groups"]["k/b"]["reason"] == "why timing_only"
     none = cluster._counters_block([_result("k/a", "timing_only")], o)
     assert none["status"] == "timing_only" and list(none["groups"]) == ["k/a"]
+
+
+def test_explain_and_the_dashboard_read_a_cluster_run_with_its_gpu(
+    tmp_path: Path, address: str
+) -> None:
+    from profkit import explain
+    from profkit.dashboard import findings_view
+
+    spec = find_spec("vector_add")
+    [path] = cluster.run_cluster_capture([(spec, opts(spec, tmp_path, ((300,),)))], address)
+    for args in (["explain", path], ["dashboard", path, "--out", tmp_path / "d.html"]):
+        result = CliRunner().invoke(cli, [str(a) for a in args])
+        assert result.exit_code == 0, (args, result.output)
+    # an interpret run has no per-case findings: a stored H200 run, its cases given two GPU
+    # models as a mixed cluster would record them; the findings table shows the GPU
+    run = store.load(store.resolve("rmsnorm", ROOT / "profiles"))
+    run.cases["gpu"] = ["NVIDIA H200", "NVIDIA H100"] * (len(run.cases) // 2) + ["NVIDIA H200"] * (
+        len(run.cases) % 2
+    )
+    report = explain.explain_run(run)
+    rows = findings_view.finding_rows(run, [*report.verdicts, *report.findings])
+    html = findings_view.findings_table(rows)
+    assert "<th>GPU</th>" in html and "data-key='gpu'" in html
+    assert {r["gpu"] for r in rows if r["dtype"]} == {"NVIDIA H200", "NVIDIA H100"}
+    plain = findings_view.findings_table([r | {"gpu": ""} for r in rows])
+    assert "<th>GPU</th>" not in plain  # a one-GPU run's page is as before
+
+
+def test_ctrl_c_stops_the_sweep_and_stores_nothing(
+    tmp_path: Path, address: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def interrupt(*_):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cluster, "_view", interrupt)
+    spec = find_spec("vector_add")
+    o = opts(spec, tmp_path / "runs", ((1000,), (257,)))
+    with pytest.raises(KeyboardInterrupt):
+        cluster.run_cluster_capture([(spec, o)], address)
+    assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").iterdir())
+    # the groups were cancelled: nothing of this sweep is left on the scheduler
+    left = distributed.Client(address).run_on_scheduler(
+        lambda dask_scheduler: [k for k in dask_scheduler.tasks if "vector_add" in str(k)]
+    )
+    assert left == []
