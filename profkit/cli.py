@@ -158,7 +158,7 @@ def _positive_seconds(ctx, param, value):
 
 
 @cli.command(epilog=exitcodes.HELP)
-@click.argument("kernels", nargs=-1, required=True)
+@click.argument("kernels", nargs=-1, required=True, metavar="KERNEL...")
 @click.option(
     "--from",
     "from_file",
