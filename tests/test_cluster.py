@@ -215,7 +215,7 @@ def test_explain_and_the_dashboard_read_a_cluster_run_with_its_gpu(
         assert result.exit_code == 0, (args, result.output)
     # an interpret run has no per-case findings: a stored H200 run, its cases given two GPU
     # models as a mixed cluster would record them; the findings table shows the GPU
-    run = store.load(store.resolve("rmsnorm", ROOT / "profiles"))
+    run = store.load(store.resolve("rmsnorm", ROOT / "tests" / "data" / "runs"))
     run.cases["gpu"] = ["NVIDIA H200", "NVIDIA H100"] * (len(run.cases) // 2) + ["NVIDIA H200"] * (
         len(run.cases) % 2
     )
