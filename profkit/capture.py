@@ -78,6 +78,9 @@ class CaptureOptions:
     warm_l2: bool = False  # time with the L2 left warm instead of flushed before each call
     source: bool = False  # after the counter pass, the deep per-line pass (profkit.sourcepass)
     case_timeout_s: float | None = None  # a case (check + timing) that runs longer is skipped
+    # index of the first case in the whole sweep: a case group run apart (profkit.cluster) checks
+    # each case with the same seed as the whole sweep in one process would
+    case_offset: int = 0
 
 
 def cases(opts: CaptureOptions) -> list[tuple[str, str, Shape]]:
@@ -129,7 +132,7 @@ def measure_cases(
                     fn = timing.resolve_callable(variant, prepared)
                     # fresh random inputs for each check: a fixed seed per case, distinct ones
                     # across cases
-                    seed = opts.seed * 100003 + i
+                    seed = opts.seed * 100003 + opts.case_offset + i
                     chk = timing.check(spec, fn, shape, dtype, device, seed=seed)
                 except Exception as exc:  # a variant that cannot even be prepared is recorded
                     chk = timing.Check(False, None, None, f"{type(exc).__name__}: {exc}"[:300])

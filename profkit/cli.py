@@ -24,6 +24,7 @@ SHOW_COLUMNS = {
     "variant": "variant",
     "dtype": "dtype",
     "shape": "shape",
+    "gpu": "GPU",  # a run spread over a cluster: the GPU each case ran on
     "correct": "correct",
     "device_p50_ms": "p50 ms",
     "device_p95_ms": "p95 ms",
@@ -157,7 +158,7 @@ def _positive_seconds(ctx, param, value):
 
 
 @cli.command(epilog=exitcodes.HELP)
-@click.argument("kernel")
+@click.argument("kernels", nargs=-1, required=True, metavar="KERNEL...")
 @click.option(
     "--from",
     "from_file",
@@ -219,8 +220,16 @@ def _positive_seconds(ctx, param, value):
     "timed out and skipped, and the sweep goes on [default: no limit]",
 )
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--cluster",
+    default=None,
+    help="spread the sweep over Dask: local (this host's GPUs) or tcp://HOST:8786, tls://...",
+)
+@click.option(
+    "--workers", type=click.IntRange(min=1), default=None, help="--cluster local: workers"
+)
 def capture(
-    kernel,
+    kernels,
     from_file,
     dtypes,
     shapes,
@@ -236,14 +245,18 @@ def capture(
     source,
     case_timeout,
     seed,
+    cluster,
+    workers,
 ) -> int:
-    """Check, time and profile KERNEL's variants; store the run under profiles/."""
+    """Check, time and profile KERNELS' variants; store one run per kernel under profiles/."""
     if source and (no_counters or interpret):
         flag = "--no-counters" if no_counters else "--interpret"
         raise click.UsageError(
             f"--source needs the counter pass (it profiles each case's dominant launch, which "
             f"that pass finds): drop {flag}"
         )
+    if source and cluster:
+        raise click.UsageError("--source runs in one process only: drop --cluster")
     from profkit.capture import CaptureOptions, run_capture, unique
     from profkit.spec import find_spec, format_shape, normalize_dtype, parse_shape
     from profkit.store import default_root
@@ -251,50 +264,65 @@ def capture(
     if interpret:
         # must be set before triton is imported by the kernel's module
         os.environ["TRITON_INTERPRET"] = "1"
+    if variants and len(kernels) > 1:
+        raise ProfkitError("--variant names one kernel's variants: capture one kernel with it")
+    if workers and cluster != "local":
+        raise ProfkitError("--workers sets the size of a --cluster local")
     parsed_shapes = tuple(parse_shape(s) for s in shapes)
-    spec = find_spec(kernel, from_file)
-    # a repeated option is measured once (and said so), never as duplicate cases
-    notes = []
-    dtypes = unique("--dtype", tuple(normalize_dtype(spec, d) for d in dtypes), str, notes)
-    variants = unique("--variant", tuple(spec.variant(v).name for v in variants), str, notes)
-    parsed_shapes = unique("--shape", parsed_shapes, format_shape, notes)
-    for note in notes:
-        click.echo(f"note: {note}", err=True)
-    dtypes = dtypes or spec.dtypes
-    variants = variants or tuple(v.name for v in spec.variants)
-    if interpret:
-        shape_set = parsed_shapes or spec.interpret_shapes
-    else:
-        shape_set = parsed_shapes or spec.shapes
+    jobs = []
+    for kernel in kernels:
+        spec = find_spec(kernel, from_file)
+        # a repeated option is measured once (and said so), never as duplicate cases
+        notes = []
+        k_dtypes = unique("--dtype", tuple(normalize_dtype(spec, d) for d in dtypes), str, notes)
+        k_variants = unique("--variant", tuple(spec.variant(v).name for v in variants), str, notes)
+        k_shapes = unique("--shape", parsed_shapes, format_shape, notes)
+        for note in notes:
+            click.echo(f"note: {note}", err=True)
+        k_dtypes = k_dtypes or spec.dtypes
+        k_variants = k_variants or tuple(v.name for v in spec.variants)
+        if interpret:
+            shape_set = k_shapes or spec.interpret_shapes
+        else:
+            shape_set = k_shapes or spec.shapes
 
-    opts = CaptureOptions(
-        dtypes=dtypes,
-        shapes=shape_set,
-        variants=variants,
-        root=Path(out) if out else default_root(),
-        interpret=interpret,
-        counters=not no_counters,
-        from_file=from_file,
-        seed=seed,
-        ncu_metrics=tuple(m for m in metrics.split(",") if m) if metrics else None,
-        ncu_set=ncu_set,
-        clock_control=clock_control,
-        ncu_timeout_s=ncu_timeout,
-        warm_l2=warm_l2,
-        source=source,
-        case_timeout_s=case_timeout,
-    )
-    path = run_capture(spec, opts)
+        opts = CaptureOptions(
+            dtypes=k_dtypes,
+            shapes=shape_set,
+            variants=k_variants,
+            root=Path(out) if out else default_root(),
+            interpret=interpret,
+            counters=not no_counters,
+            from_file=from_file,
+            seed=seed,
+            ncu_metrics=tuple(m for m in metrics.split(",") if m) if metrics else None,
+            ncu_set=ncu_set,
+            clock_control=clock_control,
+            ncu_timeout_s=ncu_timeout,
+            warm_l2=warm_l2,
+            source=source,
+            case_timeout_s=case_timeout,
+        )
+        jobs.append((spec, opts))
+    if cluster:
+        from profkit.cluster import run_cluster_capture  # Dask only under --cluster
+
+        paths = run_cluster_capture(jobs, cluster, workers)
+    else:
+        paths = [run_capture(spec, opts) for spec, opts in jobs]
     from profkit import store
 
-    run = store.load(path)
-    _print_table(run.cases, "table", SHOW_COLUMNS, SHOW_KEEP)
-    wrong = run.cases[~run.cases.correct.astype(bool)]
-    said = [f"{len(wrong)} incorrect case(s)"] if len(wrong) else []
-    if run.interpret:
-        said.append("interpret run: correctness only, untimed; read it by name")
-    click.echo(f"stored {path}" + (f" ({'; '.join(said)})" if said else ""))
-    return _correctness_status(run.cases, wrong)
+    statuses = []
+    for path in paths:
+        run = store.load(path)
+        _print_table(run.cases, "table", SHOW_COLUMNS, SHOW_KEEP)
+        wrong = run.cases[~run.cases.correct.astype(bool)]
+        said = [f"{len(wrong)} incorrect case(s)"] if len(wrong) else []
+        if run.interpret:
+            said.append("interpret run: correctness only, untimed; read it by name")
+        click.echo(f"stored {path}" + (f" ({'; '.join(said)})" if said else ""))
+        statuses.append(_correctness_status(run.cases, wrong))
+    return max(statuses)  # the worst over the kernels (exitcodes)
 
 
 def _correctness_status(cases, wrong) -> int:
@@ -650,13 +678,14 @@ def _history_run(run, ref: str, root: Path, force: bool):
     "interval excludes 1 and the gap clears the practical floor)",
 )
 @click.option("--force", is_flag=True, help=FORCE_HELP)
-def compare(run_a, run_b, fmt, profiles, fail_on, force) -> int:
+@click.option("--across-gpus", is_flag=True, help="compare cases timed on different GPU models")
+def compare(run_a, run_b, fmt, profiles, fail_on, force, across_gpus) -> int:
     """The same cases of two runs side by side; changes beyond the timing spread are flagged."""
     from profkit import compare as cmp
 
     root = runs_root(profiles, run_a, run_b)
     a, b = load_run(run_a, root, force), load_run(run_b, root, force)
-    df = cmp.compare_runs(a, b)
+    df = cmp.compare_runs(a, b, across_gpus=across_gpus)
     if not df["flag"].str.startswith("only in").eq(False).any():
         sides = [
             f"{side} ({r.run_id}) is {'an interpret run' if r.interpret else 'a run'} of "

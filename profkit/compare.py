@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from profkit import stats, terminal
+from profkit.errors import ProfkitError
 from profkit.explain import as_bool, format_value
 from profkit.store import Run
 from profkit.textsafe import md_escape
@@ -52,6 +53,10 @@ def _side(run: Run) -> pd.DataFrame:
     # every column on both sides, even where a run lacks it (timing only), so the merge below
     # always yields the _a/_b pairs and the output keeps one schema
     side = run.cases.reindex(columns=[*KEYS, "baseline", *_COMPARED]).astype({k: str for k in KEYS})
+    # each case's GPU model: its own column in a run spread over a cluster, else the run's GPU
+    gpu = run.cases.get("gpu", pd.Series(None, index=run.cases.index, dtype=object))
+    gpu = gpu.where(gpu.notna(), (run.manifest.get("fingerprint") or {}).get("gpu"))
+    side["gpu"] = gpu.where(~gpu.astype(str).str.startswith("none"))  # interpret: no GPU
     # object first: a run without a case column reads it as float NaN, which strings may not fill
     side["case"] = side["case"].astype(object).fillna(pd.Series(range(len(side))).astype(str))
     side["baseline"] = side["baseline"].map(as_bool)
@@ -60,9 +65,12 @@ def _side(run: Run) -> pd.DataFrame:
     return side
 
 
-def compare_runs(run_a: Run, run_b: Run) -> pd.DataFrame:
-    """One row per (kernel, variant, dtype, shape) in either run, A's order first."""
+def compare_runs(run_a: Run, run_b: Run, across_gpus: bool = False) -> pd.DataFrame:
+    """One row per (kernel, variant, dtype, shape) in either run, A's order first. Cases measured
+    on different GPU models are refused (ProfkitError) unless across_gpus."""
     merged = pd.merge(_side(run_a), _side(run_b), on=KEYS, how="outer", suffixes=("_a", "_b"))
+    if not across_gpus:
+        _same_gpus(merged)
     # an outer merge sorts its keys; put A's cases first in A's order, then B's new ones
     merged = merged.sort_values(["_pos_a", "_pos_b"], na_position="last", ignore_index=True)
     out = merged[KEYS].copy()
@@ -95,6 +103,19 @@ def compare_runs(run_a: Run, run_b: Run) -> pd.DataFrame:
         throttled_b=_throttled(run_b),
     )
     return out
+
+
+def _same_gpus(merged: pd.DataFrame) -> None:
+    """A case timed on one GPU model is not compared with one timed on another, unless asked."""
+    both = merged[merged["gpu_a"].notna() & merged["gpu_b"].notna()]
+    differ = both[both["gpu_a"].astype(str) != both["gpu_b"].astype(str)]
+    if not differ.empty:
+        row = differ.iloc[0]
+        raise ProfkitError(
+            f"{len(differ)} case(s) ran on different GPU models ({row['gpu_a']} in A, "
+            f"{row['gpu_b']} in B, e.g. {row['variant']} {row['dtype']} {row['shape']}): their "
+            "times do not compare; pass --across-gpus to compare them anyway"
+        )
 
 
 def _median_clock(run: Run) -> float | None:

@@ -484,7 +484,7 @@ def test_from_a_file_that_fails_to_import(tmp_path: Path) -> None:
     ("args", "words"),
     [
         (["show", "--format", "xml"], ["Invalid value for '--format'"]),
-        (["capture"], ["Missing argument 'KERNEL'"]),
+        (["capture"], ["Missing argument 'KERNEL...'"]),
         (["explain", "--format", "html"], ["Invalid value for '--format'"]),
         (["compare", OLDER], ["Missing argument 'RUN_B'"]),
     ],

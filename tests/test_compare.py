@@ -13,6 +13,7 @@ from case_columns import CASE_COLUMNS, NAN
 from rich.console import Console
 
 from profkit import compare, store
+from profkit.errors import ProfkitError
 
 
 def case(
@@ -217,7 +218,9 @@ def test_baselines_under_another_torch_may_have_changed() -> None:
 def test_terminal_table_and_gpu_warning() -> None:
     other = run_of("run-c", [case("triton", "4096x8192", 0.2)], gpu="NVIDIA A100")
     console = Console(file=io.StringIO(), width=220, record=True)
-    compare.render_terminal(compare.compare_runs(A, other), console)
+    with pytest.raises(ProfkitError, match="different GPU models .*--across-gpus"):
+        compare.compare_runs(A, other)
+    compare.render_terminal(compare.compare_runs(A, other, across_gpus=True), console)
     out = console.export_text()
     assert "different GPUs: NVIDIA H200 vs NVIDIA A100" in out
     assert "slower" in out and "only in A" in out
@@ -234,3 +237,17 @@ def test_terminal_fits_one_line_per_case_in_160_columns(table: pd.DataFrame) -> 
     # B/A 0.8: sqrt(pi/2) * (IQR / 1.349) / sqrt(100) per median, 1.96 of them on the log scale
     assert row.split()[3:8] == ["0.1", "0.08", "0.800", "[0.788,", "0.812]"]
     assert row.split()[8] == "faster"
+
+
+def test_cases_timed_on_other_gpu_models_are_not_compared_unless_asked() -> None:
+    # a run spread over a cluster: each case carries its GPU; one case ran on another model
+    mixed = run_of("run-m", [case("triton", "4096x8192", 0.2, gpu="NVIDIA A100"),
+                             case("eager", "4096x8192", 0.2, gpu="NVIDIA H200")])  # fmt: skip
+    with pytest.raises(ProfkitError, match=r"^1 case\(s\) ran on different GPU models"):
+        compare.compare_runs(A, mixed)
+    df = compare.compare_runs(A, mixed, across_gpus=True)
+    assert (
+        df.set_index("variant").loc["triton"].query("shape == '4096x8192'").flag.item() == "slower"
+    )
+    same = run_of("run-s", [case("eager", "4096x8192", 0.2, gpu="NVIDIA H200")])
+    assert len(compare.compare_runs(A, same)) == len(A.cases)

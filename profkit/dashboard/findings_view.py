@@ -19,12 +19,13 @@ COLUMNS = (  # (row key, header)
     ("variant", "variant"),
     ("dtype", "dtype"),
     ("shape", "shape"),
+    ("gpu", "GPU"),  # only for a run spread over a cluster (its cases carry their GPU)
     ("kind", "kind"),
     ("bottleneck", "bottleneck / verdict"),
     ("finding", "finding"),
     ("next_step", "next step"),
 )
-FILTERS = ("run", "kernel", "dtype", "variant")
+FILTERS = ("run", "kernel", "dtype", "variant", "gpu")
 ALL = "(all)"  # what a select shows for "no filter"; its value is the empty string
 
 
@@ -42,6 +43,7 @@ def finding_rows(run: Run, findings: Sequence[Finding]) -> list[dict[str, str]]:
                 "variant": f.variant or "",
                 "dtype": "" if case is None else str(case["dtype"]),
                 "shape": "" if case is None else str(case["shape"]),
+                "gpu": _gpu(case),
                 "kind": str(f.kind),
                 "bottleneck": str((f.verdict if f.kind == "verdict" else f.bottleneck) or ""),
                 "finding": f.text,
@@ -50,6 +52,13 @@ def finding_rows(run: Run, findings: Sequence[Finding]) -> list[dict[str, str]]:
             }
         )
     return rows
+
+
+def _gpu(case) -> str:
+    """The GPU a case ran on, where the run records one per case (capture --cluster)."""
+    if case is None or "gpu" not in case.index or not isinstance(case["gpu"], str):
+        return ""
+    return "" if case["gpu"].startswith("none") else case["gpu"]
 
 
 def _e(value: object) -> str:
@@ -74,7 +83,9 @@ def findings_table(rows: Sequence[dict[str, str]]) -> str:
     """The filters, a count, and the table; every value escaped (names are data, not markup)."""
     if not rows:
         return "<p class='note'>No findings.</p>"
-    shown = [k for k in FILTERS if k != "run" or len({r["run"] for r in rows}) > 1]
+    # the run filter where the page shows several runs; the GPU where the cases carry theirs
+    several = {"run": len({r["run"] for r in rows}) > 1, "gpu": any(r.get("gpu") for r in rows)}
+    shown = [k for k in FILTERS if several.get(k, True)]
     selects = []
     for key in shown:
         options = "".join(
@@ -85,7 +96,7 @@ def findings_table(rows: Sequence[dict[str, str]]) -> str:
             f"<label>{_e(key)} <select class='filter' data-key='{_e(key)}'>"
             f"<option value=''>{ALL}</option>{options}</select></label>"
         )
-    columns = [(k, h) for k, h in COLUMNS if k != "run" or "run" in shown]
+    columns = [(k, h) for k, h in COLUMNS if k not in several or k in shown]
     head = "".join(f"<th>{_e(h)}</th>" for _, h in columns)
     body = []
     for r in rows:
