@@ -15,6 +15,14 @@ from click.testing import CliRunner, Result  # noqa: E402
 from profkit.cli import cli  # noqa: E402
 
 
+@pytest.fixture(autouse=True)
+def stored_profiles(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI reads the stored runs (tests/data/runs and the example) as its profiles/ folder."""
+    from stored_runs import all_runs
+
+    monkeypatch.setenv("PROFKIT_PROFILES", str(all_runs()))
+
+
 def invoke(*args: object) -> Result:
     return CliRunner().invoke(cli, [str(a) for a in args])
 
@@ -318,9 +326,9 @@ def test_a_new_run_vouches_for_itself(tmp_path: Path, no_gpu: None) -> None:
 
 
 def _profiles() -> Path:
-    from stored_runs import stored_run
+    from stored_runs import all_runs
 
-    return stored_run("rmsnorm-20261201-000553-vm-ffe590").parent
+    return all_runs()
 
 
 def test_history_of_another_kernel_is_refused() -> None:  # item 7

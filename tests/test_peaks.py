@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from stored_runs import run_path
 from test_explain import COMPUTE, SM_COUNT, case, one_case, run_of
 
 from profkit import peaks, store
@@ -92,7 +93,7 @@ def test_cublas_bf16_report_is_judged_on_hmma_by_its_label(ncu_tables) -> None:
     ],
 )
 def test_stored_runs_are_judged_on_the_pipe_they_ran_on(run: str, expected: set[str]) -> None:
-    r = store.load(ROOT / "profiles" / run)
+    r = store.load(run_path(run))
     device = Device.of(r.manifest)
     kinds = set()
     for row in r.cases.to_dict("records"):
@@ -165,7 +166,7 @@ def test_explain_takes_the_int8_label() -> None:
 
 
 def test_the_dashboard_draws_the_fp8_roof_from_the_shared_table() -> None:
-    run = store.load(ROOT / "profiles" / "matmul_fp8-20261130-185510-vm-ac8f22")
+    run = store.load(run_path("matmul_fp8-20261130-185510-vm-ac8f22"))
     found, missing = roofline.roofs(run, "float8_e4m3fn")
     fp8 = next(r for r in found if r.name == "FP8 Tensor Core")
     clock = float(run.manifest["fingerprint"]["clocks_mhz"]["max_sm"])
@@ -174,7 +175,7 @@ def test_the_dashboard_draws_the_fp8_roof_from_the_shared_table() -> None:
 
 
 def test_the_dashboard_adds_the_roof_of_the_pipe_the_cases_ran_on() -> None:
-    run = store.load(ROOT / "profiles" / "suite_matmul-20261130-163624-vm-7ab7")
+    run = store.load(run_path("suite_matmul-20261130-163624-vm-7ab7"))
     names = [r.name for r in roofline.roofs(run, "float32")[0]]
     assert "INT8 Tensor Core" not in names
     cases = run.cases.copy()
