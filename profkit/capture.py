@@ -391,6 +391,40 @@ def _check_shapes(spec: KernelSpec, opts: CaptureOptions) -> None:
             )
 
 
+def run_manifest(
+    spec: KernelSpec,
+    opts: CaptureOptions,
+    timing_s: float,
+    fingerprint: dict,
+    ceilings: dict,
+    counters: dict,
+) -> dict:
+    """A run's manifest: what was asked (kernel, options, command), how it was timed, on what,
+    and its counter pass (a one-process capture and a cluster's merged run alike)."""
+    return {
+        "kernel": spec.name,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "mode": "interpret" if opts.interpret else "gpu",
+        "source": spec.source,
+        "command": " ".join(["profkit", *sys.argv[1:]]),
+        "options": {
+            "dtypes": list(opts.dtypes),
+            "shapes": [format_shape(s) for s in opts.shapes],
+            "variants": list(opts.variants),
+            "seed": opts.seed,
+            "interpret": opts.interpret,
+            "warm_l2": opts.warm_l2,
+            "case_timeout_s": opts.case_timeout_s,
+        },
+        "timing": TIMING_METHOD
+        | {"l2": "warm" if opts.warm_l2 else "flushed before each call", "wall_s": timing_s},
+        "fingerprint": fingerprint,
+        "ceilings": ceilings,
+        "counters": counters,
+        "env": {k: os.environ[k] for k in ("TRITON_INTERPRET",) if k in os.environ},
+    }
+
+
 def run_capture(spec: KernelSpec, opts: CaptureOptions, console: Console | None = None) -> Path:
     from profkit import hostenv
     from profkit.join import aggregate_cases, join
@@ -448,29 +482,9 @@ def run_capture(spec: KernelSpec, opts: CaptureOptions, console: Console | None 
             )
         joined = join(table, aggregate_cases(kernels) if kernels is not None else None)
         writer.write_table(store.CASES, joined)
-        manifest = {
-            "kernel": spec.name,
-            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "mode": "interpret" if opts.interpret else "gpu",
-            "source": spec.source,
-            "command": " ".join(["profkit", *sys.argv[1:]]),
-            "options": {
-                "dtypes": list(opts.dtypes),
-                "shapes": [format_shape(s) for s in opts.shapes],
-                "variants": list(opts.variants),
-                "seed": opts.seed,
-                "interpret": opts.interpret,
-                "warm_l2": opts.warm_l2,
-                "case_timeout_s": opts.case_timeout_s,
-            },
-            "timing": TIMING_METHOD
-            | {"l2": "warm" if opts.warm_l2 else "flushed before each call", "wall_s": timing_s},
-            "fingerprint": fingerprint,
-            "ceilings": ceilings,
-            "counters": counters,
-            **({"source_pass": source} if source is not None else {}),
-            "env": {k: os.environ[k] for k in ("TRITON_INTERPRET",) if k in os.environ},
-        }
+        manifest = run_manifest(spec, opts, timing_s, fingerprint, ceilings, counters)
+        if source is not None:
+            manifest["source_pass"] = source
         return writer.finish(manifest)
     except BaseException:
         writer.abandon()  # interrupted or failed: leave nothing that looks like a run

@@ -18,11 +18,9 @@ import os
 import pickle
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
@@ -31,7 +29,7 @@ from rich.live import Live
 from rich.table import Table
 
 from profkit import store
-from profkit.capture import TIMING_METHOD, CaptureOptions, check_names
+from profkit.capture import CaptureOptions, check_names, run_manifest
 from profkit.errors import ProfkitError
 from profkit.spec import KernelSpec, Shape, format_shape
 
@@ -551,32 +549,11 @@ def store_run(spec: KernelSpec, opts: CaptureOptions, results: list[dict], block
         gpus = sorted({str(r["place"]["gpu"]) for r in results})
         first = results[0]
         fingerprint = _fingerprint(first["place"], gpus)
-        manifest = {
-            "kernel": spec.name,
-            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "mode": "interpret" if opts.interpret else "gpu",
-            "source": spec.source,
-            "command": " ".join(["profkit", *sys.argv[1:]]),
-            "options": {
-                "dtypes": list(opts.dtypes),
-                "shapes": [format_shape(s) for s in opts.shapes],
-                "variants": list(opts.variants),
-                "seed": opts.seed,
-                "interpret": opts.interpret,
-                "warm_l2": opts.warm_l2,
-            },
-            "timing": TIMING_METHOD
-            | {
-                "l2": "warm" if opts.warm_l2 else "flushed before each call",
-                "wall_s": round(sum(r["timing_s"] for r in results), 1),
-            },
-            "fingerprint": fingerprint,
-            # one GPU model: its ceilings; several: each case carries its own (ceiling_* columns)
-            "ceilings": first["ceilings"] if len(gpus) == 1 else {},
-            "counters": counters,
-            "cluster": block,
-            "env": {k: os.environ[k] for k in ("TRITON_INTERPRET",) if k in os.environ},
-        }
+        timing_s = round(sum(r["timing_s"] for r in results), 1)
+        # one GPU model: its ceilings; several: each case carries its own (ceiling_* columns)
+        ceilings = first["ceilings"] if len(gpus) == 1 else {}
+        manifest = run_manifest(spec, opts, timing_s, fingerprint, ceilings, counters)
+        manifest["cluster"] = block
         return writer.finish(manifest)
     except BaseException:
         writer.abandon()
