@@ -127,7 +127,8 @@ def _median_clock(run: Run) -> float | None:
 
 def _throttled(run: Run) -> int:
     notes = run.cases.get("clock_note")
-    return 0 if notes is None else int(notes.fillna("").astype(str).str.len().gt(0).sum())
+    # an all-empty column reads as float64 NaN: count the non-empty notes without filling it
+    return 0 if notes is None else int(notes.map(lambda v: isinstance(v, str) and v != "").sum())
 
 
 def _interval(row: dict, run_a: Run, run_b: Run) -> stats.Comparison | None:
