@@ -139,13 +139,17 @@ def test_a_worker_killed_mid_group_still_gives_a_complete_run(tmp_path: Path, ad
     run = store.load(path)
     assert len(run.cases) == 8 and run.cases.correct.astype(bool).all()
     # the float16 group that ran first took its worker down and ran again elsewhere
+    # (every group assigned to the dying worker counts as died mid-group: with two groups
+    # queued there, both are retried; whichever ran first is a float16 one)
     retried = run.manifest["cluster"]["retried"]
-    [died] = [r for r in retried if "died mid-group" in r["why"][0]]
-    assert died["group"].startswith("fragile/float16/") and died["attempts"] == 2
-    assert died["group"] in run.manifest["cluster"]["workers"][died["kept"]]["groups"]
+    died = [r for r in retried if "died mid-group" in r["why"][0]]
+    assert any(d["group"].startswith("fragile/float16/") for d in died)
+    for d in died:
+        assert d["attempts"] >= 2
+        assert d["group"] in run.manifest["cluster"]["workers"][d["kept"]]["groups"]
     # a group whose result was in before its worker died is never measured over again
     for other in retried:
-        if other is not died:
+        if other not in died:
             assert all("first result is kept" in why for why in other["why"]), other
 
 
