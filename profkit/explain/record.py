@@ -119,10 +119,6 @@ class LaunchRecord:
             **values,
         )
 
-    def has(self, *names: str) -> bool:
-        """Were these fields (or derived quantities) measured?"""
-        return all(getattr(self, n) is not None for n in names)
-
     # --- derived quantities, each from the fields above only -----------------------------------
 
     @property
@@ -133,12 +129,6 @@ class LaunchRecord:
             return None
         ideal = self.global_ld_bytes_requested / SECTOR_BYTES
         return self.global_ld_sectors / ideal if ideal else None
-
-    @property
-    def sectors_per_request(self) -> float | None:
-        if self.global_ld_sectors is None or not self.global_ld_requests:
-            return None
-        return self.global_ld_sectors / self.global_ld_requests
 
     @property
     def local_bytes(self) -> float | None:
