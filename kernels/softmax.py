@@ -50,12 +50,9 @@ def _softmax_rows_kernel(
     rows = tl.arange(0, ROWS)
     cols = tl.arange(0, BLOCK_N)
     mask = ((first + rows) < n_rows)[:, None] & (cols < n_cols)[None, :]
-    x = tl.load(
-        x_base + rows[:, None] * stride_x + cols[None, :],
-        mask=mask,
-        other=-float("inf"),
-        eviction_policy="evict_first",
-    )
+    # no cache hint: evict_first here cost 4-7% at 4096x16384 and 16384x8192 against the same
+    # launch without it (kernels/NOTES.md, softmax session 9)
+    x = tl.load(x_base + rows[:, None] * stride_x + cols[None, :], mask=mask, other=-float("inf"))
     # masked lanes are -inf: exp gives 0 and they drop out of the sum; a fully masked row (past
     # n_rows) gives NaN there, but it is never stored
     x = x.to(tl.float32)
@@ -176,13 +173,12 @@ def _rowsplit(
 @dataclass(frozen=True)
 class Rows:
     """Whole rows in registers (_softmax_rows_kernel); None fields are derived from the shape.
-    block_n: the row rounded up to a power of two (x read once). rows: rows per program, packed
-    so a program moves ~16 KB (RMSNorm's rule: at 1024 columns one row is 2-4 KB, and a
-    program's fixed cost, two reductions and their barriers, would dominate). warps: ~16 values
-    per thread (elements / 512, 4..16), as RMSNorm's kernel measured."""
+    block_n: the row rounded up to a power of two (x read once). rows: rows per program (packing
+    two 4096-column 16-bit rows into one 16-warp program lost to one row at 8 warps, session 9).
+    warps: ~16 values per thread (elements / 512, 4..16), as RMSNorm's kernel measured."""
 
     block_n: int | None = None
-    rows: int | None = None
+    rows: int = 1
     warps: int | None = None
 
 
@@ -205,7 +201,9 @@ CONFIG = {
     # <= 2048 columns (4096x1024): one row per 64-thread program; 94-98% of a same-size copy in
     # 16-bit against the old 8-row programs' 88-94%
     "short": Rows(rows=1, warps=2),
-    "mid": Rows(),  # <= 8192 columns
+    # <= 8192 columns: one row per program (4096 columns in 16-bit: 8 warps, 17.4-17.5 us against
+    # 2 rows x 16 warps' 18.2-18.4; session 9 against Liger)
+    "mid": Rows(),
     "wide": Rows(rows=1, warps=32),  # 16384 columns: 16 per thread, 32 registers
     # up to 32768 columns with >= 528 rows: the row in registers at 32 warps beat every loop
     # (68-84% of copy at 1024x32768 against 62-71% for loop 8192)
@@ -241,13 +239,8 @@ def launch_config(n_rows: int, n_cols: int, itemsize: int) -> Rows | RowSplit:
     cfg = CONFIG[shape_class(n_rows, n_cols)]
     if isinstance(cfg, Rows):
         block = cfg.block_n or triton.next_power_of_2(n_cols)
-        rows = cfg.rows
-        if rows is None:
-            rows = 1
-            while block * rows * itemsize < 16384 and n_rows >= rows * 2 * PROGRAMS_TARGET:
-                rows *= 2
-        warps = cfg.warps or min(16, max(4, block * rows // 512))
-        return Rows(block, rows, warps)
+        warps = cfg.warps or min(16, max(4, block * cfg.rows // 512))
+        return Rows(block, cfg.rows, warps)
     # the smallest power of two of chunks covering the row
     splits = cfg.splits or triton.next_power_of_2(triton.cdiv(n_cols, cfg.block))
     # 32 values per thread in 16-bit, 64 in fp32: the best of 16/32/64 in each (session 5)

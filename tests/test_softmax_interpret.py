@@ -94,6 +94,12 @@ def test_wide_rows_take_32_warps_of_16_values():
     assert LAB.launch_config(4096, 16384, 2) == LAB.Rows(16384, 1, 32)
 
 
+def test_mid_rows_take_one_row_per_program_at_16_values_per_thread():
+    # 4096 columns in 16-bit: one row at 8 warps beat two rows at 16 (session 9, against Liger)
+    assert LAB.launch_config(4096, 4096, 2) == LAB.Rows(4096, 1, 8)
+    assert LAB.launch_config(16384, 8192, 4) == LAB.Rows(8192, 1, 16)
+
+
 def test_long_rows_hold_32_values_per_thread_in_16_bit_and_64_in_fp32():
     # 8192-element rowsplit programs: 8 warps in 16-bit, 4 in fp32 (session 5's probe)
     assert LAB.launch_config(1024, 32768, 2) == LAB.RowSplit(8192, 4, 8)
