@@ -148,6 +148,11 @@ BANK_CONFLICT_SHARE = 0.33
 # The dominant warp stall names the next step when it holds at least this share of the summed
 # stall reasons (not_selected excluded: a warp not selected had an eligible peer). profkit choice.
 DOMINANT_STALL_SHARE = 0.3
+# A faster sibling that moves the same bytes "shares" a case's dominant stall when its share of
+# that stall is at least the case's less this many points: the stall then does not explain the
+# gap (softmax fp16 16384x8192 against Liger, session 9: long scoreboard 39% of stalls in both,
+# same launch and bytes; the gap was a load cache hint). profkit choice.
+STALL_SHARED_POINTS = 5.0
 # An arithmetic intensity (model FLOPs per model byte) at or above this marks a matrix product:
 # only then is "move it onto the Tensor Cores" advice. Elementwise ops and reductions do about 1-4
 # FLOP/B (RMSNorm: 0.75 at fp16); a 4096^3 bf16 GEMM about 1365. profkit choice: 32.
@@ -178,8 +183,9 @@ NO_EFFECT_TIME_PCT = 2.0
 
 # --- Siblings: the other variants of the same case (same dtype and shape) ------------------------
 # A sibling that moves the same bytes (or does the same FLOPs) faster is compared with the case on
-# launch facts; an integer launch parameter (block size, grid, registers per thread) differing by
-# at least this factor either way is named as a difference (occupancies use OCCUPANCY_GAP_PCT).
+# launch and traffic facts; an integer launch parameter (block size, grid, registers per thread)
+# or the DRAM bytes differing by at least this factor either way is named as a difference
+# (occupancies use OCCUPANCY_GAP_PCT).
 # profkit choice: 1.25, the same margin as EXTRA_READS_RATIO.
 SIBLING_LAUNCH_RATIO = 1.25
 # Two cases' model FLOPs (or model bytes) within this relative tolerance are "the same work": the

@@ -15,6 +15,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DATA_RUNS = ROOT / "tests" / "data" / "runs"
 EXAMPLES = ROOT / "profkit" / "examples"
+# runs with a peer library's variants (Liger-Kernel), kept apart so all_runs() stays the lab's
+PEERS = ROOT / "tests" / "data" / "peers"
 
 # the two schema-1 RMSNorm runs (v1 and v2, 2026-11-30 01:41 and 01:49 UTC) that the CLI and
 # dashboard tests were written against
@@ -26,10 +28,10 @@ EXAMPLE = "rmsnorm-20261201-000553-vm-ffe590"
 
 def run_path(run_id: str) -> Path:
     """A stored run's folder by its id (tests/data/runs/ or the shipped example)."""
-    for folder in (DATA_RUNS, EXAMPLES):
+    for folder in (DATA_RUNS, EXAMPLES, PEERS):
         if (folder / run_id).is_dir():
             return folder / run_id
-    raise FileNotFoundError(f"no stored run {run_id} under {DATA_RUNS} or {EXAMPLES}")
+    raise FileNotFoundError(f"no stored run {run_id} under {DATA_RUNS}, {EXAMPLES} or {PEERS}")
 
 
 def all_runs() -> Path:

@@ -22,6 +22,7 @@ from profkit.explain.library import ELEMENTWISE, GEMM, LIBRARY
 from profkit.explain.model import Action, Bottleneck, Cause, Reason, Step, Unit
 from profkit.explain.record import LaunchRecord
 from profkit.explain.roofs import compute_roof, memory_roof, tensor_pct
+from profkit.explain.siblings import sibling_step
 
 
 def classify(memory_pct: float, sm_pct: float) -> Bottleneck:
@@ -211,17 +212,18 @@ def _pipe_said(outcomes: list[Outcome], kernel: KernelKind, ev: Evidence) -> Sai
     return _said(outcomes, Cause.TENSOR_BUSY, kernel, ev)
 
 
-def headroom_us(kind: Bottleneck | None, ev: Mapping, ms: float | None) -> float | None:
-    """Device time a case (of `ms` device time) could save by reaching the roof it is judged
-    against: the same-size copy (else the large one) for a stream, the pipe's roof at its clock
-    for compute. None where the case has no timing or no roof."""
-    if kind == Bottleneck.COMPUTE:
-        share = ev.get("pct_of_pipe_roof_pct")
-    else:
-        share = ev.get("pct_of_same_size_copy_pct", ev.get("pct_of_copy_pct"))
-    if not ms or share is None:
+def headroom_us(ev: Mapping, ms: float | None) -> float | None:
+    """Device time a case (of `ms` device time) could save by reaching its roof. A case has two
+    floors, its bytes at the same-size copy's rate (else the large copy's) and its work at the
+    pipe's peak at its clock: it can gain at most the distance to the higher one, whatever ncu's
+    SOL calls its bound (softmax fp16 4096x4096, "compute-bound" on a 38%-busy LSU pipe at 95% of
+    a same-size copy, has 1 us to gain, not 17). None where the case has no timing or no roof."""
+    copy = ev.get("pct_of_same_size_copy_pct", ev.get("pct_of_copy_pct"))
+    pipe = ev.get("pct_of_pipe_roof_pct")
+    shares = [s for s in (copy, pipe) if s is not None]
+    if not ms or not shares:
         return None
-    return max(0.0, ms * 1e3 * (1 - min(share, 100.0) / 100))
+    return max(0.0, ms * 1e3 * (1 - min(max(shares), 100.0) / 100))
 
 
 def sibling_gap_us(ctx: Context, ms: float | None) -> float | None:
@@ -240,7 +242,7 @@ def worth_taking(
     """Each tuning step states the gain it can bring (to the roof, or to a faster sibling);
     where that gain is under the practical floor the step is withheld, and the case says that
     only fewer bytes help."""
-    gains = [g for g in (headroom_us(kind, ev, ms), sibling_gap_us(ctx, ms)) if g is not None]
+    gains = [g for g in (headroom_us(ev, ms), sibling_gap_us(ctx, ms)) if g is not None]
     if not gains or not ms:
         return steps, []
     gain = max(gains)
@@ -304,6 +306,17 @@ def _why_short(m: Mapping, ctx: Context, ev: Evidence) -> list[Said | None]:
     """A stream short of the copy roof: the dominant stall where captured, else the launch shape,
     else more bytes in flight per thread."""
     stall = stalls.dominant_stall(m, ctx, ev)
+    found = ctx.siblings.faster_same_bytes() if ctx.siblings else None
+    if stall and found and _stall_shared(m, found[0], stall[0].detail["stall"]):
+        # the sibling that moves the same bytes faster waits as much on the same stall: that
+        # stall does not explain the gap to it; what differs between the two does
+        sibling = found[0]
+        share = stalls.stall_share(sibling, stall[0].detail["stall"])
+        ev.put("sibling_stall_share_pct", share * 100)
+        more, step = sibling_step(m, found, ev, "bytes")
+        detail = {**stall[0].detail, "shared_with": str(sibling.get("variant"))}
+        return [(Reason(Cause.STALL, [*stall[0].keys, "sibling_stall_share_pct", *more], detail),
+                 [step])]  # fmt: skip
     if stall:
         return [stall]
     causes = [c for c in shape.shape_causes(m, ctx, ev) if c[0].cause != Cause.LAUNCH_OVERHEAD]
@@ -321,6 +334,16 @@ def _why_short(m: Mapping, ctx: Context, ev: Evidence) -> list[Said | None]:
     if not stalls.has_stalls(m):
         steps.append(Step(Action.PROFILE_STALLS, []))
     return [(Reason(Cause.NO_CAUSE_SEEN, keys, {"short_of_roof": True}), steps)]
+
+
+def _stall_shared(m: Mapping, sibling: Mapping, reason: str) -> bool:
+    """The sibling's share of stalls on `reason` is at least this case's, less a few points."""
+    mine, theirs = stalls.stall_share(m, reason), stalls.stall_share(sibling, reason)
+    return (
+        mine is not None
+        and theirs is not None
+        and theirs * 100 >= mine * 100 - th.STALL_SHARED_POINTS
+    )
 
 
 def _nothing_seen(m: Mapping) -> Said:

@@ -398,12 +398,20 @@ def reason_text(r: Reason, ev: Mapping) -> str:
         return say("At {ncu_duration_ms} the kernel lasts about as long as a launch costs.", ev)
     if c == Cause.STALL:
         stall = str(d.get("stall", ""))
-        return say(
+        text = say(
             "Warps stall mostly on {what}: {" + f"stall_{stall}_pct" + "} of active "
             "warps' cycles, {stall_share_pct} of all stalls.",
             ev,
             what=_STALL_WORDS.get(stall, stall),
         )
+        if d.get("shared_with"):
+            text += say(
+                " So do {sibling}'s ({sibling_stall_share_pct} of its stalls), and it is faster: "
+                "this stall does not explain the gap.",
+                ev,
+                sibling=d["shared_with"],
+            )
+        return text
     if c == Cause.NO_CAUSE_SEEN:
         if d.get("short_of_roof") and _has(ev, "theoretical_occupancy_pct"):
             return say(
@@ -720,6 +728,13 @@ def _sibling_step(d: Mapping) -> str:
     ]
     if differs:
         text += " (its " + ", ".join(differs) + ")"
+    elif d.get("compared"):
+        # nothing in the collected launch facts or traffic differs: say so, and where to look
+        text += (
+            f" (same {', '.join(_FACT_WORDS.get(k, k) for k in d['compared'])}: the difference "
+            "is in the code, not in these counters; compare the two kernels' SASS, e.g. "
+            "load and store cache hints and instruction order)"
+        )
     return text
 
 
@@ -729,6 +744,7 @@ _FACT_WORDS = {
     "registers_per_thread": "registers per thread",
     "block_size": "block size",
     "grid_size": "grid",
+    "dram_bytes": "DRAM bytes",
 }
 
 

@@ -18,13 +18,14 @@ from profkit import thresholds as th
 from profkit.explain.evidence import Evidence, num, timed
 from profkit.explain.model import Action, Step
 
-# launch facts compared with a sibling: (column, is an occupancy)
+# launch and traffic facts compared with a sibling: (column, is an occupancy)
 _FACTS = (
     ("achieved_occupancy_pct", True),
     ("theoretical_occupancy_pct", True),
     ("registers_per_thread", False),
     ("block_size", False),
     ("grid_size", False),
+    ("dram_bytes", False),
 )
 MAX_DIFFERENCES = 3
 
@@ -122,8 +123,15 @@ def sibling_step(
         "outcome": c.outcome,
         "same": same,
         "differs": differs,
+        # the facts held by both and found alike: with no difference, the gap is in the code
+        "compared": [] if differs else facts_in_common(row, other),
     }
     return keys, Step(Action.MATCH_SIBLING, keys, detail)
+
+
+def facts_in_common(row: Mapping, other: Mapping) -> list[str]:
+    """The launch and traffic facts both rows hold."""
+    return [c for c, _ in _FACTS if num(row, c) is not None and num(other, c) is not None]
 
 
 def differences(row: Mapping, other: Mapping) -> list[dict]:

@@ -65,6 +65,13 @@ def dominant_stall(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
     return Reason(Cause.STALL, keys, detail), [Step(STEPS[reason], keys, detail)]
 
 
+def stall_share(m: Mapping, reason: str) -> float | None:
+    """`reason`'s share of all stall cycles in a row (0..1), None where stalls were not captured."""
+    stalls = {r: v for r, v in stall_columns(m).items() if r != "not_selected"}
+    total = sum(stalls.values())
+    return stalls[reason] / total if reason in stalls and total > 0 else None
+
+
 def stall_facts(m: Mapping, ev: Evidence) -> None:
     """Every stall reason captured, recorded for the detail view (no decision)."""
     for reason, value in stall_columns(m).items():
