@@ -1,8 +1,9 @@
 """RMSNorm: y = x / sqrt(mean(x^2) + eps) * w, row-wise over the last dimension.
 
-The lab's fused Triton kernel against three baselines: the classic unfused eager PyTorch code
-(upcast, pow, mean, rsqrt, multiply, weight, cast back), torch.nn.functional.rms_norm, and
-torch.compile of the eager code. Minimum traffic: read x and w once, write y once.
+The lab's fused Triton kernel against four baselines: the classic unfused eager PyTorch code
+(upcast, pow, mean, rsqrt, multiply, weight, cast back), torch.nn.functional.rms_norm,
+torch.compile of the eager code, and Liger-Kernel's RMSNorm (the optional extra [peers]).
+Minimum traffic: read x and w once, write y once.
 """
 
 from __future__ import annotations
@@ -222,6 +223,21 @@ def _compiled() -> callable:
     return compile_per_shape(rmsnorm_eager)
 
 
+def _liger() -> callable:
+    """Liger-Kernel's RMSNorm with the eager code's semantics: casting mode "llama" (rstd in fp32,
+    the normalized row cast back before the weight), no weight offset. Imported when first used,
+    once per capture (the variant's prepare): Liger is an optional extra."""
+    from liger_kernel.ops import LigerRMSNormFunction
+
+    return lambda inputs: LigerRMSNormFunction.apply(
+        inputs["x"], inputs["w"], EPS, 0.0, "llama", False
+    )
+
+
+def rmsnorm_liger(inputs: dict) -> torch.Tensor:
+    return _liger()(inputs)
+
+
 def make_inputs(shape, dtype: str, device: str, generator: torch.Generator) -> dict:
     dt = getattr(torch, dtype)
     x = torch.randn(shape, generator=generator, device=device, dtype=torch.float32).to(dt)
@@ -253,6 +269,15 @@ SPEC = KernelSpec(
             baseline=True,
             prepare=_compiled,
             description="torch.compile of the eager code",
+        ),
+        Variant(
+            "liger",
+            rmsnorm_liger,
+            baseline=True,
+            prepare=_liger,
+            requires=("liger_kernel",),
+            interpretable=False,  # its scalar eps.to(...) fails in the interpreter
+            description="Liger-Kernel's LigerRMSNormFunction (extra [peers])",
         ),
         Variant(
             "triton_v2",

@@ -1,8 +1,9 @@
 """Row softmax over the last dimension: y = exp(x - max(x)) / sum(exp(x - max(x))).
 
-The lab's Triton kernel (one variant; CONFIG picks a design per shape class) against three
+The lab's Triton kernel (one variant; CONFIG picks a design per shape class) against four
 baselines: the unfused eager code (max, subtract, exp, sum, divide: each its own kernel),
-torch.softmax, and torch.compile of the eager code. The two designs CONFIG ships:
+torch.softmax, torch.compile of the eager code, and Liger-Kernel's softmax (the optional extra
+[peers]). The two designs CONFIG ships:
 - Rows, rows up to 16384 elements: a program holds whole rows in registers, reads x once,
   writes y once.
 - RowSplit, longer rows: each row over S adjacent programs that hold their chunk in registers,
@@ -289,6 +290,18 @@ def _compiled() -> callable:
     return compile_per_shape(softmax_eager)
 
 
+def _liger() -> callable:
+    """Liger-Kernel's softmax over the last dimension (its output in x's dtype, as torch's).
+    Imported when first used, once per capture (the variant's prepare): an optional extra."""
+    from liger_kernel.ops import LigerSoftmaxFunction
+
+    return lambda inputs: LigerSoftmaxFunction.apply(inputs["x"])
+
+
+def softmax_liger(inputs: dict) -> torch.Tensor:
+    return _liger()(inputs)
+
+
 def make_inputs(shape, dtype: str, device: str, generator: torch.Generator) -> dict:
     # logits of spread 2: rows are neither flat nor one-hot
     dt = getattr(torch, dtype)
@@ -335,6 +348,14 @@ SPEC = KernelSpec(
             baseline=True,
             prepare=_compiled,
             description="torch.compile of the eager code",
+        ),
+        Variant(
+            "liger",
+            softmax_liger,
+            baseline=True,
+            prepare=_liger,
+            requires=("liger_kernel",),
+            description="Liger-Kernel's LigerSoftmaxFunction (extra [peers])",
         ),
     ),
     make_inputs=make_inputs,

@@ -8,6 +8,7 @@ reason in its manifest; any other failure leaves no run at all.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -16,7 +17,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -81,6 +82,31 @@ class CaptureOptions:
     # index of the first case in the whole sweep: a case group run apart (profkit.cluster) checks
     # each case with the same seed as the whole sweep in one process would
     case_offset: int = 0
+    # variants left out of the sweep (runnable_variants), with why: the manifest keeps them
+    skipped: dict[str, str] = field(default_factory=dict)
+
+
+def runnable_variants(
+    spec: KernelSpec, names: tuple[str, ...], interpret: bool
+) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The variants among names that can run here, and why each other one is skipped: a module
+    it requires is missing (an optional extra, e.g. Liger-Kernel), or it cannot run under
+    Triton's interpreter. None left is an input error."""
+    kept, skipped = [], {}
+    for name in names:
+        variant = spec.variant(name)
+        missing = [m for m in variant.requires if importlib.util.find_spec(m) is None]
+        if missing:
+            where = f" ({variant.description})" if variant.description else ""
+            skipped[name] = f"needs {', '.join(missing)}, not installed here{where}"
+        elif interpret and not variant.interpretable:
+            skipped[name] = "its kernels do not run under Triton's interpreter"
+        else:
+            kept.append(name)
+    if not kept:
+        why = "; ".join(f"{n}: {r}" for n, r in skipped.items())
+        raise ProfkitError(f"{spec.name}: no variant can run here ({why})")
+    return tuple(kept), skipped
 
 
 def cases(opts: CaptureOptions) -> list[tuple[str, str, Shape]]:
@@ -421,6 +447,7 @@ def run_manifest(
         "fingerprint": fingerprint,
         "ceilings": ceilings,
         "counters": counters,
+        "skipped_variants": opts.skipped,
         "env": {k: os.environ[k] for k in ("TRITON_INTERPRET",) if k in os.environ},
     }
 

@@ -257,7 +257,7 @@ def capture(
         )
     if source and cluster:
         raise click.UsageError("--source runs in one process only: drop --cluster")
-    from profkit.capture import CaptureOptions, run_capture, unique
+    from profkit.capture import CaptureOptions, run_capture, runnable_variants, unique
     from profkit.spec import find_spec, format_shape, normalize_dtype, parse_shape
     from profkit.store import default_root
 
@@ -281,6 +281,9 @@ def capture(
             click.echo(f"note: {note}", err=True)
         k_dtypes = k_dtypes or spec.dtypes
         k_variants = k_variants or tuple(v.name for v in spec.variants)
+        k_variants, skipped = runnable_variants(spec, k_variants, interpret)
+        for name, why in skipped.items():
+            click.echo(f"note: {spec.name} variant {name} skipped: {why}", err=True)
         if interpret:
             shape_set = k_shapes or spec.interpret_shapes
         else:
@@ -302,6 +305,7 @@ def capture(
             warm_l2=warm_l2,
             source=source,
             case_timeout_s=case_timeout,
+            skipped=skipped,
         )
         jobs.append((spec, opts))
     if cluster:

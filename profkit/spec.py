@@ -60,6 +60,11 @@ class Variant:
     description: str = ""
     # a factory run once per process before first use (e.g. torch.compile); returns the callable
     prepare: Callable[[], Callable[[dict[str, Any]], Any]] | None = None
+    # modules the variant imports (an optional extra's, e.g. liger_kernel): where one is missing,
+    # capture skips the variant with a note instead of failing its cases
+    requires: tuple[str, ...] = ()
+    # False where its kernels cannot run under Triton's interpreter: capture --interpret skips it
+    interpretable: bool = True
 
 
 @dataclass(frozen=True)

@@ -124,7 +124,7 @@ def test_list_shows_variants_dtypes_and_shapes() -> None:
     out = ok(invoke("list")).stdout
     rmsnorm = list_blocks(out)["rmsnorm"]
     # only baselines starred
-    variants = "triton, eager*, native*, compile*, triton_v2, triton_v3  (* = baseline)"
+    variants = "triton, eager*, native*, compile*, liger*, triton_v2, triton_v3  (* = baseline)"
     assert rmsnorm["variants"] == variants
     assert rmsnorm["dtypes"] == "float16, bfloat16, float32"
     shapes = re.findall(r"\b\d+x\d+\b", rmsnorm["shapes"])

@@ -67,7 +67,7 @@ def test_lab_is_not_importable_as_kernels():
 
 def test_rmsnorm_spec_declares_the_sweep_and_model():
     spec = find_spec("rmsnorm")
-    assert {v.name for v in spec.variants if v.baseline} == {"eager", "native", "compile"}
+    assert {v.name for v in spec.variants if v.baseline} == {"eager", "native", "compile", "liger"}
     # triton: the current version (v4); triton_v2 and triton_v3 kept beside it
     names = [v.name for v in spec.variants if not v.baseline]
     assert names == ["triton", "triton_v2", "triton_v3"]
