@@ -27,18 +27,26 @@ def _cuda_only(inputs: dict) -> torch.Tensor:
     raise RuntimeError("a CUDA kernel: prepare() compiles it on a GPU")
 
 
-# --- bank conflicts: a transpose through a 32x32 tile read by columns, and a 32x33 tile --------
+# --- bank conflicts: a transpose through a 64x64 tile read by columns, and a 64x65 tile --------
 
+# 16 loads in flight per thread (64x64 tile, 32x8 threads): the first capture's 32x32 tile had 4,
+# too few bytes in flight to stream (its padded twin ran at 53% of DRAM, latency-bound)
 _TRANSPOSE = r"""
 extern "C" __global__ void zoo_transpose_COLS(const float* x, float* y, int n) {
-    __shared__ float tile[32][COLS];
-    int bx = blockIdx.x * 32, by = blockIdx.y * 32;
-    for (int r = threadIdx.y; r < 32; r += blockDim.y)      // coalesced row-wise read into smem
-        tile[r][threadIdx.x] = x[(long long)(by + r) * n + bx + threadIdx.x];
+    __shared__ float tile[64][COLS];
+    int bx = blockIdx.x * 64, by = blockIdx.y * 64, tx = threadIdx.x, ty = threadIdx.y;
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {            // coalesced row-wise reads into shared memory
+        int r = ty + 8 * (i % 8), c = tx + 32 * (i / 8);
+        tile[r][c] = x[(long long)(by + r) * n + bx + c];
+    }
     __syncthreads();
-    for (int r = threadIdx.y; r < 32; r += blockDim.y)      // column-wise out of smem: with 32
-        y[(long long)(bx + r) * n + by + threadIdx.x] = tile[threadIdx.x][r];  // columns a warp's
-}                                                           // 32 lanes share one bank; 33 spread
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {            // column-wise out of shared memory: with 64 columns
+        int r = ty + 8 * (i % 8), c = tx + 32 * (i / 8);  // a warp's 32 lanes share one bank;
+        y[(long long)(bx + r) * n + by + c] = tile[c][r];  // 65 spread them over all 32
+    }
+}
 """
 
 
@@ -50,7 +58,7 @@ def _transpose(cols: int):
         def run(inputs: dict) -> torch.Tensor:
             x, y = inputs["x"], inputs["out"]
             n = x.shape[0]
-            kernel(grid=(n // 32, n // 32, 1), block=(32, 8, 1), args=[x, y, n])
+            kernel(grid=(n // 64, n // 64, 1), block=(32, 8, 1), args=[x, y, n])
             return y
 
         return run
@@ -66,10 +74,10 @@ def square_inputs(shape, dtype, device, gen) -> dict:
 
 ZOO_BANK = KernelSpec(
     name="zoo_bank",
-    description="zoo: a shared-memory transpose, 32x32 tile (32-way conflicts) and 32x33",
+    description="zoo: a shared-memory transpose, 64x64 tile (32-way conflicts) and 64x65",
     variants=(
-        Variant("conflicted", _cuda_only, prepare=_transpose(32), description="32x32 tile"),
-        Variant("padded", _cuda_only, prepare=_transpose(33), description="32x33 tile"),
+        Variant("conflicted", _cuda_only, prepare=_transpose(64), description="64x64 tile"),
+        Variant("padded", _cuda_only, prepare=_transpose(65), description="64x65 tile"),
     ),
     make_inputs=square_inputs,
     reference=lambda i: i["x"].double().t(),
@@ -84,21 +92,20 @@ ZOO_BANK = KernelSpec(
 
 # --- branch divergence: per-lane loop trip counts from the data --------------------------------
 
+# 8 dependent FMAs per step: the loop's own instructions stay a small share of the issue slots
+_STEPS = tuple(range(1, 9))
 _TRIPS = r"""
 extern "C" __global__ void zoo_trips_ORDERED(const float* x, const int* count,
                                              const int* order, float* y, int n) {
     int j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= n) return;
-    int i = ORDERED ? order[j] : j;   // sorted: a warp's lanes get elements of equal count
-    float v = x[i];
-    int c = count[i];                 // 0..255 at random: a warp runs its slowest lane's count
-    for (int k = 0; k < c; ++k) {     // with the others masked off
-        v = v * 0.999f + 0.001f;
-        v = v * 0.998f + 0.002f;
-        v = v * 0.997f + 0.003f;
-        v = v * 0.996f + 0.004f;
-    }
-    y[i] = v;
+    float v = x[j];                   // sorted: x and count arrive sorted by count, longest first,
+    int c = count[j];                 // so a warp's lanes agree (and the longest blocks go first)
+    for (int k = 0; k < c; ++k) {     // 0..255 at random: a warp runs its slowest lane's count
+"""
+_TRIPS += "".join(f"        v = v * {1 - k / 1000:.3f}f + {k / 1000:.3f}f;\n" for k in _STEPS)
+_TRIPS += r"""    }
+    y[ORDERED ? order[j] : j] = v;    // sorted: the result goes back to its element's place
 }
 """
 
@@ -107,14 +114,15 @@ def _trips(sorted_order: bool):
     def prepare():
         ordered = int(sorted_order)
         kernel = _compiled(_TRIPS.replace("ORDERED", str(ordered)), f"zoo_trips_{ordered}")
+        x_key, count_key = ("x_sorted", "count_sorted") if sorted_order else ("x", "count")
 
         def run(inputs: dict) -> torch.Tensor:
-            x, y = inputs["x"], inputs["out"]
+            x, y = inputs[x_key], inputs["out"]
             n = x.numel()
             kernel(
                 grid=((n + 255) // 256, 1, 1),
                 block=(256, 1, 1),
-                args=[x, inputs["count"], inputs["order"], y, n],
+                args=[x, inputs[count_key], inputs["order"], y, n],
             )
             return y
 
@@ -127,8 +135,17 @@ def trips_inputs(shape, dtype, device, gen) -> dict:
     (n,) = shape
     x = torch.randn(n, generator=gen, device=device).to(getattr(torch, dtype))
     count = torch.randint(0, 256, (n,), generator=gen, device=device, dtype=torch.int32)
-    order = torch.argsort(count, stable=True).to(torch.int32)  # outside the timed call
-    return {"x": x, "count": count, "order": order, "out": torch.empty_like(x)}
+    # the sorted twin's layout, made outside the timed call: the first capture's twin read x and
+    # count through the order (a gather: 5.6x the ideal sectors, latency-bound), not the point
+    order = torch.argsort(count, descending=True, stable=True)
+    return {
+        "x": x,
+        "count": count,
+        "order": order.to(torch.int32),
+        "x_sorted": x[order],
+        "count_sorted": count[order],
+        "out": torch.empty_like(x),
+    }
 
 
 def _f32(v: float) -> float:
@@ -137,7 +154,7 @@ def _f32(v: float) -> float:
 
 def trips_reference(inputs: dict) -> torch.Tensor:
     v, c = inputs["x"].double(), inputs["count"]
-    steps = [(_f32(1 - k / 1000), _f32(k / 1000)) for k in (1, 2, 3, 4)]
+    steps = [(_f32(1 - k / 1000), _f32(k / 1000)) for k in _STEPS]
     for k in range(int(c.max()) + 1 if c.numel() else 0):
         w = v
         for a, b in steps:
@@ -156,11 +173,11 @@ ZOO_DIVERGENCE = KernelSpec(
     make_inputs=trips_inputs,
     reference=trips_reference,
     dtypes=("float32",),
-    # 2^22 elements x 128 steps on average x 4 FMA: ~65 us if lanes agreed; divergent warps run
+    # 2^22 elements x 128 steps on average x 8 FMA: ~145 us if lanes agree; divergent warps run
     # their slowest lane's count (~250): about twice that
     shapes=((1 << 22,),),
     tolerances={"float32": (1e-5, 1e-5)},
     bytes_moved=lambda s, size: 2 * s[0] * size + 4 * s[0],  # x, y, counts (the order: twin's)
-    flops=lambda s: 2 * 4 * 128 * s[0],  # the average count's FMAs
+    flops=lambda s: 2 * len(_STEPS) * 128 * s[0],  # the average count's FMAs
     interpret_shapes=((1000,),),
 )

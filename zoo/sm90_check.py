@@ -6,7 +6,7 @@ GEMM issues IMMA/wgmma, the hash stays on 32-bit ALU ops, the XU chain is MUFU.
 
     TRITON_INTERPRET= PYTHONPATH=. python3 zoo/sm90_check.py
 
-Triton kernels through bench/sm90_compile.py's compile_sm90; the CUDA ones through nvcc (-cubin,
+Triton kernels through tools/sm90_compile.py's compile_sm90; the CUDA ones through nvcc (-cubin,
 sm_90), where nvcc is installed.
 """
 
@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.sm90_compile import TOOLS, compile_sm90, usage  # noqa: E402
+from tools.sm90_compile import TOOLS, compile_sm90, usage  # noqa: E402
 
 REGS_PER_SM, THREADS_PER_SM, BLOCKS_PER_SM = 65536, 2048, 32
 
@@ -100,7 +100,7 @@ def triton_jobs():
     for dt, acc, bk in (("bf16", "*bf16", 64), ("i8", "*i32", 128)):
         yield f"zoo_gemm {dt}", t._gemm_kernel, sig(("A", f"*{dt}"), ("BT", f"*{dt}"),
             ("C", acc), ("M", I32), ("N", I32), ("K", I32)), {"BM": 128, "BN": 256, "BK": bk,
-            "GROUP_M": 8, "WIDEN": False}, 8, 3  # fmt: skip
+            "GROUP_M": 8, "PROGRAMS": 132, "WIDEN": False}, 8, 3  # fmt: skip
     yield "zoo_tail", s._tile_fma_kernel, sig(("X", P32), ("Y", P32), ("iters", I32)), {
         "TILE": 32768}, 32, 3  # fmt: skip
     yield "zoo_small_grid", s._row_sum_kernel, sig(("X", P32), ("Y", P32), ("n_cols", I32)), {
@@ -120,8 +120,8 @@ def cuda_jobs():
         return
     cuda = _module("cuda")
     sources = [
-        ("zoo_bank conflicted", cuda._TRANSPOSE.replace("COLS", "32"), 8),
-        ("zoo_bank padded", cuda._TRANSPOSE.replace("COLS", "33"), 8),
+        ("zoo_bank conflicted", cuda._TRANSPOSE.replace("COLS", "64"), 8),
+        ("zoo_bank padded", cuda._TRANSPOSE.replace("COLS", "65"), 8),
         ("zoo_divergence divergent", cuda._TRIPS.replace("ORDERED", "0"), 8),
         ("zoo_divergence sorted", cuda._TRIPS.replace("ORDERED", "1"), 8),
     ]
