@@ -25,6 +25,8 @@ SHOW_COLUMNS = {
     "dtype": "dtype",
     "shape": "shape",
     "gpu": "GPU",  # a run spread over a cluster: the GPU each case ran on
+    "time_share_pct": "share %",  # a profile run's kernel groups (profkit profile)
+    "launches": "launches",
     "correct": "correct",
     "device_p50_ms": "p50 ms",
     "device_p95_ms": "p95 ms",
@@ -42,6 +44,7 @@ SHOW_COLUMNS = {
 # on a narrow terminal, the columns kept longest (the kernel is in the title line already)
 SHOW_KEEP = (
     "variant",
+    "time_share_pct",
     "dtype",
     "shape",
     "correct",

@@ -146,19 +146,23 @@ def passes(log_text: str) -> int:
 def match(
     selection: Selection, kernels: pd.DataFrame, table: pd.DataFrame
 ) -> tuple[pd.DataFrame, str]:
-    """The profiled launches that belong to a chosen group, with that group's identity, and how
-    they were matched ("launch order", or "name and grid" when the order differed)."""
+    """The chosen launches among those profiled (the window holds others), with their group's
+    identity, and how they were matched ("launch order", or "name and grid" when the order
+    differed)."""
     expected = selection.sequence.iloc[selection.skip : selection.skip + len(kernels)]
     got = kernels["kernel_name"].astype(str).to_numpy()
     want = [short_name(n, 10**6) for n in expected["name"]]
     if len(want) == len(got) and all(a == b for a, b in zip(got, want, strict=True)):
-        cases = list(expected["case"].where(expected["case"].isin(selection.cases)))
+        chosen = expected["order"].isin(selection.chosen["order"])
+        out = kernels[chosen.to_numpy()].assign(case=expected["case"][chosen].to_numpy())
         how = "launch order"
     else:
-        cases = _by_name_and_grid(selection, kernels)
+        out = kernels.assign(case=_by_name_and_grid(selection, kernels))
+        out = out[out["case"].notna()]
+        per = int(selection.chosen.groupby("case").size().max())
+        out = out.groupby("case", sort=False).head(per)  # as many as were chosen, the first
         how = "name and grid (the launch order under ncu differed from the timing pass)"
-    out = kernels.assign(case=cases)
-    out = out[out["case"].notna()].copy()
+    out = out.copy()
     ident = table.set_index("case")[["kernel", "variant", "dtype", "shape"]]
     for col in ident.columns:
         out[col] = out["case"].map(ident[col])

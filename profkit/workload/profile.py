@@ -79,6 +79,11 @@ def _profile(program: Program, opts: ProfileOptions, writer: store.RunWriter, co
     export = timing_pass.read_export(export_path)
     status = int(export.get("exit_status", status))
     acts, ranges = timing_pass.frames(export)
+    if status != 0 and not (acts["kind"] == "kernel").any():
+        raise ProfkitError(
+            f"the program exited with status {status} and launched no CUDA kernel: nothing to "
+            f"store{_tail_text(tail)}"
+        )
     region = timing_pass.measure_region(
         acts, ranges, step_range=opts.step_range, steps=opts.steps, group_by=opts.group_by
     )
@@ -191,9 +196,10 @@ def _counters(program, opts, writer, console, acts, region, table):
         return block, None
     try:
         tables = read_report(result.report_path, result.metrics)
-    except ProfkitError as exc:
-        block.update(status="timing_only", problem="report_unreadable", reason=str(exc))
-        console.print(f"[yellow]timing only:[/] {exc}")
+    except ProfkitError as exc:  # named as the run will hold it, not by the temp folder's path
+        reason = str(exc).replace(str(result.report_path), store.REPORT)
+        block.update(status="timing_only", problem="report_unreadable", reason=reason)
+        console.print(f"[yellow]timing only:[/] {reason}")
         return block, None
     block["kernels_profiled"] = len(tables.kernels)
     if tables.metrics_na:

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from profkit.errors import ProfkitError
-from profkit.explain.library import short_name
+from profkit.explain.library import LIBRARY, family, short_name
 from profkit.workload.trace import FORMAT, KERNEL_COLUMNS, RANGE_COLUMNS, RANGE_SEP, VERSION
 
 GROUP_BY = ("range", "op")
@@ -224,7 +224,8 @@ def groups(region: Region, workload: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     table["step_share_pct"] = 100 * table["total_ms"] / region.span_ms
     per_step = region.steps_measured or 1
     table["launches_per_step"] = table["launches"] / per_step
-    table["baseline"] = False
+    # library code (cuBLAS, ATen...) is not the user's to tune, as a capture's baselines are not
+    table["baseline"] = [family(n) in LIBRARY for n in table["kernel_name"]]
     table["correct"] = True
     table["device_reps"] = table["launches"]
     table["device_method"] = METHOD
