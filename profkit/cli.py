@@ -25,6 +25,8 @@ SHOW_COLUMNS = {
     "dtype": "dtype",
     "shape": "shape",
     "gpu": "GPU",  # a run spread over a cluster: the GPU each case ran on
+    "time_share_pct": "share %",  # a profile run's kernel groups (profkit profile)
+    "launches": "launches",
     "correct": "correct",
     "device_p50_ms": "p50 ms",
     "device_p95_ms": "p95 ms",
@@ -42,6 +44,7 @@ SHOW_COLUMNS = {
 # on a narrow terminal, the columns kept longest (the kernel is in the title line already)
 SHOW_KEEP = (
     "variant",
+    "time_share_pct",
     "dtype",
     "shape",
     "correct",
@@ -327,6 +330,113 @@ def capture(
         click.echo(f"stored {path}" + (f" ({'; '.join(said)})" if said else ""))
         statuses.append(_correctness_status(run.cases, wrong))
     return max(statuses)  # the worst over the kernels (exitcodes)
+
+
+@cli.command(
+    epilog=exitcodes.HELP,
+    context_settings={"allow_interspersed_args": False},
+)
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- COMMAND...")
+@click.option(
+    "--top",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="kernel groups the counter pass profiles, by device time",
+)
+@click.option("--kernel-regex", default=None, help="only kernels whose name matches (Python regex)")
+@click.option(
+    "--range",
+    "range_name",
+    default=None,
+    help="only kernels inside this range (a user NVTX/record_function range or op)",
+)
+@click.option(
+    "--launch-skip",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="launches of each group skipped before the profiled one (as ncu's)",
+)
+@click.option(
+    "--launch-count",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="launches of each group profiled (as ncu's)",
+)
+@click.option(
+    "--steps",
+    type=click.IntRange(min=1),
+    default=None,
+    help="measure the last K steps (the earlier ones are warm-up); needs --step-range",
+)
+@click.option("--step-range", default=None, help="the NVTX range that marks one step")
+@click.option(
+    "--group-by",
+    type=click.Choice(["range", "op"]),
+    default="range",
+    show_default=True,
+    help="group kernels by their innermost user range, or by PyTorch op "
+    "(the ranges emit_nvtx would emit)",
+)
+@click.option("--no-counters", is_flag=True, help="timing pass only: skip ncu")
+@click.option(
+    "--ncu-timeout",
+    type=float,
+    default=1800.0,
+    show_default=True,
+    callback=_positive_seconds,
+    help="seconds before the ncu run is stopped",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="store the run here (default: profiles/)",
+)
+def profile(command, top, kernel_regex, range_name, launch_skip, launch_count, steps, step_range,
+            group_by, no_counters, ncu_timeout, out) -> int:  # fmt: skip
+    """Profile your own program: kernels ranked by device time, then counters on the top ones.
+
+    profkit profile [OPTIONS] -- python train.py ARGS (arguments after -- pass through untouched)
+    """
+    import re
+
+    from profkit.store import default_root
+    from profkit.workload.profile import ProfileOptions, run_profile, top_lines
+    from profkit.workload.program import parse_program
+
+    if steps is not None and step_range is None:
+        raise click.UsageError("--steps needs --step-range NAME (the range that marks a step)")
+    if kernel_regex is not None:
+        try:
+            re.compile(kernel_regex)
+        except re.error as exc:
+            bad = f"--kernel-regex {kernel_regex!r} is not a regex: {exc}"
+            raise click.UsageError(bad) from None
+    program = parse_program(command)
+    opts = ProfileOptions(
+        root=Path(out) if out else default_root(),
+        top=top,
+        kernel_regex=kernel_regex,
+        range_name=range_name,
+        launch_skip=launch_skip,
+        launch_count=launch_count,
+        steps=steps,
+        step_range=step_range,
+        group_by=group_by,
+        counters=not no_counters,
+        ncu_timeout_s=ncu_timeout,
+    )
+    outcome = run_profile(program, opts)
+    from profkit import store
+
+    run = store.load(outcome.path)
+    for line in top_lines(run.cases, top):
+        click.echo(line)
+    click.echo(f"stored {outcome.path}")
+    return exitcodes.OK if outcome.exit_status == 0 else exitcodes.ERROR
 
 
 def _correctness_status(cases, wrong) -> int:

@@ -345,6 +345,9 @@ def _run_logged(
         except subprocess.TimeoutExpired:
             timed_out = True
             _kill_group(proc)
+        except BaseException:  # Ctrl-C: its own session gets no SIGINT from the terminal
+            _kill_group(proc)
+            raise
         wall_s = time.monotonic() - start
         log.flush()
         log.seek(0)

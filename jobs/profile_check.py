@@ -1,0 +1,126 @@
+"""The goals of issue 24 on a stored `profkit profile` run, on the H200 (jobs/profile.toml).
+
+    python3 jobs/profile_check.py RUN_DIR --plain-s SECONDS --out CHECK.json
+
+- timing pass at most 3x the program's own run time (SECONDS: the program run alone, wall);
+- agreement: each top group's share of device time within 5 points of the share ncu's own
+  durations give it: ncu (gpu__time_duration.sum only) on every kernel launched in the run's
+  measured region, the launches matched to the timing pass's by launch order;
+- the counter pass's cost, as the run recorded it.
+Prints one PASS/FAIL line per goal and writes the figures to CHECK.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from profkit import ncu, store
+from profkit.explain.library import short_name
+from profkit.report import read_report
+from profkit.workload import profile, timing_pass
+from profkit.workload.program import child_environ, parse_program
+
+GOAL_TIMING_X = 3.0
+GOAL_SHARE_POINTS = 5.0
+
+
+def ncu_shares(run: store.Run, timeout_s: float) -> tuple[pd.DataFrame, dict]:
+    """Per group: ncu's total duration and share over the measured region's launches."""
+    export = timing_pass.read_export(run.path / profile.EXPORT)
+    acts, ranges = timing_pass.frames(export)
+    opts = run.manifest["options"]
+    region = timing_pass.measure_region(
+        acts, ranges, step_range=opts["step_range"], steps=opts["steps"], group_by=opts["group_by"]
+    )
+    timing_pass.groups(region, run.manifest["kernel"])
+    seq = acts[acts["kind"] == "kernel"].sort_values("order").reset_index(drop=True)
+    seq["case"] = seq["order"].map(region.launches.set_index("order")["case"])
+    inside = seq.index[seq["case"].notna()]
+    skip, count = int(inside.min()), int(inside.max() - inside.min() + 1)
+    program = parse_program(run.manifest["program"]["argv"])
+    with tempfile.TemporaryDirectory(prefix="profkit-check-") as tmp:
+        with child_environ():
+            result = ncu.run_counter_pass(
+                program.child_argv(None),
+                Path(tmp) / "durations",
+                timeout_s=timeout_s,
+                log_path=Path(tmp) / "ncu.log",
+                metrics=["gpu__time_duration.sum"],
+                sections=[],
+                nvtx_include=None,
+                extra_args=["--launch-skip", str(skip), "--launch-count", str(count)],
+            )
+        if not result.ok:
+            raise SystemExit(f"ncu failed: {result.message}")
+        kernels = read_report(result.report_path).kernels
+    expected = seq.iloc[skip : skip + len(kernels)].reset_index(drop=True)
+    names = zip(kernels["kernel_name"], expected["name"], strict=False)
+    same = [a == short_name(b, 10**6) for a, b in names]
+    expected["ncu_ms"] = kernels["ncu_duration_ms"].to_numpy()
+    mine = expected[expected["case"].notna()]
+    total = mine["ncu_ms"].sum()
+    by = mine.groupby("case")["ncu_ms"].sum()
+    info = {
+        "launch_skip": skip,
+        "launch_count": count,
+        "profiled": len(kernels),
+        "names_agree": int(sum(same)),
+        "ncu_wall_s": round(result.wall_s, 1),
+    }
+    return pd.DataFrame({"ncu_ms": by, "ncu_share_pct": 100 * by / total}), info
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("run", type=Path)
+    p.add_argument("--plain-s", type=float, required=True, help="the program's own wall time")
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--top", type=int, default=10)
+    p.add_argument("--ncu-timeout", type=float, default=240)
+    args = p.parse_args()
+    run = store.load(args.run)
+    out: dict = {"run": run.run_id, "plain_s": args.plain_s}
+    ok = True
+    timing_s = run.manifest["timing"]["wall_s"]
+    ratio = timing_s / args.plain_s
+    out["timing"] = {"timing_pass_s": timing_s, "ratio": round(ratio, 2)}
+    good = ratio <= GOAL_TIMING_X
+    ok &= good
+    print(f"{'PASS' if good else 'FAIL'} timing pass {timing_s:.1f} s = {ratio:.2f}x the "
+          f"program's own {args.plain_s:.1f} s (goal <= {GOAL_TIMING_X:g}x)")  # fmt: skip
+    shares, info = ncu_shares(run, args.ncu_timeout)
+    top = run.cases.sort_values("rank").head(args.top).set_index("case")
+    both = top[["variant", "time_share_pct"]].join(shares, how="left")
+    both["diff_points"] = both["time_share_pct"] - both["ncu_share_pct"]
+    worst = float(both["diff_points"].abs().max())
+    good = bool(both["ncu_share_pct"].notna().all()) and worst <= GOAL_SHARE_POINTS
+    ok &= good
+    out["agreement"] = {**info, "max_diff_points": round(worst, 2), "groups": [
+        {k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()}
+        for r in both.reset_index().to_dict("records")
+    ]}  # fmt: skip
+    print(f"{'PASS' if good else 'FAIL'} time shares within {worst:.2f} points of ncu's "
+          f"durations over the top {len(both)} groups (goal <= {GOAL_SHARE_POINTS:g}; "
+          f"{info['names_agree']} of {info['profiled']} launch names agree)")  # fmt: skip
+    for r in both.itertuples():
+        print(f"  {r.time_share_pct:6.2f}% vs ncu {r.ncu_share_pct:6.2f}%  {r.variant}")
+    counters = run.manifest["counters"]
+    keys = ("status", "wall_s", "kernels_profiled", "passes", "groups")
+    out["counter_pass"] = {k: counters.get(k) for k in keys}
+    good = counters.get("status") == "ok"
+    ok &= good
+    print(f"{'PASS' if good else 'FAIL'} counter pass {counters.get('status')}: "
+          f"{counters.get('kernels_profiled')} launches, {counters.get('passes')} passes, "
+          f"{counters.get('wall_s')} s")  # fmt: skip
+    args.out.write_text(json.dumps(out, indent=2) + "\n")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,186 @@
+"""Run a user's Python program inside this process, under torch.profiler, and export its GPU
+activity (profkit.workload.trace's format) to one gzipped JSON file.
+
+    python -m profkit.workload.child --export OUT.json.gz -- SCRIPT.py ARGS
+    python -m profkit.workload.child --no-profile -- -m MODULE ARGS   # as the counter pass does
+
+The program runs as `python SCRIPT.py ARGS` would (sys.argv, sys.path[0], __main__). NVTX ranges
+(torch.cuda.nvtx, and the nvtx package's when it is installed) also open record_function ranges
+here, so that the timing pass sees them as torch.profiler sees its own. The export is written even
+when the program fails (its exit status is in it, for the parent to report); this process then
+exits with the program's status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import runpy
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from pathlib import Path
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m profkit.workload.child")
+    mode = p.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--export", type=Path, help="write the timing export here (.json.gz)")
+    mode.add_argument("--no-profile", action="store_true", help="run the program plainly")
+    p.add_argument("program", nargs=argparse.REMAINDER, help="-- SCRIPT ARGS, or -- -m MODULE ARGS")
+    args = p.parse_args(argv)
+    from profkit.workload import trace  # noqa: F401  (loaded before the path is handed back)
+    from profkit.workload.program import restore_env
+
+    restore_env()
+    program = args.program[1:] if args.program[:1] == ["--"] else args.program
+    if not program:
+        p.error("no program given")
+    if args.no_profile:
+        return _run(program)[0]
+    return profile(program, args.export)
+
+
+def profile(program: list[str], export: Path) -> int:
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from profkit.workload.trace import export_from_trace
+
+    activities = [ProfilerActivity.CPU]
+    if torch.cuda.is_available():
+        activities.append(ProfilerActivity.CUDA)
+    _nvtx_opens_ranges()
+    with profile(activities=activities, record_shapes=True) as prof:
+        status, wall_s = _run(program)
+    fd, name = tempfile.mkstemp(prefix="profkit-trace-", suffix=".json")
+    os.close(fd)
+    try:
+        prof.export_chrome_trace(name)
+        trace = json.loads(Path(name).read_text())
+    finally:
+        os.unlink(name)
+    meta = {
+        "program": program,
+        "exit_status": status,
+        "wall_s": round(wall_s, 6),
+        "cuda": torch.cuda.is_available(),
+        "torch": torch.__version__,
+    }
+    data = export_from_trace(trace, meta)
+    tmp = export.with_name(export.name + ".part")
+    with gzip.open(tmp, "wt") as f:
+        json.dump(data, f)
+    os.replace(tmp, export)
+    return status
+
+
+def _run(program: list[str]) -> tuple[int, float]:
+    """(exit status, wall seconds) of the program run as `python PROGRAM` would run it."""
+    module = program[0] == "-m"
+    target = program[1] if module else program[0]
+    sys.argv = [target, *program[(2 if module else 1) :]]
+    if not module:
+        sys.path[0] = str(Path(target).resolve().parent)
+    start = time.perf_counter()
+    try:
+        if module:
+            runpy.run_module(target, run_name="__main__", alter_sys=True)
+        else:
+            runpy.run_path(target, run_name="__main__")
+        status = 0
+    except SystemExit as exc:
+        status = _exit_status(exc.code)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # the program's own failure: reported as Python would report it
+        traceback.print_exc()
+        status = 1
+    if "torch" in sys.modules:
+        import torch
+
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            torch.cuda.synchronize()  # its kernels belong to its run time, not after it
+    return status, time.perf_counter() - start
+
+
+def _exit_status(code: object) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)  # sys.exit("message") prints it and exits 1
+    return 1
+
+
+def _nvtx_opens_ranges() -> None:
+    """Make NVTX push/pop ranges open record_function ranges too (per thread, as NVTX's are)."""
+    import torch
+    from torch.autograd.profiler import record_function
+
+    stacks = threading.local()
+
+    def opened(name: str) -> None:
+        rf = record_function(str(name))
+        rf.__enter__()
+        stacks.__dict__.setdefault("open", []).append(rf)
+
+    def closed() -> None:
+        found = getattr(stacks, "open", None)
+        if found:
+            found.pop().__exit__(None, None, None)
+
+    nvtx = torch.cuda.nvtx
+    push, pop = nvtx.range_push, nvtx.range_pop
+
+    def range_push(msg):
+        depth = push(msg)  # first: where NVTX fails (a CPU build), no range opens either
+        opened(msg)
+        return depth
+
+    def range_pop():
+        closed()
+        return pop()
+
+    nvtx.range_push, nvtx.range_pop = range_push, range_pop
+    try:
+        import nvtx as nvtx_pkg  # NVIDIA's package: optional
+    except ImportError:
+        return
+    pkg_push, pkg_pop = nvtx_pkg.push_range, nvtx_pkg.pop_range
+
+    def push_range(message=None, *args, **kwargs):
+        pushed = pkg_push(message, *args, **kwargs)
+        opened(message or "")
+        return pushed
+
+    def pop_range(*args, **kwargs):
+        closed()
+        return pkg_pop(*args, **kwargs)
+
+    nvtx_pkg.push_range, nvtx_pkg.pop_range = push_range, pop_range
+    annotate = nvtx_pkg.annotate
+
+    class Annotate(annotate):  # nvtx.annotate, as a context manager
+        def __init__(self, message=None, *args, **kwargs):
+            super().__init__(message, *args, **kwargs)
+            self._profkit_name = message or "annotate"
+
+        def __enter__(self):
+            entered = super().__enter__()
+            opened(self._profkit_name)
+            return entered
+
+        def __exit__(self, *exc):
+            closed()
+            return super().__exit__(*exc)
+
+    nvtx_pkg.annotate = Annotate
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,262 @@
+"""`profkit profile -- COMMAND...`: the timing pass, the counter pass, the join, the stored run.
+
+The run is stored like a capture's (cases.csv one row per kernel group, samples.csv.gz one sample
+per launch, kernels.csv and rules.csv from ncu), with manifest "kind": "profile", so show,
+explain, compare and dashboard read it. The program's failure keeps what was measured, marked in
+the manifest ("program.exit_status"); any other failure, and Ctrl-C, leave no run.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+from rich.console import Console
+
+from profkit import ncu, store
+from profkit.errors import ProfkitError
+from profkit.workload import counter_pass, timing_pass
+from profkit.workload.program import Program, child_env
+
+KIND = "profile"
+EXPORT = "timing.json.gz"  # the child's export, kept in the run: every figure traces back to it
+STDERR_TAIL_LINES = 20
+
+
+@dataclass
+class ProfileOptions:
+    root: Path
+    top: int = 10
+    kernel_regex: str | None = None
+    range_name: str | None = None
+    launch_skip: int = 0
+    launch_count: int = 1
+    steps: int | None = None
+    step_range: str | None = None
+    group_by: str = "range"
+    counters: bool = True
+    ncu_timeout_s: float = 1800.0
+
+
+@dataclass
+class Outcome:
+    path: Path
+    exit_status: int  # the program's, in the timing pass
+
+
+def run_profile(program: Program, opts: ProfileOptions, console: Console | None = None) -> Outcome:
+    console = console or Console(stderr=True)
+    try:
+        writer = store.RunWriter(opts.root, program.name)
+    except OSError as exc:
+        raise ProfkitError(f"cannot store a run under {opts.root}: {exc}") from exc
+    try:
+        return _profile(program, opts, writer, console)
+    except BaseException:
+        writer.abandon()  # failed or interrupted: leave nothing that looks like a run
+        raise
+
+
+def _profile(program: Program, opts: ProfileOptions, writer: store.RunWriter, console) -> Outcome:
+    from profkit import hostenv
+    from profkit.join import aggregate_cases, join
+
+    export_path = writer.path(EXPORT)
+    console.print(f"timing pass: {' '.join(program.argv)} under torch.profiler ...")
+    status, wall_s, tail = run_child(program.child_argv(export_path))
+    if not export_path.is_file():
+        raise ProfkitError(
+            f"the program exited with status {status} before the timing pass could export "
+            f"anything{_tail_text(tail)}"
+        )
+    export = timing_pass.read_export(export_path)
+    status = int(export.get("exit_status", status))
+    acts, ranges = timing_pass.frames(export)
+    if status != 0 and not (acts["kind"] == "kernel").any():
+        raise ProfkitError(
+            f"the program exited with status {status} and launched no CUDA kernel: nothing to "
+            f"store{_tail_text(tail)}"
+        )
+    region = timing_pass.measure_region(
+        acts, ranges, step_range=opts.step_range, steps=opts.steps, group_by=opts.group_by
+    )
+    table, samples = timing_pass.groups(region, program.name)
+    for note in region.notes:
+        console.print(f"[yellow]note:[/] {note}")
+    _say_region(console, region, opts)
+    counters: dict = {"status": "skipped", "reason": "--no-counters: timing only"}
+    kernels = None
+    if opts.counters and status != 0:
+        counters = {"status": "skipped", "reason": f"the program exited with status {status}"}
+    elif opts.counters:
+        counters, kernels = _counters(program, opts, writer, console, acts, region, table)
+    joined = join(table, aggregate_cases(kernels) if kernels is not None else None)
+    writer.write_table(store.CASES, joined)
+    writer.write_samples(samples)
+    manifest = {
+        "kind": KIND,
+        "kernel": program.name,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "mode": "gpu",
+        "command": " ".join(["profkit", *sys.argv[1:]]),
+        "program": {
+            "argv": list(program.argv),
+            "exit_status": status,
+            "stderr_tail": tail if status != 0 else [],
+            "wall_s": export.get("wall_s"),
+        },
+        "options": {
+            "top": opts.top,
+            "kernel_regex": opts.kernel_regex,
+            "range": opts.range_name,
+            "launch_skip": opts.launch_skip,
+            "launch_count": opts.launch_count,
+            "steps": opts.steps,
+            "step_range": opts.step_range,
+            "group_by": opts.group_by,
+        },
+        "timing": {"method": timing_pass.METHOD, "wall_s": round(wall_s, 3)},
+        "region": region.to_manifest(),
+        "fingerprint": hostenv.fingerprint(),
+        "ceilings": {},
+        "counters": counters,
+    }
+    path = writer.finish(manifest)
+    if status != 0:
+        console.print(
+            f"[red]the program exited with status {status}[/]: what was measured is kept in "
+            f"{path.name}, marked{_tail_text(tail)}"
+        )
+    return Outcome(path, status)
+
+
+def _say_region(console: Console, region: timing_pass.Region, opts: ProfileOptions) -> None:
+    if opts.step_range is None:
+        where = "the whole program (one region: no --step-range)"
+    else:
+        where = (
+            f"{region.steps_measured} step(s) of {opts.step_range!r} "
+            f"({region.steps_skipped} warm-up step(s) of {region.steps_seen} left out)"
+        )
+    console.print(
+        f"timing pass: {len(region.launches)} kernel launches over {where}: "
+        f"{region.kernel_ms:.3f} ms of kernels in a {region.span_ms:.3f} ms GPU span, "
+        f"GPU idle {region.host_gap_pct:.1f}% of it"
+    )
+
+
+def _counters(program, opts, writer, console, acts, region, table):
+    from profkit.report import read_report
+
+    selection, notes = counter_pass.select(
+        acts,
+        region,
+        table,
+        top=opts.top,
+        kernel_regex=opts.kernel_regex,
+        range_name=opts.range_name,
+        launch_skip=opts.launch_skip,
+        launch_count=opts.launch_count,
+    )
+    for note in notes:
+        console.print(f"[yellow]note:[/] {note}")
+    console.print(
+        f"counter pass: ncu on the top {len(selection.cases)} kernel group(s), launches "
+        f"{selection.skip}..{selection.skip + selection.count - 1} of those named ..."
+    )
+    with console.status("ncu is profiling ..."):
+        result = counter_pass.run(
+            selection, program.child_argv(None), writer, timeout_s=opts.ncu_timeout_s
+        )
+    block = result.to_manifest()
+    log = result.log_path.read_text(errors="replace") if result.log_path else ""
+    block.update(
+        groups=list(selection.cases),
+        launch_skip=selection.skip,
+        launch_count=selection.count,
+        kernel_names=list(selection.names),
+        passes=counter_pass.passes(log),
+        notes=notes,
+    )
+    if result.problem == "no_kernels":
+        block["reason"] = (
+            "ncu profiled no kernel: the program, run again, launched none of the chosen "
+            "kernels in the window the timing pass saw"
+        )
+        block["fix"] = "Fix: check that the program launches the same kernels on every run"
+    if not result.ok:
+        console.print(f"[yellow]timing only:[/] {block['reason']}\n{block.get('fix') or ''}")
+        return block, None
+    try:
+        tables = read_report(result.report_path, result.metrics)
+    except ProfkitError as exc:  # named as the run will hold it, not by the temp folder's path
+        reason = str(exc).replace(str(result.report_path), store.REPORT)
+        block.update(status="timing_only", problem="report_unreadable", reason=reason)
+        console.print(f"[yellow]timing only:[/] {reason}")
+        return block, None
+    block["kernels_profiled"] = len(tables.kernels)
+    if tables.metrics_na:
+        block["metrics_na"] = list(tables.metrics_na)
+    matched, how = counter_pass.match(selection, tables.kernels, table)
+    block["matched_by"] = how
+    writer.write_table(store.KERNELS, matched)
+    if tables.rules is not None and not tables.rules.empty:
+        kept = tables.rules[tables.rules["launch"].isin(set(matched["launch"]))]
+        kept = kept.assign(case=kept["launch"].map(matched.set_index("launch")["case"]))
+        writer.write_table(store.RULES, kept)
+    console.print(
+        f"counter pass: {len(tables.kernels)} launches profiled ({block['passes']} passes) in "
+        f"{result.wall_s:.1f} s; {len(matched)} belong to the chosen groups (matched by {how})"
+    )
+    return block, matched
+
+
+def run_child(argv: list[str]) -> tuple[int, float, list[str]]:
+    """Run the child in its own process group, its stdout to ours and its stderr echoed to ours
+    (the last lines kept); Ctrl-C stops the whole group. -> (exit status, wall s, stderr tail)."""
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        argv,
+        stdout=None,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        env={**child_env(), "PYTHONUNBUFFERED": "1"},
+    )
+    tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
+
+    def echo() -> None:
+        for raw in proc.stderr:  # type: ignore[union-attr]
+            line = raw.decode(errors="replace")
+            sys.stderr.write(line)
+            tail.append(line.rstrip("\n"))
+
+    reader = threading.Thread(target=echo, daemon=True)
+    reader.start()
+    try:
+        proc.wait()
+    except BaseException:
+        ncu._kill_group(proc)
+        raise
+    reader.join(5)
+    return proc.returncode, time.monotonic() - start, list(tail)
+
+
+def _tail_text(tail: list[str]) -> str:
+    return f"; its stderr ends: {' | '.join(tail[-5:])}" if tail else ""
+
+
+def top_lines(cases: pd.DataFrame, n: int = 10) -> list[str]:
+    """The ranked groups, one line each, for the console after a profile."""
+    out = []
+    for r in cases.sort_values("rank").head(n).itertuples():
+        mean_us = r.device_mean_ms * 1e3
+        out.append(f"{r.time_share_pct:5.1f}%  {r.launches:5d} x {mean_us:9.2f} us  {r.variant}")
+    return out
