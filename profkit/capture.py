@@ -467,6 +467,8 @@ def run_capture(spec: KernelSpec, opts: CaptureOptions, console: Console | None 
                 "correctness through Triton's interpreter on the CPU)"
             )
     _check_shapes(spec, opts)
+    for name, why in opts.skipped.items():  # said once the sweep is known to be valid
+        console.print(f"note: {spec.name} variant {name} skipped: {why}", markup=False)
     try:
         writer = store.RunWriter(opts.root, spec.name)
     except OSError as exc:

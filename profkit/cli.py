@@ -285,8 +285,6 @@ def capture(
         k_dtypes = k_dtypes or spec.dtypes
         k_variants = k_variants or tuple(v.name for v in spec.variants)
         k_variants, skipped = runnable_variants(spec, k_variants, interpret)
-        for name, why in skipped.items():
-            click.echo(f"note: {spec.name} variant {name} skipped: {why}", err=True)
         if interpret:
             shape_set = k_shapes or spec.interpret_shapes
         else:
@@ -314,6 +312,9 @@ def capture(
     if cluster:
         from profkit.cluster import run_cluster_capture  # Dask only under --cluster
 
+        for spec, opts in jobs:  # one process says these in run_capture, after its checks
+            for name, why in opts.skipped.items():
+                click.echo(f"note: {spec.name} variant {name} skipped: {why}", err=True)
         paths = run_cluster_capture(jobs, cluster, workers)
     else:
         paths = [run_capture(spec, opts) for spec, opts in jobs]

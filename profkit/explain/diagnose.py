@@ -107,8 +107,9 @@ def diagnose(m: Mapping, ctx: Context) -> Diagnosis | None:
             coalescing,
             memory.bank_conflicts(m, ctx, ev),
             memory.cache_bound(m, ctx, ev),
-            _said(outcomes, Cause.L2_REUSE, kernel, ev),
+            # where the DRAM level stands first: re-reads served by the caches are a fact beside it
             memory.dram_level(m, ctx, ev, chain=chain),
+            _said(outcomes, Cause.L2_REUSE, kernel, ev),
             memory.data_in_l2(m, ctx, ev),
         ]
         if any(s and s[0].cause == Cause.AT_ROOF for s in found):

@@ -50,6 +50,7 @@ _FORMATS: tuple[tuple[str, Callable[[float], str]], ...] = (
     ("bytes", _bytes),
     ("bytes_read", _bytes),
     ("bytes_write", _bytes),
+    ("bytes_requested", _bytes),
     ("_gbps", lambda v: f"{v:.0f} GB/s"),
     ("_tflops", lambda v: f"{sig(v)} TFLOP/s"),
     ("_mhz", lambda v: f"{v:.0f} MHz"),

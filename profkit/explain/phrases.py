@@ -236,9 +236,10 @@ def reason_text(r: Reason, ev: Mapping) -> str:
             ev,
         )
     if c == Cause.L2_REUSE:
+        hits = " ({l2_hit_pct} L2 hits)" if _has(ev, "l2_hit_pct") else ""
         return say(
-            "It re-reads a working set that L2 serves: {global_sector_bytes} of global traffic "
-            "for the model's {bytes}, at {l2_hit_pct} L2 hits ({dram_bytes_read} from DRAM).",
+            "Its loads ask for {global_ld_bytes_requested}, {asked_over_dram_x} the "
+            "{dram_bytes_read} DRAM delivers: the rest is re-read from the caches" + hits + ".",
             ev,
         )
     if c == Cause.ISSUE_BOUND:
