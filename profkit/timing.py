@@ -54,12 +54,23 @@ def check(
             torch.cuda.synchronize()
     except Exception as exc:  # a crashing variant is recorded, not fatal to the sweep
         return Check(False, None, None, _one_line(exc))
-    if not isinstance(out, torch.Tensor):
-        return Check(False, None, None, f"the variant returned {type(out).__name__}, not a tensor")
     try:
         ref = spec.reference(inputs)
     except Exception as exc:
         return Check(False, None, None, f"the reference raised {_one_line(exc)}")
+    # several outputs (e.g. a fused residual add's sum and its norm) come as a tuple, the
+    # reference's likewise, and are checked together, in order
+    if isinstance(out, tuple) or isinstance(ref, tuple):
+        outs, refs = (t if isinstance(t, tuple) else (t,) for t in (out, ref))
+        if len(outs) != len(refs):
+            return Check(False, None, None, f"{len(outs)} output(s), the reference has {len(refs)}")
+        for o, r in zip(outs, refs, strict=True):
+            if not isinstance(o, torch.Tensor) or o.shape != r.shape:
+                what = tuple(o.shape) if isinstance(o, torch.Tensor) else type(o).__name__
+                return Check(False, None, None, f"output {what} != reference {tuple(r.shape)}")
+        out, ref = (torch.cat([t.reshape(-1) for t in ts]) for ts in (outs, refs))
+    if not isinstance(out, torch.Tensor):
+        return Check(False, None, None, f"the variant returned {type(out).__name__}, not a tensor")
     got = out.double()
     if got.shape != ref.shape:
         return Check(False, None, None, f"shape {tuple(got.shape)} != reference {tuple(ref.shape)}")

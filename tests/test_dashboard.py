@@ -134,6 +134,7 @@ def test_one_copy_of_plotlyjs_and_every_view_drawn_once() -> None:
     ids = NEWPLOT.findall(text)
     assert ids == [
         "run0-plot-speedup",
+        "run0-plot-best-peer",  # three baselines: the lab against the fastest at each case
         "run0-plot-roofline",
         "run0-plot-launches",  # no host-cost plot: this schema-1 run has no host_us
         "run0-plot-latency",

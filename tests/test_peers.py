@@ -12,11 +12,14 @@ import pytest
 
 os.environ["TRITON_INTERPRET"] = "1"  # before triton is first imported (see test_cli.py)
 
+import pandas as pd  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
 
 from profkit.capture import runnable_variants  # noqa: E402
 from profkit.cli import cli  # noqa: E402
 from profkit.errors import ProfkitError  # noqa: E402
+from profkit.explain import Action, explain_launches  # noqa: E402
+from profkit.explain import library as lib  # noqa: E402
 from profkit.spec import KernelSpec, Variant, find_spec  # noqa: E402
 from profkit.timing import check  # noqa: E402
 
@@ -127,3 +130,49 @@ def test_liger_softmax_matches_float64_reference(dtype: str) -> None:
     for shape in spec.interpret_shapes:
         result = check(spec, spec.variant("liger").fn, shape, dtype, "cpu", seed=3)
         assert result.correct, result.error
+
+
+# --- Liger's kernels in explain ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "_rms_norm_forward_kernel",
+        "_block_rms_norm_forward_kernel",
+        "_fused_add_rms_norm_forward_kernel",
+        "_softmax_single_block_forward_kernel",
+        "_softmax_multi_block_forward_kernel",
+        "_swiglu_forward_kernel",
+    ],
+)
+def test_liger_kernels_are_library_code(name: str) -> None:
+    assert lib.family(name) == lib.Family.LIGER and lib.Family.LIGER in lib.LIBRARY
+    # a baseline's launch is Liger's; a lab variant's kernel of the same name is the user's own
+    assert lib.launch_family({"kernel_name": name}, lab=False) == lib.Family.LIGER
+    assert lib.launch_family({"kernel_name": name}, lab=True) == lib.Family.TRITON
+
+
+def test_liger_names_are_liger_0_8_5s_own() -> None:
+    # every name in the table is a @triton.jit kernel of the installed Liger's ops
+    ops = Path(pytest.importorskip("liger_kernel.ops").__file__).parent
+    source = "\n".join(p.read_text() for p in ops.glob("*.py"))
+    assert {n for n in lib.LIGER_NAMES if f"def {n}(" not in source} == set()
+    # the lab's kernels and the Triton tutorials' names are not Liger's
+    for name in ("_rmsnorm_kernel", "_softmax_rows_kernel", "_layer_norm_fwd_fused"):
+        assert lib.family(name) == lib.Family.OTHER
+
+
+def test_a_liger_launch_gets_what_a_liger_user_can_change() -> None:
+    latency = {"memory_throughput_pct": 25.0, "dram_throughput_pct": 20.0}
+    small = {"sm_throughput_pct": 20.0, "waves_per_sm": 0.5, "grid_size": 64.0}
+    found = {}
+    for name in ("_rms_norm_forward_kernel", "_rmsnorm_kernel"):
+        kernels = pd.DataFrame([{"launch": 0, "kernel_name": name, **latency, **small}])
+        (found[name],) = explain_launches(kernels, None)
+    # the same counters: a user's kernel is told to split its work, Liger's user to change the
+    # call (its options, a fused op) since Liger fixes its launch
+    assert [s.action for s in found["_rmsnorm_kernel"].next] == [Action.MORE_PROGRAMS]
+    liger = found["_rms_norm_forward_kernel"]
+    assert [s.action for s in liger.next] == [Action.LIBRARY_OPTIONS]
+    assert "Liger-Kernel code" in liger.next_step and "casting_mode" in liger.next_step

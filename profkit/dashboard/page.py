@@ -12,6 +12,7 @@ import html
 import json
 import os
 import secrets
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from functools import cache
@@ -141,6 +142,45 @@ def _speedup_summary(points: Sequence[speedup.Speedup]) -> str:
     return f"<table class='summary'><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
 
 
+def _best_peer(
+    run: Run, points: Sequence[speedup.Speedup], prefix: str, measure: str, p50: str
+) -> str:
+    """Each lab variant against its best peer per case (the fastest baseline there), where a run
+    has two baselines or more: the figure, and per variant and dtype the outcomes and the
+    closest case."""
+    if len({p.baseline for p in points}) < 2:
+        return ""
+    best = speedup.best_peers(list(points))
+    groups: dict[tuple[str, str], list[speedup.Speedup]] = {}
+    for p in best:
+        groups.setdefault((p.lab, p.dtype), []).append(p)
+    rows = []
+    for (lab, dtype), ps in groups.items():
+        closest = min(ps, key=lambda p: p.speedup)
+        peers = ", ".join(f"{b} {n}" for b, n in Counter(p.baseline for p in ps).items())
+        won = sum(p.outcome == "faster" for p in ps)
+        lost = sum(p.outcome == "slower" for p in ps)
+        rows.append(
+            f"<tr><td>{_e(lab)}</td><td>{_e(dtype)}</td><td>{_e(peers)}</td>"
+            f"<td>{won} faster, {lost} slower, {len(ps) - won - lost} tie/unstable "
+            f"of {len(ps)}</td><td>{closest.speedup:.3g}x over {_e(closest.baseline)} at "
+            f"{_e(closest.shape)} ({_e(closest.outcome)})</td></tr>"
+        )
+    head = (
+        "<tr><th>lab variant</th><th>dtype</th><th>best peer (cases)</th><th>outcomes</th>"
+        "<th>closest case</th></tr>"
+    )
+    fig = speedup.speedup_figure(run, best, measure, over="its best peer per case")
+    return (
+        _note(
+            "Against the best peer per case: at each dtype and shape, the baseline with the "
+            f"lowest {p50} there; the colour and the legend name it."
+        )
+        + f"<table class='summary'><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
+        + plot_div(fig, f"{prefix}-plot-best-peer")
+    )
+
+
 def _timing_note(run: Run) -> str:
     """Why a run's timing views are empty, said once above them."""
     if run.interpret:
@@ -177,6 +217,7 @@ def _run_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
             )
             + _speedup_summary(points)
             + plot_div(fig, f"{prefix}-plot-speedup")
+            + _best_peer(judged, points, prefix, measure, p50)
         )
     out.append(("Speedup over the baselines", body))
     if step_run:

@@ -81,6 +81,18 @@ def speedups(run: Run) -> list[Speedup]:
     return out
 
 
+def best_peers(points: list[Speedup]) -> list[Speedup]:
+    """Each lab variant against its best peer per case: of the pairs at one lab variant, dtype
+    and shape, the one whose baseline has the lowest device p50 there (compile at one shape,
+    Liger at another), in the sweep's order."""
+    best: dict[tuple[str, str, str], Speedup] = {}
+    for p in points:
+        key = (p.lab, p.dtype, p.shape)
+        if key not in best or p.baseline_ms < best[key].baseline_ms:
+            best[key] = p
+    return list(best.values())
+
+
 def _inv(x: float) -> float:
     """lab/baseline -> baseline/lab; an interval reaching 0 (never from positive times) -> inf."""
     return 1.0 / x if x > 0 else math.inf
@@ -100,18 +112,23 @@ def methods_note(points: list[Speedup], measure: str = "device time") -> str:
 
 
 def speedup_figure(
-    run: Run, points: list[Speedup] | None = None, measure: str = "device time"
+    run: Run,
+    points: list[Speedup] | None = None,
+    measure: str = "device time",
+    over: str = "each baseline",
 ) -> go.Figure | None:
     """One panel per dtype: x the sweep's shapes, y speedup (log), one series per lab-baseline
-    pair with its 95% interval as error bars and the speedup written beside each point."""
+    pair with its 95% interval as error bars and the speedup written beside each point. A
+    baseline keeps its colour in every figure of the run (the sweep's order of baselines); over
+    names what the points are against (best_peers' points: "its best peer per case")."""
     points = speedups(run) if points is None else points
     if not points:
         return None
     lay = layout(run)
-    fig = grid(lay, [f"speedup of the lab variant over each baseline ({measure})"])
+    fig = grid(lay, [f"speedup of the lab variant over {over} ({measure})"])
     pairs = list(dict.fromkeys((p.lab, p.baseline) for p in points))
     labs = list(dict.fromkeys(p.lab for p in points))
-    bases = list(dict.fromkeys(p.baseline for p in points))
+    bases = [v.name for v in lay.variants if v.baseline]
     n = len(pairs)
     for r, dtype in enumerate(lay.dtypes, start=1):
         for j, (lab, base) in enumerate(pairs):

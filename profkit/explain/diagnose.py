@@ -18,7 +18,7 @@ from profkit.explain import catalogue, compute, memory, shape, stalls
 from profkit.explain.catalogue import KernelKind, Outcome, kernel_kind
 from profkit.explain.context import Context, Said
 from profkit.explain.evidence import Evidence, num
-from profkit.explain.library import ELEMENTWISE, GEMM, LIBRARY
+from profkit.explain.library import ELEMENTWISE, GEMM, LIBRARY, Family
 from profkit.explain.model import Action, Bottleneck, Cause, Reason, Step, Unit
 from profkit.explain.record import LaunchRecord
 from profkit.explain.roofs import compute_roof, memory_roof, tensor_pct
@@ -396,6 +396,8 @@ def fit_steps(steps: list[Step], ctx: Context) -> tuple[list[Step], list[dict]]:
             action = Action.LIBRARY_SHAPES if ctx.family in GEMM else Action.FUSE
             if ctx.family in ELEMENTWISE or ctx.family not in GEMM:
                 action = Action.FUSE
+            if ctx.family == Family.LIGER:  # Triton code the user calls, not tunes
+                action = Action.LIBRARY_OPTIONS
             step = Step(action, step.because, {"library": str(ctx.family)})
         if step.action in ctx.ruled_out:
             withheld.append({"action": str(step.action), "why": ctx.ruled_out[step.action]})

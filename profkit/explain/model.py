@@ -122,6 +122,7 @@ class Action(StrEnum):
     FEED_TENSOR = "feed_tensor"  # larger tiles, more pipeline stages: user matmuls
     LESS_MATH = "less_math"  # at the tensor roof: lower precision, less work
     LIBRARY_SHAPES = "library_shapes"  # a library kernel: shapes/precision/fusion
+    LIBRARY_OPTIONS = "library_options"  # a Liger op: its options, a fused op, another kernel
     CUT_INSTRUCTIONS = "cut_instructions"
     HIDE_LATENCY = "hide_latency"  # long scoreboard: prefetch, more independent loads
     FEWER_BARRIERS = "fewer_barriers"

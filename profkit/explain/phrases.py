@@ -620,6 +620,9 @@ STEPS: dict[Action, str] = {
     "not help",
     Action.LIBRARY_SHAPES: "it is library code near its roof: gains come from precision "
     "(bf16, fp8), shapes (multiples of the tile, batching small GEMMs) or fusing the epilogue",
+    Action.LIBRARY_OPTIONS: "it is Liger-Kernel code, whose launch settings Liger fixes: "
+    "change the call instead (its options, e.g. casting_mode; a fused Liger op in place of a "
+    "chain, e.g. LigerFusedAddRMSNormFunction), or use a kernel tuned for this shape",
     Action.CUT_INSTRUCTIONS: "cut instructions on the busy pipe (fewer conversions and index "
     "math; exp2 with a folded scale instead of exp)",
     Action.HIDE_LATENCY: "hide memory latency: issue loads earlier and keep several independent "

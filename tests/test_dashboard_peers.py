@@ -1,0 +1,113 @@
+"""Each lab kernel against its best peer per case, on stored H200 runs: the dashboard's speedup
+view and the table tools/best_peers.py prints for docs/results.md."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from profkit import dashboard, store
+from profkit.dashboard import speedup
+from profkit.explain import explain_run
+
+RUNS = Path(__file__).parent / "data" / "runs"
+# softmax against eager, torch.softmax and torch.compile, with device-time samples: compile is
+# the fastest baseline at some cases, torch.softmax at others
+SOFTMAX = "softmax-20261201-002228-vm-a879b0"
+VECTOR_ADD = "vector_add-20261130-194931-vm-9f781f"  # one baseline: torch.add
+NEWPLOT = re.compile(r'Plotly\.newPlot\("([^"]+)"')
+
+
+@cache
+def run_of(run_id: str) -> store.Run:
+    return store.load(RUNS / run_id)
+
+
+@cache
+def page(run_id: str) -> str:
+    run = run_of(run_id)
+    return dashboard.build_dashboard([run], {run.run_id: explain_run(run)})
+
+
+def test_the_best_peer_is_the_fastest_baseline_at_each_case() -> None:
+    run = run_of(SOFTMAX)
+    points = speedup.speedups(run)
+    best = speedup.best_peers(points)
+    cases = run.cases
+    timed = cases[cases.correct.astype(bool) & cases.device_p50_ms.gt(0)]
+    assert len(best) == len(timed[~timed.baseline.astype(bool)])  # one per lab case
+    for p in best:
+        here = timed[(timed.dtype == p.dtype) & (timed["shape"] == p.shape)]
+        fastest = here[here.baseline.astype(bool)].sort_values("device_p50_ms").iloc[0]
+        assert p.baseline == fastest.variant and p.baseline_ms == fastest.device_p50_ms
+        # the pair itself is the all-pairs view's point, interval and all
+        assert p in points
+    assert {p.baseline for p in best} == {"compile", "torch"}
+
+
+def test_the_page_draws_the_best_peer_with_each_peers_colour() -> None:
+    text = page(SOFTMAX)
+    ids = NEWPLOT.findall(text)
+    assert ids.index("run0-plot-best-peer") == ids.index("run0-plot-speedup") + 1
+    run = run_of(SOFTMAX)
+    points = speedup.speedups(run)
+    best = speedup.best_peers(points)
+    per_dtype = [p for p in best if p.dtype == "float16"]
+    peers = ", ".join(
+        f"{b} {sum(p.baseline == b for p in per_dtype)}"
+        for b in dict.fromkeys(p.baseline for p in per_dtype)
+    )
+    closest = min(per_dtype, key=lambda p: p.speedup)
+    assert (
+        f"<tr><td>triton</td><td>float16</td><td>{peers}</td>"
+        f"<td>{sum(p.outcome == 'faster' for p in per_dtype)} faster"
+    ) in text
+    assert f"{closest.speedup:.3g}x over {closest.baseline} at {closest.shape}" in text
+    colours = {}
+    for fig in (speedup.speedup_figure(run, points), speedup.speedup_figure(run, best)):
+        for trace in fig.data:
+            colours.setdefault(trace.name, set()).add(trace.marker.color)
+    assert all(len(c) == 1 for c in colours.values())  # a peer's colour is the same in both
+    best_fig = speedup.speedup_figure(run, best, over="its best peer per case")
+    assert {t.name for t in best_fig.data} == {"triton over compile", "triton over torch"}
+    assert "over its best peer per case" in best_fig.layout.annotations[0].text
+
+
+def test_a_run_with_one_baseline_has_no_best_peer_view() -> None:
+    ids = NEWPLOT.findall(page(VECTOR_ADD))
+    assert "run0-plot-speedup" in ids and "run0-plot-best-peer" not in ids
+
+
+def _tool():
+    path = Path(__file__).parents[1] / "tools" / "best_peers.py"
+    spec = importlib.util.spec_from_file_location("best_peers", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_results_table_is_the_dashboards_pairs(capsys: pytest.CaptureFixture) -> None:
+    assert _tool().main([SOFTMAX, VECTOR_ADD, "--profiles", str(RUNS)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    head, rule, rows = lines[0], lines[1], lines[2:]
+    assert rule.count("|") == head.count("|")
+    cells = [[c.strip() for c in r.strip("|").split("|")] for r in rows]
+    softmax = [c for c in cells if c[0] == "softmax"]
+    best = speedup.best_peers(speedup.speedups(run_of(SOFTMAX)))
+    assert len(softmax) == len(best) and len(cells) == len(best) + 15  # vector_add: 15 cases
+    for c, p in zip(softmax, best, strict=True):
+        assert c[1:4] == [p.lab, p.dtype, p.shape] and c[5] == p.baseline
+        assert float(c[7].split()[0]) == pytest.approx(p.lab_ms / p.baseline_ms, abs=5e-4)
+        assert c[8] == p.outcome
+
+
+def test_the_results_table_refuses_an_unknown_run_in_one_line(
+    capsys: pytest.CaptureFixture,
+) -> None:
+    assert _tool().main(["no-such-run", "--profiles", str(RUNS)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: no run named 'no-such-run'")
