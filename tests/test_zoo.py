@@ -185,20 +185,13 @@ def problems(e: dict, found: tuple) -> list[str]:
     return out
 
 
-# Expectations the capture of 2026-12-02 (tests/data/zoo) does not meet, each with why. Strict
-# xfail: the day explain (or a recaptured kernel) meets one, its test fails until it leaves here.
-# All four are kernels that did not show what they were written for, changed in session 9 and
-# waiting for their recapture (jobs/zoo_recapture.toml; zoo/README.md says what each should show).
-RECAPTURE = "kernel changed, recapture pending (jobs/zoo_recapture.toml): "
+# Expectations the stored captures (tests/data/zoo) do not meet, each with why. Strict xfail: the
+# day explain (or a recaptured kernel) meets one, its test fails until it leaves here.
 KNOWN_MISSES = {
-    "zoo_gemm_bf16-tiled": RECAPTURE + "the captured tiled kernel reached 59% Tensor busy, "
-    "latency-bound per ncu's SOL with barrier stalls; now persistent with TMA loads",
-    "zoo_gemm_int8-tiled": RECAPTURE + "the captured tiled kernel reached 56% Tensor busy on "
-    "IMMA, latency-bound per ncu's SOL; now persistent with TMA loads",
-    "zoo_bank-padded": RECAPTURE + "the captured 32x32-tile transpose kept 4 loads in flight per "
-    "thread and streamed at 53% of DRAM, latency-bound; now a 64x64 tile, 16 loads in flight",
-    "zoo_divergence-sorted": RECAPTURE + "the captured twin read through the sort order (a "
-    "gather, 5.6x the ideal sectors); now it reads copies already sorted by count",
+    "zoo_gemm_int8-tiled": "the persistent TMA kernel (capture of 02:33) runs IMMA at 61.5% busy "
+    "with barrier stalls at 59%: its int32 epilogue (128 KB a tile) weighs on a K = 4096 loop "
+    "twice as fast as bf16's (bf16: 92%); K is now 16384, recapture pending "
+    "(jobs/zoo_recapture.toml)",
 }
 
 

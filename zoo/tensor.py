@@ -99,7 +99,7 @@ def gemm_inputs(shape, dtype, device, gen) -> dict:
 
 
 def gemm_reference(inputs: dict) -> torch.Tensor:
-    # int8: |sum| <= 4096 x 128^2 = 2^26, exact in float64 (and in int32)
+    # int8: |sum| <= K x 128^2 = 2^28 at K = 16384, exact in float64 (and in int32)
     return inputs["a"].double() @ inputs["bt"].double().t()
 
 
@@ -132,7 +132,10 @@ ZOO_GEMM_INT8 = KernelSpec(
     make_inputs=gemm_inputs,
     reference=gemm_reference,
     dtypes=("int8",),
-    shapes=((4096, 4096, 4096),),  # 137 G integer ops: ~0.1-0.2 ms on the IMMA pipe
+    # 550 G integer ops, ~0.3 ms. K = 16384, not 4096: each tile's int32 epilogue (128 KB, not
+    # overlapped with the next tile's loads) cost a third of the time at K = 4096, where IMMA ran
+    # 61.5% busy (capture of 2026-12-02 02:33); a 4x longer K loop makes it a quarter as heavy
+    shapes=((4096, 4096, 16384),),
     tolerances={"int8": (0.0, 0.0)},
     bytes_moved=_gemm_bytes,
     flops=lambda s: 2 * s[0] * s[1] * s[2],
