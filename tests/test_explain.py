@@ -411,6 +411,7 @@ def test_full_memory_queues_under_the_latency_line_are_memory_bound(l2, lg, expe
     if expected == Bottleneck.MEMORY:
         assert f.evidence["sol_bottleneck"] == "latency"
         assert f.evidence["memory_queue_stall_share_pct"] == pytest.approx(46 / 91 * 100)
+        assert "SOL reads latency" in f.text and "full memory queues, L2 at" in f.text
 
 
 @pytest.mark.parametrize(("waves", "tail"), [(1.1, True), (3.88, False), (1.9, False)])
