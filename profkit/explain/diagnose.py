@@ -210,7 +210,6 @@ def _memory_queues_full(m: Mapping, ev: Evidence) -> bool:
     col, busy = max(levels, key=lambda x: x[1])
     if queued < th.MEMORY_QUEUE_STALL_SHARE or busy < th.HIGH_THROUGHPUT_PCT:
         return False
-    ev.put(col, busy)
     ev.put("queue_level", col.split("_")[0].upper())
     ev.put("queue_level_pct", busy)
     ev.put("memory_queue_stall_share_pct", queued * 100)
