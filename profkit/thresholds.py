@@ -158,6 +158,15 @@ STALL_SHARED_POINTS = 5.0
 # FLOP/B (RMSNorm: 0.75 at fp16); a 4096^3 bf16 GEMM about 1365. profkit choice: 32.
 MATMUL_INTENSITY_FLOP_PER_BYTE = 32.0
 
+# Latency-bound by the SOL lines, yet a memory level at HIGH_THROUGHPUT_PCT and at least this share
+# of the stalls (not_selected excluded) waiting on full memory queues (lg_throttle + mio_throttle):
+# the memory system refuses more requests, which a kernel short of loads in flight never makes it
+# do, so memory is the bound. The zoo's random 4-byte gather: 49% of its stalls, L2 at 87.6%, SOL
+# memory at 59.85%; every latency-bound row stored under tests/data (RMSNorm and softmax, L2 up to
+# 85%) waits on those queues at most 11%; memory-bound streams 23-59%. profkit choice: the
+# DOMINANT_STALL_SHARE's 0.3.
+MEMORY_QUEUE_STALL_SHARE = 0.3
+
 # --- NVIDIA's rules, judged -----------------------------------------------------------------------
 # Occupancy and launch-shape rules are set aside where the kernel already saturates a roof: the
 # Tensor pipe at or above this share (cuBLAS bf16 GEMMs: 94.9-96.9% on the H200, where ncu still

@@ -273,10 +273,14 @@ def test_uncoalesced_access_against_the_model() -> None:
     f = one_case(**LATENCY, global_ld_sectors=half, global_st_sectors=half, global_ld_requests=1e5)
     assert Cause.UNCOALESCED not in causes(f)
     # a stride-8 fp32 read fetches a 32-byte sector per 4-byte element: 8x the read sectors
-    f = one_case(**LATENCY, global_ld_sectors=8 * half, global_st_sectors=half,
-                 global_ld_requests=1e5)  # fmt: skip
+    strided = {"global_ld_sectors": 8 * half, "global_st_sectors": half, "global_ld_requests": 1e5}
+    f = one_case(**LATENCY, **strided, l2_throughput_pct=70.0)
     assert Cause.UNCOALESCED in causes(f) and Action.COALESCE in actions(f)
     assert f.evidence["sectors_over_model_x"] > th.UNCOALESCED_SECTOR_RATIO
+    # with every memory level under the latency line the wasted sectors cost no time: named as a
+    # fact, with no step (the zoo's pointer chase: 8x the ideal sectors at 9% DRAM, 17% L2)
+    f = one_case(**LATENCY, **strided, l2_throughput_pct=30.0)
+    assert Cause.UNCOALESCED in causes(f) and Action.COALESCE not in actions(f)
 
 
 def test_coalescing_is_judged_against_the_ideal_sectors_of_the_requested_bytes() -> None:
@@ -376,6 +380,38 @@ def test_small_grid_names_the_idle_sms_and_a_short_one_asks_for_a_graph() -> Non
     assert actions(f)[0] == Action.CUDA_GRAPH
     f = one_case(**LATENCY, grid_size=16.0, waves_per_sm=0.12, ncu_duration_ms=0.05)
     assert actions(f)[0] == Action.MORE_PROGRAMS
+
+
+@pytest.mark.parametrize(
+    ("grid", "first"), [(132.0, Cause.MEMORY_LATENCY), (131.0, Cause.SMALL_GRID)]
+)
+def test_a_grid_on_every_sm_waiting_on_memory_is_latency_first(grid: float, first: Cause) -> None:
+    # the zoo's pointer chase: one one-warp program per SM, 99% long-scoreboard, memory idle;
+    # every SM works, so the SMs lack loads in flight, not work: the grid is said second
+    waits = {"stall_long_scoreboard_pct": 98.0, "stall_wait_pct": 1.0}
+    f = one_case(**LATENCY, **waits, grid_size=grid, waves_per_sm=grid / 132 / 32)
+    assert causes(f)[0] == first and {Cause.MEMORY_LATENCY, Cause.SMALL_GRID} <= set(causes(f))
+    assert actions(f)[0] == (
+        Action.HIDE_LATENCY if first == Cause.MEMORY_LATENCY else Action.MORE_PROGRAMS
+    )
+
+
+@pytest.mark.parametrize(
+    ("l2", "lg", "expected"),
+    [(87.6, 23.0, Bottleneck.MEMORY), (79.9, 23.0, Bottleneck.LATENCY),
+     (87.6, 4.0, Bottleneck.LATENCY)],
+)  # fmt: skip
+def test_full_memory_queues_under_the_latency_line_are_memory_bound(l2, lg, expected) -> None:
+    # the zoo's random gather: SOL memory 59.85%, L2 87.6%, 49% of the stalls on full queues
+    sol = {"memory_throughput_pct": 59.85, "dram_throughput_pct": 59.85, "sm_throughput_pct": 0.9}
+    waits = {"stall_long_scoreboard_pct": 36.0, "stall_lg_throttle_pct": lg,
+             "stall_mio_throttle_pct": lg, "stall_drain_pct": 9.0}  # fmt: skip
+    f = one_case(**sol, **waits, l2_throughput_pct=l2, waves_per_sm=7.8, grid_size=16384.0)
+    assert f.bottleneck == expected
+    if expected == Bottleneck.MEMORY:
+        assert f.evidence["sol_bottleneck"] == "latency"
+        assert f.evidence["memory_queue_stall_share_pct"] == pytest.approx(46 / 91 * 100)
+        assert "SOL reads latency" in f.text and "full memory queues, L2 at" in f.text
 
 
 @pytest.mark.parametrize(("waves", "tail"), [(1.1, True), (3.88, False), (1.9, False)])

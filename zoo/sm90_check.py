@@ -97,10 +97,10 @@ def triton_jobs():
         "BLOCK": 1024}, 4, 3  # fmt: skip
     yield "zoo_issue", c._mix_kernel, sig(("X", P32), ("Y", P32), ("n", I32), ("iters", I32)), {
         "BLOCK": 256}, 8, 3  # fmt: skip
-    for dt, acc, bk in (("bf16", "*bf16", 64), ("i8", "*i32", 128)):
+    for dt, acc, bk, pieces in (("bf16", "*bf16", 64, 2), ("i8", "*i32", 128, 4)):
         yield f"zoo_gemm {dt}", t._gemm_kernel, sig(("A", f"*{dt}"), ("BT", f"*{dt}"),
             ("C", acc), ("M", I32), ("N", I32), ("K", I32)), {"BM": 128, "BN": 256, "BK": bk,
-            "GROUP_M": 8, "PROGRAMS": 132, "WIDEN": False}, 8, 3  # fmt: skip
+            "GROUP_M": 8, "PROGRAMS": 132, "PIECES": pieces, "WIDEN": False}, 8, 3  # fmt: skip
     yield "zoo_tail", s._tile_fma_kernel, sig(("X", P32), ("Y", P32), ("iters", I32)), {
         "TILE": 32768}, 32, 3  # fmt: skip
     yield "zoo_small_grid", s._row_sum_kernel, sig(("X", P32), ("Y", P32), ("n_cols", I32)), {

@@ -26,16 +26,18 @@ SMS = 132  # H200: one persistent program per SM
 def _gemm_kernel(
     A, BT, C, M, N, K,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
-    PROGRAMS: tl.constexpr, WIDEN: tl.constexpr,
+    PROGRAMS: tl.constexpr, PIECES: tl.constexpr, WIDEN: tl.constexpr,
 ):  # fmt: skip
     # the design of kernels/matmul.py's persistent kernel (92% Tensor busy at bf16 4096^3 on the
     # H200, 97% at 8192^3): one program per SM walks output tiles in grouped order; TMA descriptors
-    # load the operands (bounds handled by the hardware, no masks) and store the epilogue in two
-    # halves, whose staging buffer then fits beside 3 stages. The pointer-load tiled design of the
-    # first capture reached 56-59% with barrier stalls dominant. int8 accumulates in int32.
+    # load the operands (bounds handled by the hardware, no masks) and store the epilogue in
+    # PIECES column pieces of 32 KB (bf16 halves, int32 quarters), whose staging buffer then fits
+    # beside 3 stages. The pointer-load tiled design of the first capture reached 56-59% with
+    # barrier stalls dominant. int8 accumulates in int32.
     a_desc = tl.make_tensor_descriptor(A, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
     b_desc = tl.make_tensor_descriptor(BT, shape=[N, K], strides=[K, 1], block_shape=[BN, BK])
-    c_desc = tl.make_tensor_descriptor(C, shape=[M, N], strides=[N, 1], block_shape=[BM, BN // 2])
+    W: tl.constexpr = BN // PIECES
+    c_desc = tl.make_tensor_descriptor(C, shape=[M, N], strides=[N, 1], block_shape=[BM, W])
     acc_type = tl.int32 if A.dtype.element_ty == tl.int8 else tl.float32
     n_m, n_n = tl.cdiv(M, BM), tl.cdiv(N, BN)
     width = GROUP_M * n_n
@@ -58,10 +60,24 @@ def _gemm_kernel(
         size_m = tl.minimum(n_m - first_m, GROUP_M)
         pid_m = first_m + (tile_c % width) % size_m
         pid_n = (tile_c % width) // size_m
-        halves = tl.permute(tl.reshape(acc, (BM, 2, BN // 2)), (0, 2, 1))
-        c0, c1 = tl.split(halves)
-        c_desc.store([pid_m * BM, pid_n * BN], c0.to(C.dtype.element_ty))
-        c_desc.store([pid_m * BM, pid_n * BN + BN // 2], c1.to(C.dtype.element_ty))
+        c0, c1 = _halves(acc, BM, BN)
+        out_type = C.dtype.element_ty
+        if PIECES == 4:
+            q0, q1 = _halves(c0, BM, BN // 2)
+            q2, q3 = _halves(c1, BM, BN // 2)
+            c_desc.store([pid_m * BM, pid_n * BN], q0.to(out_type))
+            c_desc.store([pid_m * BM, pid_n * BN + W], q1.to(out_type))
+            c_desc.store([pid_m * BM, pid_n * BN + 2 * W], q2.to(out_type))
+            c_desc.store([pid_m * BM, pid_n * BN + 3 * W], q3.to(out_type))
+        else:
+            c_desc.store([pid_m * BM, pid_n * BN], c0.to(out_type))
+            c_desc.store([pid_m * BM, pid_n * BN + W], c1.to(out_type))
+
+
+@triton.jit
+def _halves(x, ROWS: tl.constexpr, COLS: tl.constexpr):
+    # the left and right column halves of a ROWS x COLS block
+    return tl.split(tl.permute(tl.reshape(x, (ROWS, 2, COLS // 2)), (0, 2, 1)))
 
 
 def _tma_scratch(size: int, alignment: int, stream) -> torch.Tensor:
@@ -74,12 +90,15 @@ def gemm(inputs: dict) -> torch.Tensor:
     (m, k), n = a.shape, bt.shape[0]
     if a.is_cuda:
         triton.set_allocator(_tma_scratch)
-    # a 128-wide K step of int8 is the bytes of a 64-wide bf16 one: 3 x 48 KB of operand stages
-    bk = 128 if a.dtype == torch.int8 else 64
+    # a 128-wide K step of int8 is the bytes of a 64-wide bf16 one: 3 x 48 KB of operand stages;
+    # its int32 tile is twice bf16's bytes, so it is stored in quarters (the first int8 capture's
+    # halves took a 64 KB staging buffer, with IMMA 61.5% busy)
+    int8 = a.dtype == torch.int8
+    bk, pieces = (128, 4) if int8 else (64, 2)
     programs = min(SMS, triton.cdiv(m, 128) * triton.cdiv(n, 256))
     _gemm_kernel[(programs,)](
-        a, bt, c, m, n, k, BM=128, BN=256, BK=bk, GROUP_M=8, PROGRAMS=programs, WIDEN=WIDEN,
-        num_warps=8, num_stages=3,
+        a, bt, c, m, n, k, BM=128, BN=256, BK=bk, GROUP_M=8, PROGRAMS=programs, PIECES=pieces,
+        WIDEN=WIDEN, num_warps=8, num_stages=3,
     )  # fmt: skip
     return c
 
@@ -99,7 +118,7 @@ def gemm_inputs(shape, dtype, device, gen) -> dict:
 
 
 def gemm_reference(inputs: dict) -> torch.Tensor:
-    # int8: |sum| <= 4096 x 128^2 = 2^26, exact in float64 (and in int32)
+    # int8: |sum| <= K x 128^2 = 2^28 at K = 16384, exact in float64 (and in int32)
     return inputs["a"].double() @ inputs["bt"].double().t()
 
 
@@ -132,7 +151,10 @@ ZOO_GEMM_INT8 = KernelSpec(
     make_inputs=gemm_inputs,
     reference=gemm_reference,
     dtypes=("int8",),
-    shapes=((4096, 4096, 4096),),  # 137 G integer ops: ~0.1-0.2 ms on the IMMA pipe
+    # 550 G integer ops, ~0.3 ms. K = 16384, not 4096: each tile's int32 epilogue (128 KB, not
+    # overlapped with the next tile's loads) cost a third of the time at K = 4096, where IMMA ran
+    # 61.5% busy (capture of 2026-12-02 02:33); a 4x longer K loop makes it a quarter as heavy
+    shapes=((4096, 4096, 16384),),
     tolerances={"int8": (0.0, 0.0)},
     bytes_moved=_gemm_bytes,
     flops=lambda s: 2 * s[0] * s[1] * s[2],

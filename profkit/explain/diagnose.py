@@ -66,6 +66,9 @@ def diagnose(m: Mapping, ctx: Context) -> Diagnosis | None:
         # the SM's is the MMAs' own operand feed, not a separate memory bound
         ev.put("sol_bottleneck", str(kind))
         kind = Bottleneck.COMPUTE
+    if kind == Bottleneck.LATENCY and _memory_queues_full(m, ev):
+        ev.put("sol_bottleneck", str(kind))
+        kind = Bottleneck.MEMORY
     compute_roof(m, ctx.dtype, ctx.device, ev)
     memory_roof(m, ctx.device, ev)
     memory.hierarchy_facts(m, ev)
@@ -140,6 +143,13 @@ def diagnose(m: Mapping, ctx: Context) -> Diagnosis | None:
         if any(not r.detail.get("refuted") for r, _ in causes):  # a refuted grid is no launch bound
             unit = Unit.LAUNCH
         latency = _said(outcomes, Cause.MEMORY_LATENCY, kernel, ev)
+        if latency and _every_sm_busy(m, ctx):
+            # every SM holds a block: what the SMs lack is loads in flight, not work; the grid
+            # under a wave is one way to that, said after it
+            causes = [latency, *causes]
+        if coalescing and _memory_idle(m):
+            # wasted sectors cost no time while no memory level is busy: a fact, not a step
+            coalescing = _without(coalescing, frozenset({Action.COALESCE, Action.INDEX_LOCALITY}))
         found += [
             *specific,
             *causes,
@@ -184,6 +194,40 @@ def diagnose(m: Mapping, ctx: Context) -> Diagnosis | None:
     diagnosis.steps, under = worth_taking(diagnosis.steps, kind, ev, num(m, "device_p50_ms"), ctx)
     diagnosis.ruled_out += under
     return diagnosis
+
+
+def _memory_queues_full(m: Mapping, ev: Evidence) -> bool:
+    """Under ncu's latency line on both SOL lines, yet a memory level at its high-throughput line
+    and the warps waiting on full memory queues: the memory system refuses more requests, so it
+    is the bound (a kernel short of loads in flight never fills those queues). ncu's SOL memory
+    line does not count all of L2's work: a random 4-byte gather ran L2 at 87.6% under 59.85%."""
+    waits = {r: v for r, v in stalls.stall_columns(m).items() if r != "not_selected"}
+    total = sum(waits.values())
+    levels = [(c, num(m, c)) for c in ("l1_throughput_pct", "l2_throughput_pct")]
+    levels = [(c, v) for c, v in levels if v is not None]
+    if total <= 0 or not levels:
+        return False
+    queued = (waits.get("lg_throttle", 0.0) + waits.get("mio_throttle", 0.0)) / total
+    col, busy = max(levels, key=lambda x: x[1])
+    if queued < th.MEMORY_QUEUE_STALL_SHARE or busy < th.HIGH_THROUGHPUT_PCT:
+        return False
+    ev.put("queue_level", col.split("_")[0].upper())
+    ev.put("queue_level_pct", busy)
+    ev.put("memory_queue_stall_share_pct", queued * 100)
+    return True
+
+
+def _every_sm_busy(m: Mapping, ctx: Context) -> bool:
+    grid = num(m, "grid_size")
+    return grid is not None and bool(ctx.device.sm_count) and grid >= ctx.device.sm_count
+
+
+def _memory_idle(m: Mapping) -> bool:
+    """Every memory level measured under ncu's latency line (the zoo's pointer chase: 8x the
+    ideal sectors at 9% DRAM and 17% L2, each load's round trip its whole cost)."""
+    cols = ("memory", "dram", "l2", "l1")
+    levels = [v for v in (num(m, f"{c}_throughput_pct") for c in cols) if v is not None]
+    return bool(levels) and max(levels) < th.LATENCY_BOUND_PCT
 
 
 def _dense(m: Mapping) -> bool:

@@ -769,6 +769,13 @@ def finding_text(f: Finding) -> str:
         parts.append(say("ncu measured {ncu_duration_ms}.", ev))
     if f.kind == Kind.HISTORY:
         return history_text(f)
+    if _has(ev, "memory_queue_stall_share_pct", "sol_bottleneck"):
+        # why memory-bound where ncu's SOL line says otherwise
+        parts.append(say(
+            "Memory-bound though ncu's SOL reads {sol_bottleneck}: {memory_queue_stall_share_pct} "
+            "of the stalls wait on full memory queues, {queue_level} at {queue_level_pct}.",
+            ev,
+        ))  # fmt: skip
     if f.kind == Kind.STEPS:
         parts.append(f"{STEP_LATENCY_WORDS[0].upper()}{STEP_LATENCY_WORDS[1:]}.")
     parts += [reason_text(r, ev) for r in f.reasons]
