@@ -21,6 +21,7 @@ from profkit.spec import KernelSpec, Variant
 
 EPS = 1e-6
 FEW_ROWS = 4 * 132  # under one wave of programs (4 per SM of the H200's 132)
+MAX_ROW_IN_REGISTERS = 16384  # elements: 32 per thread at 16 warps, as Liger holds them
 
 
 @triton.jit
@@ -55,12 +56,12 @@ def _add_rmsnorm_kernel(
     for c in tl.static_range(CHUNKS):
         at = offs + c * BLOCK_N
         if EVEN:
-            x = tl.load(X + at, eviction_policy="evict_first")
-            r = tl.load(R + at, eviction_policy="evict_first")
+            x = tl.load(X + at)
+            r = tl.load(R + at)
         else:
             mask = row_ok & (c * BLOCK_N + cols < n_cols)[None, :]
-            x = tl.load(X + at, mask=mask, other=0.0, eviction_policy="evict_first")
-            r = tl.load(R + at, mask=mask, other=0.0, eviction_policy="evict_first")
+            x = tl.load(X + at, mask=mask, other=0.0)
+            r = tl.load(R + at, mask=mask, other=0.0)
         # h rounded to the dtype, as stored: the norm is of the residual the next layer reads
         h = (x.to(tl.float32) + r.to(tl.float32)).to(dt)
         if EVEN:
@@ -77,10 +78,10 @@ def _add_rmsnorm_kernel(
         col_ok = c * BLOCK_N + cols < n_cols
         if CHUNKS > 1:  # else h is still in registers
             if EVEN:
-                h = tl.load(H + at, eviction_policy="evict_first")
+                h = tl.load(H + at)
             else:
                 mask = row_ok & col_ok[None, :]
-                h = tl.load(H + at, mask=mask, other=0.0, eviction_policy="evict_first")
+                h = tl.load(H + at, mask=mask, other=0.0)
         # w is shared by every row: it stays in L2
         if EVEN:
             w = tl.load(W + c * BLOCK_N + cols, eviction_policy="evict_last")
@@ -105,21 +106,20 @@ class Config:
 
 
 def launch_config(n_rows: int, n_cols: int, itemsize: int) -> Config:
-    """RMSNorm v4's design per row size (kernels/rmsnorm.py, V4_TABLE, measured there), the add
-    being one more stream in and one more out:
-    - rows of up to 8 KB whole in registers, block_n the row rounded up to a power of two, short
-      rows packed so a program still reads ~16 KB of x where there are programs to spare, ~16
-      values per thread (warps = elements / 512, 4 to 16), 4 warps for rows of up to 4 KB;
-    - longer rows in two chunks at 16 warps, where there are FEW_ROWS or more: there v4 tied
-      compile and whole rows lost to register pressure (40-85 registers against 20-31)."""
-    row_bytes = n_cols * itemsize
-    if row_bytes > 8 * 1024 and n_rows >= FEW_ROWS and n_cols % 2 == 0:
+    """Rows of up to MAX_ROW_IN_REGISTERS elements whole in registers, one row per program at
+    ~16 values per thread (warps = elements / 512, 4 to 16): x and r read once, h and y written
+    once, as Liger-Kernel's fused add + RMSNorm does. Rows of up to 2048 elements are packed so
+    a program still reads ~16 KB of x where there are programs to spare (4 warps up to 4 KB).
+    Longer rows in two chunks at 16 warps, h read back from L2 in pass 2. The first design (two
+    chunks from 8 KB rows on, 2-row programs at 4096 columns, evict_first loads) ran 4-8% behind
+    Liger at 4096x4096 and up (kernels/NOTES.md, add_rmsnorm session 9)."""
+    if n_cols > MAX_ROW_IN_REGISTERS and n_rows >= FEW_ROWS and n_cols % 2 == 0:
         return Config(triton.next_power_of_2(n_cols // 2), 1, 2, 16)
     block_n = triton.next_power_of_2(n_cols)
     rows = 1
-    while block_n * rows * itemsize < 16384 and n_rows >= rows * 2 * FEW_ROWS:
+    while block_n <= 2048 and block_n * rows * itemsize < 16384 and n_rows >= rows * 2 * FEW_ROWS:
         rows *= 2
-    warps = 4 if row_bytes <= 4 * 1024 else min(16, max(4, block_n * rows // 512))
+    warps = 4 if n_cols * itemsize <= 4 * 1024 else min(16, max(4, block_n * rows // 512))
     return Config(block_n, rows, 1, warps)
 
 

@@ -67,13 +67,15 @@ def test_a_config_short_of_the_row_is_refused():
     "rows,cols,itemsize,config",
     [
         (4096, 1024, 2, LAB.Config(1024, 4, 1, 4)),  # 2 KB rows: four per program, 4 warps
-        (4096, 4096, 2, LAB.Config(4096, 2, 1, 16)),  # 8 KB: whole rows in registers
-        (4096, 4096, 4, LAB.Config(2048, 1, 2, 16)),  # 16 KB: two chunks at 16 warps
-        (16384, 8192, 2, LAB.Config(4096, 1, 2, 16)),
-        (32, 16384, 2, LAB.Config(16384, 1, 1, 16)),  # under a wave of rows: whole rows
+        (4096, 4096, 2, LAB.Config(4096, 1, 1, 8)),  # whole rows, one per program, 16 per thread
+        (4096, 4096, 4, LAB.Config(4096, 1, 1, 8)),
+        (16384, 8192, 2, LAB.Config(8192, 1, 1, 16)),
+        (2048, 16384, 4, LAB.Config(16384, 1, 1, 16)),  # up to 16384 elements: in registers
+        (1024, 32768, 2, LAB.Config(16384, 1, 2, 16)),  # longer: two chunks, h read back
+        (32, 32768, 2, LAB.Config(32768, 1, 1, 16)),  # under a wave of rows: whole rows
     ],
 )
-def test_launch_config_follows_rmsnorm_v4(rows, cols, itemsize, config):
+def test_launch_config_holds_rows_in_registers_as_liger_does(rows, cols, itemsize, config):
     assert LAB.launch_config(rows, cols, itemsize) == config
 
 
