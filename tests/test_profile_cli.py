@@ -1,0 +1,251 @@
+"""`profkit profile` end to end off the GPU: the timing pass's child stood in for by the
+hand-made export (tests/workload_export.py) where kernels are needed, a fake ncu for the counter
+pass (it hands back the real fx_rmsnorm report, or NVIDIA's permission text), and the real child
+and a tiny script for the faults that need no kernel: the program's failure, the arguments passed
+through, Ctrl-C. The stored run is read by show, explain, compare and dashboard."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from workload_export import write_export
+
+from profkit import store
+from profkit.cli import cli
+from profkit.workload import profile as workload_profile
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def invoke(*args: object) -> Result:
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+@pytest.fixture
+def script(tmp_path: Path) -> Path:
+    path = tmp_path / "train.py"
+    path.write_text("print('training')\n")
+    return path
+
+
+@pytest.fixture
+def hand_child(monkeypatch: pytest.MonkeyPatch) -> dict:
+    """The timing pass's child replaced: it 'exports' the hand-made two-step program. Set
+    exit_status and tail in the returned dict to make the program fail."""
+    said: dict = {"exit_status": 0, "tail": [], "argv": None}
+
+    def child(argv: list[str]) -> tuple[int, float, list[str]]:
+        said["argv"] = argv
+        write_export(Path(argv[argv.index("--export") + 1]), exit_status=said["exit_status"])
+        return said["exit_status"], 0.7, said["tail"]
+
+    monkeypatch.setattr(workload_profile, "run_child", child)
+    return said
+
+
+def profile(out: Path, script: Path, *options: object) -> Result:
+    return invoke("profile", "--out", out, "--steps", 1, "--step-range", "step", *options,
+                  "--", sys.executable, script, "--lr", "3e-4", "--", "a b")  # fmt: skip
+
+
+def only_run(out: Path) -> store.Run:
+    runs = store.list_runs(out)
+    assert len(runs) == 1 and not [p for p in out.iterdir() if p.name.startswith(".")]
+    return store.load(runs[0])
+
+
+def test_a_profile_run_is_stored_like_a_capture_and_every_reader_reads_it(
+    tmp_path: Path, script: Path, hand_child: dict, fake_ncu_on_path: Path, ncu_rep_path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    argv_file = tmp_path / "ncu-argv.json"
+    monkeypatch.setenv("FAKE_NCU_COPY", str(ncu_rep_path("fx_rmsnorm")))
+    monkeypatch.setenv("FAKE_NCU_ARGV", str(argv_file))
+    out = tmp_path / "runs"
+    result = profile(out, script)
+    assert result.exit_code == 0, (result.output, result.exception)
+    run = only_run(out)
+    assert run.manifest["kind"] == "profile" and run.manifest["kernel"] == "train"
+    assert run.verified and len(run.cases) == 7
+    counters = run.manifest["counters"]
+    assert counters["status"] == "ok" and counters["matched_by"] == "launch order"
+    assert (counters["kernels_profiled"], counters["passes"]) == (9, 11)
+    assert (counters["launch_skip"], counters["launch_count"]) == (9, 9)
+    assert run.cases["dram_throughput_pct"].notna().all()
+    assert run.manifest["region"]["steps_skipped"] == 1
+    # ncu runs the same program, its arguments untouched, under the child's plain mode
+    ncu_argv = json.loads(argv_file.read_text())
+    assert ncu_argv[-6:] == ["--", str(script), "--lr", "3e-4", "--", "a b"]
+    assert ncu_argv[ncu_argv.index("--launch-skip") + 1] == "9"
+    assert "--no-profile" in ncu_argv and "--nvtx" not in ncu_argv
+    assert hand_child["argv"][-5:] == [str(script), "--lr", "3e-4", "--", "a b"]
+    assert "training" not in result.output  # the child's output is its own (stood in for here)
+
+    shown = invoke("show", run.path, "--format", "csv")
+    assert shown.exit_code == 0 and "time_share_pct" in shown.output.splitlines()[0]
+    explained = invoke("explain", run.path, "--format", "json")
+    assert explained.exit_code == 0, explained.output
+    report = json.loads(explained.output)
+    headline = report["notes"]["train"]
+    # 194.944 us of the 300.296 us step span: MUL, RSQRT, COPY, CAST and FILL
+    assert headline.startswith("65% of the step is in 5 elementwise kernel group(s)")
+    assert "Measured: 1 step(s), after 1 warm-up step(s)" in headline
+    assert len(report["findings"]) == 7
+    text = invoke("explain", run.path)
+    assert text.exit_code == 0 and "21.4% vectorized_elementwise_kernel(mul)@eager" in text.output
+    assert invoke("compare", run.path, run.path).exit_code == 0
+    page = tmp_path / "page.html"
+    drawn = invoke("dashboard", run.path, "--out", page)
+    assert drawn.exit_code == 0, drawn.output
+    assert "vectorized_elementwise_kernel(mul)@eager" in page.read_text()
+
+
+def test_counter_permission_denied_leaves_a_timing_only_run_with_doctors_advice(
+    tmp_path: Path, script: Path, hand_child: dict, fake_ncu_on_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    monkeypatch.setenv("FAKE_NCU_MODE", "perm")
+    out = tmp_path / "runs"
+    result = profile(out, script)
+    assert result.exit_code == 0, result.output
+    assert "timing only" in result.stderr and "profkit doctor" in result.stderr
+    run = only_run(out)
+    assert run.timing_only and run.manifest["counters"]["problem"] == "no_permission"
+    assert run.cases["time_share_pct"].notna().all()
+    assert run.cases["dram_throughput_pct"].isna().all()
+
+
+def test_a_failing_program_is_reported_and_what_was_measured_kept_and_marked(
+    tmp_path: Path, script: Path, hand_child: dict
+) -> None:
+    hand_child.update(exit_status=3, tail=["Traceback (most recent call last):", "OOM: boom"])
+    out = tmp_path / "runs"
+    result = profile(out, script)
+    assert result.exit_code == 1
+    assert "exited with status 3" in result.stderr and "OOM: boom" in result.stderr
+    run = only_run(out)
+    assert run.manifest["program"]["exit_status"] == 3
+    assert run.manifest["program"]["stderr_tail"][-1] == "OOM: boom"
+    assert run.manifest["counters"]["status"] == "skipped"
+
+
+def test_a_range_that_matches_nothing_names_the_ranges_seen_and_stores_nothing(
+    tmp_path: Path, script: Path, hand_child: dict, fake_ncu_on_path: Path
+) -> None:
+    out = tmp_path / "runs"
+    result = profile(out, script, "--range", "attention")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.stderr.splitlines()[-1].startswith("error: --range 'attention' holds no kernel")
+    assert "eager" in result.stderr.splitlines()[-1]
+    assert store.list_runs(out) == [] and list(out.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "args, status, words",
+    [
+        (["--top", "0", "--", "python3", "x.py"], 2, "--top"),
+        (["--steps", "3", "--", "python3", "x.py"], 2, "--steps needs --step-range"),
+        (["--kernel-regex", "(", "--", "python3", "x.py"], 2, "is not a regex"),
+        (["--group-by", "kernel", "--", "python3", "x.py"], 2, "--group-by"),
+        ([], 2, "Missing argument"),
+        (["--", "./train", "--epochs", "1"], 1, "not a Python interpreter"),
+        (["--", "python3", "missing_script.py"], 1, "no such script"),
+    ],
+)
+def test_bad_input_is_one_line_and_a_non_zero_exit(args, status, words) -> None:
+    result = invoke("profile", *args)
+    assert result.exit_code == status and isinstance(result.exception, SystemExit)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and words in lines[0]
+
+
+def test_the_real_child_passes_arguments_through_and_reports_the_programs_exit(
+    tmp_path: Path,
+) -> None:
+    seen = tmp_path / "argv.json"
+    tiny = tmp_path / "tiny.py"
+    tiny.write_text(
+        "import json, sys\n"
+        f"json.dump(sys.argv, open({str(seen)!r}, 'w'))\n"
+        "print('tiny: failing on purpose', file=sys.stderr)\n"
+        "sys.exit(3)\n"
+    )
+    out = tmp_path / "runs"
+    args = ["--lr", "1e-3", "--", "-x", "a b", "--top", "5"]
+    result = invoke("profile", "--out", out, "--", sys.executable, tiny, *args)
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    last = result.stderr.splitlines()[-1]
+    assert last.startswith("error: the program exited with status 3 and launched no CUDA kernel")
+    assert "tiny: failing on purpose" in last
+    assert json.loads(seen.read_text()) == [str(tiny), *args]
+    assert not out.exists() or list(out.iterdir()) == []
+
+
+def _wait_for(path: Path, limit_s: float = 60.0) -> str:
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        if path.is_file() and path.read_text().strip():
+            return path.read_text().strip()
+        time.sleep(0.1)
+    raise AssertionError(f"{path} was not written within {limit_s:g} s")
+
+
+def _gone(pid: int, limit_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_ctrl_c_stops_the_child_and_leaves_no_run(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    sleepy = tmp_path / "sleepy.py"
+    sleepy.write_text(
+        f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)\n"
+    )
+    out = tmp_path / "runs"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "profkit", "profile", "--out", str(out), "--",
+         sys.executable, str(sleepy)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        child = int(_wait_for(pid_file))
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err.decode()
+    assert _gone(child), "the program kept running after Ctrl-C"
+    assert list(out.iterdir()) == []  # no run, no .tmp-* left
+
+
+def test_ctrl_c_during_ncu_stops_ncu_and_its_program(tmp_path: Path, fake_ncu_on_path) -> None:
+    pid_file = tmp_path / "pid"
+    driver = (
+        "from pathlib import Path; from profkit import ncu\n"
+        f"ncu.run_counter_pass(['python3', 'x.py'], Path({str(tmp_path / 'r')!r}))\n"
+    )
+    env = {**os.environ, "FAKE_NCU_MODE": "sleep", "FAKE_NCU_CHILD_PID": str(pid_file)}
+    proc = subprocess.Popen([sys.executable, "-c", driver], cwd=ROOT, env=env,
+                            stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        child = int(_wait_for(pid_file))
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode != 0
+    assert _gone(child), "ncu's program kept running after Ctrl-C"
