@@ -383,6 +383,11 @@ def capture(
 )
 @click.option("--no-counters", is_flag=True, help="timing pass only: skip ncu")
 @click.option(
+    "--source",
+    is_flag=True,
+    help="then a source pass over the same launches: their hot source lines",
+)
+@click.option(
     "--ncu-timeout",
     type=float,
     default=1800.0,
@@ -397,7 +402,7 @@ def capture(
     help="store the run here (default: profiles/)",
 )
 def profile(command, top, kernel_regex, range_name, launch_skip, launch_count, steps, step_range,
-            group_by, no_counters, ncu_timeout, out) -> int:  # fmt: skip
+            group_by, no_counters, source, ncu_timeout, out) -> int:  # fmt: skip
     """Profile your own program: kernels ranked by device time, then counters on the top ones.
 
     profkit profile [OPTIONS] -- python train.py ARGS (arguments after -- pass through untouched)
@@ -410,6 +415,8 @@ def profile(command, top, kernel_regex, range_name, launch_skip, launch_count, s
 
     if steps is not None and step_range is None:
         raise click.UsageError("--steps needs --step-range NAME (the range that marks a step)")
+    if source and no_counters:
+        raise click.UsageError("--source profiles the launches the counter pass picks: drop one")
     if kernel_regex is not None:
         try:
             re.compile(kernel_regex)
@@ -428,6 +435,7 @@ def profile(command, top, kernel_regex, range_name, launch_skip, launch_count, s
         step_range=step_range,
         group_by=group_by,
         counters=not no_counters,
+        source=source,
         ncu_timeout_s=ncu_timeout,
     )
     outcome = run_profile(program, opts)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from workload_export import write_export
+from workload_export import KERNELS, SOURCE_KERNELS, write_export
 
 from profkit import store
 from profkit.cli import cli
@@ -39,12 +39,13 @@ def script(tmp_path: Path) -> Path:
 @pytest.fixture
 def hand_child(monkeypatch: pytest.MonkeyPatch) -> dict:
     """The timing pass's child replaced: it 'exports' the hand-made two-step program. Set
-    exit_status and tail in the returned dict to make the program fail."""
-    said: dict = {"exit_status": 0, "tail": [], "argv": None}
+    exit_status and tail in the returned dict to make the program fail, kernels to launch others."""
+    said: dict = {"exit_status": 0, "tail": [], "argv": None, "kernels": KERNELS}
 
     def child(argv: list[str]) -> tuple[int, float, list[str]]:
         said["argv"] = argv
-        write_export(Path(argv[argv.index("--export") + 1]), exit_status=said["exit_status"])
+        export = Path(argv[argv.index("--export") + 1])
+        write_export(export, exit_status=said["exit_status"], kernels=said["kernels"])
         return said["exit_status"], 0.7, said["tail"]
 
     monkeypatch.setattr(workload_profile, "run_child", child)
@@ -96,7 +97,7 @@ def test_a_profile_run_is_stored_like_a_capture_and_every_reader_reads_it(
     report = json.loads(explained.output)
     headline = report["notes"]["train"]
     # 194.944 us of the 300.296 us step span: MUL, RSQRT, COPY, CAST and FILL
-    assert headline.startswith("65% of the step is in 5 elementwise kernel group(s)")
+    assert headline.startswith("65% of the step is in 7 elementwise launches per step (5 groups)")
     assert "Measured: 1 step(s), after 1 warm-up step(s)" in headline
     assert len(report["findings"]) == 7
     text = invoke("explain", run.path)
@@ -106,6 +107,30 @@ def test_a_profile_run_is_stored_like_a_capture_and_every_reader_reads_it(
     drawn = invoke("dashboard", run.path, "--out", page)
     assert drawn.exit_code == 0, drawn.output
     assert "vectorized_elementwise_kernel(mul)@eager" in page.read_text()
+
+
+def test_the_source_pass_keeps_the_chosen_launches_lines(
+    tmp_path: Path, script: Path, hand_child: dict, fake_ncu_on_path: Path, ncu_rep_path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    hand_child["kernels"] = SOURCE_KERNELS
+    monkeypatch.setenv("FAKE_NCU_COPY", str(ncu_rep_path("fx_source")))
+    monkeypatch.setenv("FAKE_NCU_SOURCE_COPY", str(ncu_rep_path("fx_source")))
+    out = tmp_path / "runs"
+    result = profile(out, script, "--source")
+    assert result.exit_code == 0, (result.output, result.exception)
+    run = only_run(out)
+    block = run.manifest["counters"]["source_pass"]
+    assert block["status"] == "ok" and block["lines"] == 26  # fx_source: 11 + 11 + 4 lines
+    assert sorted(run.source_lines["launch"].unique()) == [0, 1, 2]
+    explained = invoke("explain", run.path)
+    assert explained.exit_code == 0
+    assert "line 23 (p1.py): 99% of the long-scoreboard" in explained.output  # hist's hot line
+    # a source pass that saw other kernels keeps no lines, and says so
+    monkeypatch.setenv("FAKE_NCU_SOURCE_COPY", str(ncu_rep_path("fx_rmsnorm")))
+    assert profile(tmp_path / "other", script, "--source").exit_code == 0
+    block = only_run(tmp_path / "other").manifest["counters"]["source_pass"]
+    assert (block["status"], block["problem"]) == ("failed", "no_match")
 
 
 def test_counter_permission_denied_leaves_a_timing_only_run_with_doctors_advice(
@@ -155,6 +180,7 @@ def test_a_range_that_matches_nothing_names_the_ranges_seen_and_stores_nothing(
         (["--steps", "3", "--", "python3", "x.py"], 2, "--steps needs --step-range"),
         (["--kernel-regex", "(", "--", "python3", "x.py"], 2, "is not a regex"),
         (["--group-by", "kernel", "--", "python3", "x.py"], 2, "--group-by"),
+        (["--source", "--no-counters", "--", "python3", "x.py"], 2, "--source"),
         ([], 2, "Missing argument"),
         (["--", "./train", "--epochs", "1"], 1, "not a Python interpreter"),
         (["--", "python3", "missing_script.py"], 1, "no such script"),

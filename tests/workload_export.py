@@ -41,18 +41,29 @@ GAP_US = 5.0
 MEMSET_US = 4.0
 
 
-def hand_export(exit_status: int = 0, steps: int = 2, order: list[int] | None = None) -> dict:
-    """The export; `order` launches the nine kernels in another order (the same in every step)."""
+# fx_source's three launches (Triton kernels: wide_row twice, then hist), for the source pass
+SOURCE_KERNELS = [
+    ("wide_row", None, "2048x1x1", "32x1x1", 109.696),
+    ("wide_row", None, "2048x1x1", "32x1x1", 108.576),
+    ("hist", None, "16384x1x1", "128x1x1", 4234.624),
+]
+
+
+def hand_export(
+    exit_status: int = 0, steps: int = 2, order: list[int] | None = None, kernels=KERNELS
+) -> dict:
+    """The export; `order` launches the kernels in another order (the same in every step)."""
     rows, ranges = [], []
     corr = 0
+    step_us = max(STEP_US, sum(k[-1] for k in kernels) + 200.0)
     for s in range(steps):
-        t0 = s * STEP_US
+        t0 = s * step_us
         ranges.append(["step", t0, t0 + 900.0, 1])
         ranges.append(["fused", t0 + 1.0, t0 + 3.0, 1])
         ranges.append(["eager", t0 + 3.0, t0 + 20.0, 1])
         start = t0 + 10.0
-        for i in order or range(len(KERNELS)):
-            name, op, grid, block, dur = KERNELS[i]
+        for i in order or range(len(kernels)):
+            name, op, grid, block, dur = kernels[i]
             corr += 1
             launch = t0 + 2.0 if i == 0 else t0 + 3.0 + i
             held = "step > fused" if i == 0 else "step > eager"

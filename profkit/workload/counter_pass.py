@@ -16,14 +16,19 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from profkit import ncu, store
 from profkit.errors import ProfkitError
 from profkit.explain.library import short_name
+from profkit.sourcepass import DURATION, SECTIONS, regex_escape
 from profkit.workload.program import child_environ
 from profkit.workload.timing_pass import RANGE_SEP, Region, range_names
+
+if TYPE_CHECKING:
+    from profkit.report import ReportTables
 
 _PASSES_RE = re.compile(r"==PROF== Profiling .* - (\d+) pass(?:es)?")
 
@@ -40,7 +45,7 @@ class Selection:
     count: int  # ncu --launch-count
 
     def argv(self) -> list[str]:
-        pattern = "|".join(re.escape(n) for n in self.names)
+        pattern = "|".join(regex_escape(n) for n in self.names)
         return [
             "--kernel-name-base",
             "function",
@@ -136,6 +141,36 @@ def run(
             nvtx_include=None,
             extra_args=selection.argv(),
         )
+
+
+def source_run(
+    selection: Selection, program_argv: list[str], writer: store.RunWriter, *, timeout_s: float
+) -> ncu.CounterPass:
+    """The source pass: the same window again, with SourceCounters and WarpStateStats and the
+    source imported (profkit.sourcepass's sections), so the chosen launches get their hot lines."""
+    with child_environ():
+        return ncu.run_counter_pass(
+            program_argv,
+            writer.path(store.SOURCE_REPORT),
+            timeout_s=timeout_s,
+            log_path=writer.path("ncu-source.log"),
+            metrics=[DURATION],
+            sections=list(SECTIONS),
+            nvtx_include=None,
+            extra_args=[*selection.argv(), "--import-source", "yes"],
+        )
+
+
+def source_lines(source: ReportTables, matched: pd.DataFrame) -> pd.DataFrame | None:
+    """The chosen launches' source lines, numbered as in kernels.csv; None when the source pass
+    saw other launches than the counter pass (the same window, so the same launches in order)."""
+    want = matched.set_index("launch")["kernel_name"]
+    got = source.kernels.set_index("launch")["kernel_name"].reindex(want.index)
+    if not (got == want).all():
+        return None
+    lines = source.source_lines[source.source_lines["launch"].isin(want.index)].copy()
+    lines["case"] = lines["launch"].map(matched.set_index("launch")["case"])
+    return lines
 
 
 def passes(log_text: str) -> int:

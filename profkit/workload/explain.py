@@ -86,8 +86,8 @@ def kind_of(row: Mapping) -> str:
 
 
 def headline(rows: list[dict], findings: list[Finding], manifest: Mapping) -> str:
-    """The region in two sentences: where most of the step goes, then the next share, each with
-    its busiest unit and, for the second, the first step to take."""
+    """The region in two parts: the kind of kernel holding most of the step, then the next, each
+    with its busiest unit and the first step for its largest group; then the host gaps."""
     buckets: dict[str, list[tuple[dict, Finding]]] = {}
     for row, f in zip(rows, findings, strict=True):
         buckets.setdefault(kind_of(row), []).append((row, f))
@@ -97,15 +97,15 @@ def headline(rows: list[dict], findings: list[Finding], manifest: Mapping) -> st
     said = []
     for i, (kind, members) in enumerate(ranked[:HEADLINE_BUCKETS]):
         share = sum(_share(r) for r, _ in members)
-        per_step = sum(num(r, "launches_per_step") or 0 for r, _ in members)
-        count = f"{len(members)} {kind} kernel group(s) ({per_step:.0f} launches per step)"
-        text = f"{share:.0f}% of {where} is in {count}" if i == 0 else f"the next {share:.0f}%"
-        text += "" if i == 0 else f" is {count}"
+        per_step = round(sum(num(r, "launches_per_step") or 0 for r, _ in members))
+        what = f"{_count(per_step, f'{kind} launch')} per step ({_count(len(members), 'group')})"
+        lead = f"{share:.0f}% of {where} is in" if i == 0 else f"the next {share:.0f}% is"
+        text = f"{lead} {what}"
         busy = _busiest(members)
         if busy:
             text += f" at {busy}"
         top = max(members, key=lambda m: _share(m[0]))[1]
-        if i > 0 and top.next:
+        if top.next:
             text += f": {step_text(top.next[0])}"
         said.append(text)
     gap = region.get("host_gap_pct")
@@ -117,6 +117,10 @@ def headline(rows: list[dict], findings: list[Finding], manifest: Mapping) -> st
             "warm-up step(s)."
         )
     return "; ".join(said) + "." + tail + steps
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "es" if noun.endswith("h") else "s")
 
 
 def _share(row: Mapping) -> float:

@@ -42,6 +42,7 @@ class ProfileOptions:
     step_range: str | None = None
     group_by: str = "range"
     counters: bool = True
+    source: bool = False  # after the counter pass, the source pass over the same launches
     ncu_timeout_s: float = 1800.0
 
 
@@ -121,6 +122,7 @@ def _profile(program: Program, opts: ProfileOptions, writer: store.RunWriter, co
             "steps": opts.steps,
             "step_range": opts.step_range,
             "group_by": opts.group_by,
+            "source": opts.source,
         },
         "timing": {"method": timing_pass.METHOD, "wall_s": round(wall_s, 3)},
         "region": region.to_manifest(),
@@ -215,7 +217,37 @@ def _counters(program, opts, writer, console, acts, region, table):
         f"counter pass: {len(tables.kernels)} launches profiled ({block['passes']} passes) in "
         f"{result.wall_s:.1f} s; {len(matched)} belong to the chosen groups (matched by {how})"
     )
+    if opts.source:
+        block["source_pass"] = _source(selection, program, writer, console, opts, matched)
     return block, matched
+
+
+def _source(selection, program, writer, console, opts, matched) -> dict:
+    """Source lines for the chosen launches; a failure is recorded, never fatal."""
+    from profkit.report import read_report
+
+    console.print("source pass: ncu with SourceCounters over the same launches ...")
+    with console.status("ncu is profiling source lines ..."):
+        result = counter_pass.source_run(
+            selection, program.child_argv(None), writer, timeout_s=opts.ncu_timeout_s
+        )
+    block = result.to_manifest()
+    if result.ok:
+        try:
+            lines = counter_pass.source_lines(read_report(result.report_path), matched)
+        except ProfkitError as exc:
+            lines = None
+            block.update(problem="report_unreadable", reason=str(exc))
+        if lines is None and block.get("problem") is None:
+            block.update(problem="no_match", reason="the source pass saw other launches")
+        if lines is not None:
+            writer.write_table(store.SOURCE_LINES, lines)
+            block["lines"] = len(lines)
+            console.print(f"source pass: {len(lines)} source lines in {result.wall_s:.1f} s")
+            return block
+    block["status"] = "failed"
+    console.print(f"[yellow]source pass failed:[/] {block['reason']}")
+    return block
 
 
 def run_child(argv: list[str]) -> tuple[int, float, list[str]]:
