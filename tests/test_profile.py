@@ -224,3 +224,27 @@ def test_a_python_command_is_split_and_its_arguments_kept(tmp_path) -> None:
 def test_a_command_the_timing_pass_cannot_run_is_named(argv, words) -> None:
     with pytest.raises(ProfkitError, match=words.replace("(", r"\(")):
         parse_program(argv)
+
+
+def test_the_childs_nvtx_ranges_open_profiler_ranges_too(monkeypatch, tmp_path) -> None:
+    """On a CPU build NVTX itself raises, so NVTX is stood in for; the wrapper is the child's."""
+    import json
+
+    import torch
+
+    from profkit.workload import child
+
+    pushed: list[str] = []
+    monkeypatch.setattr(torch.cuda.nvtx, "range_push", lambda msg: pushed.append(msg) or 0)
+    monkeypatch.setattr(torch.cuda.nvtx, "range_pop", lambda: pushed.pop() and 0)
+    child._nvtx_opens_ranges()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        with torch.cuda.nvtx.range("step"):
+            torch.cuda.nvtx.range_push("mlp")
+            torch.ones(4).add_(1)
+            torch.cuda.nvtx.range_pop()
+    trace = tmp_path / "trace.json"
+    prof.export_chrome_trace(str(trace))
+    export = export_from_trace(json.loads(trace.read_text()), {})
+    assert [r[0] for r in export["ranges"]["rows"]] == ["step", "mlp"]
+    assert pushed == []  # every push popped, NVTX's own calls made as before
