@@ -116,6 +116,13 @@ def test_a_step_range_that_matches_nothing_names_the_ranges_seen() -> None:
         region_of(hand_export(), step_range="iteration")
 
 
+def test_steps_that_launched_no_kernel_are_said_plainly() -> None:
+    export = hand_export()
+    export["ranges"]["rows"].append(["step", 5000.0, 5100.0, 1])  # a last step, kernels elsewhere
+    with pytest.raises(ProfkitError, match=r"measured steps of 'step' launched no CUDA kernel"):
+        region_of(export, step_range="step", steps=1)
+
+
 def test_no_kernel_is_said_plainly() -> None:
     export = hand_export()
     export["kernels"]["rows"] = [r for r in export["kernels"]["rows"] if r[0] != "kernel"]

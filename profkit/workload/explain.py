@@ -64,10 +64,8 @@ def explain_profile(run: Run) -> Report:
     for row in rows:
         ctx = Context(device=device, dtype=str(row.get("dtype") or ""))
         f = case_finding(row, ctx, tables, no_counters)
-        f.subject = (
-            f"{num(row, 'time_share_pct') or 0:.1f}% {row['variant']} "
-            f"({int(num(row, 'launches') or 0)} launches)"
-        )
+        launched = _count(int(num(row, "launches") or 0), "launch")
+        f.subject = f"{num(row, 'time_share_pct') or 0:.1f}% {row['variant']} ({launched})"
         for col in ("time_share_pct", "step_share_pct", "launches", "launches_per_step",
                     "device_mean_ms", "device_p95_ms", "range", "kernel_name"):  # fmt: skip
             if row.get(col) is not None:

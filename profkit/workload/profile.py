@@ -73,9 +73,9 @@ def _profile(program: Program, opts: ProfileOptions, writer: store.RunWriter, co
     console.print(f"timing pass: {' '.join(program.argv)} under torch.profiler ...")
     status, wall_s, tail = run_child(program.child_argv(export_path))
     if not export_path.is_file():
+        how = f"was killed by signal {-status}" if status < 0 else f"exited with status {status}"
         raise ProfkitError(
-            f"the program exited with status {status} before the timing pass could export "
-            f"anything{_tail_text(tail)}"
+            f"the program {how} before the timing pass could export anything{_tail_text(tail)}"
         )
     export = timing_pass.read_export(export_path)
     status = int(export.get("exit_status", status))
@@ -94,6 +94,10 @@ def _profile(program: Program, opts: ProfileOptions, writer: store.RunWriter, co
     _say_region(console, region, opts)
     counters: dict = {"status": "skipped", "reason": "--no-counters: timing only"}
     kernels = None
+    if not opts.counters and (opts.range_name or opts.kernel_regex):
+        counter_pass.select(  # the filters name what there is even when nothing is profiled
+            acts, region, table, kernel_regex=opts.kernel_regex, range_name=opts.range_name
+        )
     if opts.counters and status != 0:
         counters = {"status": "skipped", "reason": f"the program exited with status {status}"}
     elif opts.counters:

@@ -117,6 +117,11 @@ def measure_region(
     if step_range is not None:
         chosen = _steps(acts, ranges, step_range, steps, region)
     kernels = chosen[chosen["kind"] == "kernel"].copy()
+    if kernels.empty:
+        raise ProfkitError(
+            f"the measured steps of {step_range!r} launched no CUDA kernel (the program's "
+            f"{int((acts['kind'] == 'kernel').sum())} kernels were launched outside them)"
+        )
     kernels["group_range"] = _group_range(kernels, step_range, group_by)
     region.launches = kernels.sort_values("start_us").reset_index(drop=True)
     start = chosen["start_us"].min()
