@@ -279,3 +279,36 @@ def test_ctrl_c_during_ncu_stops_ncu_and_its_program(tmp_path: Path, fake_ncu_on
         proc.kill()
     assert proc.returncode != 0
     assert _gone(child), "ncu's program kept running after Ctrl-C"
+
+
+def test_the_jobs_goal_check_compares_shares_with_ncus_durations(
+    tmp_path: Path, script: Path, hand_child: dict, fake_ncu_on_path: Path, ncu_rep_path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """jobs/profile_check.py on a run whose export took its durations from the very report the
+    fake ncu hands back: the shares agree exactly, launch by launch."""
+    monkeypatch.setenv("FAKE_NCU_COPY", str(ncu_rep_path("fx_rmsnorm")))
+    out = tmp_path / "runs"
+    assert profile(out, script).exit_code == 0
+    run = only_run(out)
+    check = tmp_path / "check.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # as jobs/run.py runs it: this checkout first
+    done = subprocess.run(
+        [sys.executable, "jobs/profile_check.py", str(run.path), "--plain-s", "0.5",
+         "--out", str(check)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = json.loads(check.read_text())
+    assert said["timing"]["ratio"] == 1.4  # the stand-in child's 0.7 s over 0.5 s
+    agreement = said["agreement"]
+    assert (agreement["launch_skip"], agreement["launch_count"], agreement["names_agree"]) == (
+        9, 9, 9)  # fmt: skip
+    assert agreement["max_diff_points"] == 0
+    assert "PASS time shares within 0.00 points" in done.stdout
+    done = subprocess.run(
+        [sys.executable, "jobs/profile_check.py", str(run.path), "--plain-s", "0.1",
+         "--out", str(check)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 1 and "FAIL timing pass 0.7 s = 7.00x" in done.stdout
