@@ -345,12 +345,17 @@ def capture(
     show_default=True,
     help="kernel groups the counter pass profiles, by device time",
 )
-@click.option("--kernel-regex", default=None, help="only kernels whose name matches (Python regex)")
+@click.option(
+    "--kernel-regex",
+    default=None,
+    help="the counter pass profiles only kernels whose name matches (Python regex)",
+)
 @click.option(
     "--range",
     "range_name",
     default=None,
-    help="only kernels inside this range (a user NVTX/record_function range or op)",
+    help="the counter pass profiles only kernels inside this range (a user NVTX or "
+    "record_function range, or a PyTorch op)",
 )
 @click.option(
     "--launch-skip",
@@ -388,6 +393,12 @@ def capture(
     help="then a source pass over the same launches: their hot source lines",
 )
 @click.option(
+    "--emit-nvtx",
+    is_flag=True,
+    help="the counter pass under torch.autograd.profiler.emit_nvtx: ncu's report names each "
+    "kernel's PyTorch op range",
+)
+@click.option(
     "--ncu-timeout",
     type=float,
     default=1800.0,
@@ -402,7 +413,7 @@ def capture(
     help="store the run here (default: profiles/)",
 )
 def profile(command, top, kernel_regex, range_name, launch_skip, launch_count, steps, step_range,
-            group_by, no_counters, source, ncu_timeout, out) -> int:  # fmt: skip
+            group_by, no_counters, source, emit_nvtx, ncu_timeout, out) -> int:  # fmt: skip
     """Profile your own program: kernels ranked by device time, then counters on the top ones.
 
     profkit profile [OPTIONS] -- python train.py ARGS (arguments after -- pass through untouched)
@@ -436,6 +447,7 @@ def profile(command, top, kernel_regex, range_name, launch_skip, launch_count, s
         group_by=group_by,
         counters=not no_counters,
         source=source,
+        emit_nvtx=emit_nvtx,
         ncu_timeout_s=ncu_timeout,
     )
     outcome = run_profile(program, opts)

@@ -86,7 +86,8 @@ def test_a_profile_run_is_stored_like_a_capture_and_every_reader_reads_it(
     ncu_argv = json.loads(argv_file.read_text())
     assert ncu_argv[-6:] == ["--", str(script), "--lr", "3e-4", "--", "a b"]
     assert ncu_argv[ncu_argv.index("--launch-skip") + 1] == "9"
-    assert "--no-profile" in ncu_argv and "--nvtx" not in ncu_argv
+    assert "--no-profile" in ncu_argv and "--emit-nvtx" not in ncu_argv
+    assert "--nvtx" in ncu_argv and "--nvtx-include" not in ncu_argv  # ranges named, not filtered
     assert hand_child["argv"][-5:] == [str(script), "--lr", "3e-4", "--", "a b"]
     assert "training" not in result.output  # the child's output is its own (stood in for here)
 
@@ -132,6 +133,18 @@ def test_the_source_pass_keeps_the_chosen_launches_lines(
     assert profile(tmp_path / "other", script, "--source").exit_code == 0
     block = only_run(tmp_path / "other").manifest["counters"]["source_pass"]
     assert (block["status"], block["problem"]) == ("failed", "no_match")
+
+
+def test_emit_nvtx_runs_the_counter_pass_under_pytorchs_op_ranges(
+    tmp_path: Path, script: Path, hand_child: dict, fake_ncu_on_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    argv_file = tmp_path / "ncu-argv.json"
+    monkeypatch.setenv("FAKE_NCU_ARGV", str(argv_file))
+    assert profile(tmp_path / "runs", script, "--emit-nvtx").exit_code == 0
+    ncu_argv = json.loads(argv_file.read_text())
+    child = ncu_argv.index("profkit.workload.child")
+    assert ncu_argv[child + 1 : child + 4] == ["--no-profile", "--emit-nvtx", "--"]
 
 
 def test_counter_permission_denied_leaves_a_timing_only_run_with_doctors_advice(

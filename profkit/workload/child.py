@@ -3,6 +3,7 @@ activity (profkit.workload.trace's format) to one gzipped JSON file.
 
     python -m profkit.workload.child --export OUT.json.gz -- SCRIPT.py ARGS
     python -m profkit.workload.child --no-profile -- -m MODULE ARGS   # as the counter pass does
+    python -m profkit.workload.child --no-profile --emit-nvtx -- ...   # PyTorch ops as NVTX ranges
 
 The program runs as `python SCRIPT.py ARGS` would (sys.argv, sys.path[0], __main__). NVTX ranges
 (torch.cuda.nvtx, and the nvtx package's when it is installed) also open record_function ranges
@@ -31,6 +32,11 @@ def main(argv: list[str] | None = None) -> int:
     mode = p.add_mutually_exclusive_group(required=True)
     mode.add_argument("--export", type=Path, help="write the timing export here (.json.gz)")
     mode.add_argument("--no-profile", action="store_true", help="run the program plainly")
+    p.add_argument(
+        "--emit-nvtx",
+        action="store_true",
+        help="with --no-profile: under torch.autograd.profiler.emit_nvtx (an NVTX range per op)",
+    )
     p.add_argument("program", nargs=argparse.REMAINDER, help="-- SCRIPT ARGS, or -- -m MODULE ARGS")
     args = p.parse_args(argv)
     from profkit.workload import trace  # noqa: F401  (loaded before the path is handed back)
@@ -40,6 +46,11 @@ def main(argv: list[str] | None = None) -> int:
     program = args.program[1:] if args.program[:1] == ["--"] else args.program
     if not program:
         p.error("no program given")
+    if args.no_profile and args.emit_nvtx:
+        import torch
+
+        with torch.autograd.profiler.emit_nvtx():
+            return _run(program)[0]
     if args.no_profile:
         return _run(program)[0]
     return profile(program, args.export)

@@ -47,6 +47,7 @@ class Selection:
     def argv(self) -> list[str]:
         pattern = "|".join(regex_escape(n) for n in self.names)
         return [
+            "--nvtx",  # records each launch's ranges (kernels.csv's nvtx_range); filters nothing
             "--kernel-name-base",
             "function",
             "--kernel-name",

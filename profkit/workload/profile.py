@@ -43,6 +43,7 @@ class ProfileOptions:
     group_by: str = "range"
     counters: bool = True
     source: bool = False  # after the counter pass, the source pass over the same launches
+    emit_nvtx: bool = False  # the counter pass under emit_nvtx: ncu's report names each op range
     ncu_timeout_s: float = 1800.0
 
 
@@ -127,6 +128,7 @@ def _profile(program: Program, opts: ProfileOptions, writer: store.RunWriter, co
             "step_range": opts.step_range,
             "group_by": opts.group_by,
             "source": opts.source,
+            "emit_nvtx": opts.emit_nvtx,
         },
         "timing": {"method": timing_pass.METHOD, "wall_s": round(wall_s, 3)},
         "region": region.to_manifest(),
@@ -178,9 +180,8 @@ def _counters(program, opts, writer, console, acts, region, table):
         f"{selection.skip}..{selection.skip + selection.count - 1} of those named ..."
     )
     with console.status("ncu is profiling ..."):
-        result = counter_pass.run(
-            selection, program.child_argv(None), writer, timeout_s=opts.ncu_timeout_s
-        )
+        argv = program.child_argv(None, opts.emit_nvtx)
+        result = counter_pass.run(selection, argv, writer, timeout_s=opts.ncu_timeout_s)
     block = result.to_manifest()
     log = result.log_path.read_text(errors="replace") if result.log_path else ""
     block.update(

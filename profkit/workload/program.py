@@ -38,10 +38,12 @@ class Program:
         stem = Path(self.target).stem if not self.module else self.target.rsplit(".", 1)[-1]
         return re.sub(r"[^A-Za-z0-9_.-]", "_", stem) or "workload"
 
-    def child_argv(self, export: Path | None) -> list[str]:
+    def child_argv(self, export: Path | None, emit_nvtx: bool = False) -> list[str]:
         """This program under profkit's child: profiled to `export`, or (None) run plainly, as
-        the counter pass runs it, so that ncu sees the same launches."""
+        the counter pass runs it, so that ncu sees the same launches (with emit_nvtx, each
+        PyTorch op an NVTX range, which ncu's report then names)."""
         mode = ["--export", str(export)] if export is not None else ["--no-profile"]
+        mode += ["--emit-nvtx"] if emit_nvtx and export is None else []
         target = ["-m", self.target] if self.module else [self.target]
         return [sys.executable, "-m", "profkit.workload.child", *mode, "--", *target, *self.args]
 
