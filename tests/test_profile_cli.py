@@ -100,6 +100,7 @@ def test_a_profile_run_is_stored_like_a_capture_and_every_reader_reads_it(
     # 194.944 us of the 300.296 us step span: MUL, RSQRT, COPY, CAST and FILL
     assert headline.startswith("65% of the step is in 7 elementwise launches per step (5 groups)")
     assert "Measured: 1 step(s), after 1 warm-up step(s)" in headline
+    assert "Counter pass: ncu profiled 9 launches for the top 7 groups (11 passes) in" in headline
     assert len(report["findings"]) == 7
     text = invoke("explain", run.path)
     assert text.exit_code == 0

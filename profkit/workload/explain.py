@@ -114,7 +114,19 @@ def headline(rows: list[dict], findings: list[Finding], manifest: Mapping) -> st
             f" Measured: {region['steps_measured']} step(s), after {region['steps_skipped']} "
             "warm-up step(s)."
         )
-    return "; ".join(said) + "." + tail + steps
+    return "; ".join(said) + "." + tail + steps + _cost(manifest.get("counters") or {})
+
+
+def _cost(counters: Mapping) -> str:
+    """The counter pass's cost, as the run recorded it."""
+    if counters.get("status") != "ok" or counters.get("kernels_profiled") is None:
+        return ""
+    groups = len(counters.get("groups") or [])
+    return (
+        f" Counter pass: ncu profiled {_count(int(counters['kernels_profiled']), 'launch')} for "
+        f"the top {_count(groups, 'group')} ({counters.get('passes')} passes) in "
+        f"{counters.get('wall_s')} s."
+    )
 
 
 def _count(n: int, noun: str) -> str:
