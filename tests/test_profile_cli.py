@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from click.testing import CliRunner, Result
 from workload_export import KERNELS, SOURCE_KERNELS, write_export
@@ -146,6 +147,35 @@ def test_emit_nvtx_runs_the_counter_pass_under_pytorchs_op_ranges(
     ncu_argv = json.loads(argv_file.read_text())
     child = ncu_argv.index("profkit.workload.child")
     assert ncu_argv[child + 1 : child + 4] == ["--no-profile", "--emit-nvtx", "--"]
+
+
+def rederived(run: store.Run):
+    """The run's kernel groups derived again from its stored timing export."""
+    from profkit.workload import timing_pass
+
+    acts, ranges = timing_pass.frames(timing_pass.read_export(run.path / workload_profile.EXPORT))
+    opts = run.manifest["options"]
+    region = timing_pass.measure_region(
+        acts, ranges, step_range=opts["step_range"], steps=opts["steps"], group_by=opts["group_by"]
+    )
+    return timing_pass.groups(region, run.manifest["kernel"])
+
+
+def test_a_stored_runs_groups_derive_again_from_its_timing_export(
+    tmp_path: Path, script: Path, hand_child: dict
+) -> None:
+    out = tmp_path / "runs"
+    assert profile(out, script, "--no-counters").exit_code == 0
+    run = only_run(out)
+    table, samples = rederived(run)
+    columns = ["case", "launches", "total_ms", "device_p95_ms", "time_share_pct", "rank"]
+    pd.testing.assert_frame_equal(
+        run.cases[columns].reset_index(drop=True),
+        table[columns].reset_index(drop=True),
+        check_dtype=False,
+        rtol=1e-12,
+    )
+    assert len(run.samples) == len(samples) == int(run.cases["launches"].sum())
 
 
 def test_counter_permission_denied_leaves_a_timing_only_run_with_doctors_advice(
