@@ -195,6 +195,10 @@ def _timing_note(run: Run) -> str:
 
 def _run_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
     """(title, html) per view of one run, in page order."""
+    if run.manifest.get("kind") == "profile":  # a workload's kernel groups (profkit profile)
+        from profkit.workload.dashboard import profile_sections
+
+        return profile_sections(run, prefix)
     out: list[tuple[str, str]] = []
     step_run = steps.applies(run)
     # a step-latency run measures no call's device time: its speedups are over step latency
