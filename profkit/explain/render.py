@@ -190,12 +190,14 @@ def render_terminal(
             for f in _select(group, case, variant):
                 _full(out, f, verbose or case is not None, hot, asked=case is not None)
             continue
-        out.blocks, out.priority = [], _P_HEAD
-        if notes.get(kernel):
+        note_lines = 0
+        if notes.get(kernel):  # printed whole, before what is fitted to the screen
             out.para(notes[kernel], 0, first="note: ", style="italic")
+            note_lines = len(out.lines(notes[kernel], 0, first="note: "))
+        out.blocks, out.priority = [], _P_HEAD
         _summary(out, group, hot)
         blocks, out.blocks = out.blocks, None
-        _fit(out, blocks, SCREEN_LINES - 1 - footer_lines, _HINT)
+        _fit(out, blocks, SCREEN_LINES - 1 - footer_lines - note_lines, _HINT)
     for text in footer:
         out.para(text, 0, style="dim")
 

@@ -15,7 +15,7 @@ from profkit.explain import launches, rules
 from profkit.explain.context import Context
 from profkit.explain.evidence import num
 from profkit.explain.library import Family, family
-from profkit.explain.model import Finding, Report, Unit
+from profkit.explain.model import Action, Finding, Report, Step, Unit
 from profkit.explain.phrases import step_text
 from profkit.explain.roofs import Device
 from profkit.explain.run import _no_counters, _Tables, case_finding
@@ -54,6 +54,8 @@ def is_profile(run: Run) -> bool:
 
 
 def explain_profile(run: Run) -> Report:
+    """One finding per explained group (those the counter pass profiled, or the top --top when
+    the run is timing only), ranked; the headline covers every group."""
     report = Report(source=run.run_id, mode=str(run.manifest.get("mode") or "gpu"))
     device = Device.of(run.manifest)
     by_case = launches.by_case(run.kernels)
@@ -61,7 +63,8 @@ def explain_profile(run: Run) -> Report:
     tables = _Tables({c: rows[:1] for c, rows in by_case.items()}, rules.by_launch(run.rules))
     no_counters = _no_counters(run)
     rows = run.cases.sort_values("rank").to_dict("records")
-    for row in rows:
+    found: dict[str, Finding] = {}
+    for row in explained(run, rows):
         ctx = Context(device=device, dtype=str(row.get("dtype") or ""))
         f = case_finding(row, ctx, tables, no_counters)
         launched = _count(int(num(row, "launches") or 0), "launch")
@@ -71,9 +74,20 @@ def explain_profile(run: Run) -> Report:
             if row.get(col) is not None:
                 f.evidence[col] = row[col]
         report.findings.append(f)
+        found[str(row["case"])] = f
     if rows:
-        report.notes[str(rows[0]["kernel"])] = headline(rows, report.findings, run.manifest)
+        report.notes[str(rows[0]["kernel"])] = headline(rows, found, run.manifest)
     return report
+
+
+def explained(run: Run, rows: list[dict]) -> list[dict]:
+    """The groups explained one by one: those the counter pass profiled; in a timing-only run,
+    the top --top. The others are in cases.csv, and in the headline's shares."""
+    groups = set((run.manifest.get("counters") or {}).get("groups") or [])
+    if groups and not run.timing_only:
+        return [r for r in rows if r["case"] in groups]
+    top = int((run.manifest.get("options") or {}).get("top") or 10)
+    return rows[:top]
 
 
 def kind_of(row: Mapping) -> str:
@@ -83,38 +97,52 @@ def kind_of(row: Mapping) -> str:
     return "GEMM" if str(row.get("op") or "") in _GEMM_OPS else "other"
 
 
-def headline(rows: list[dict], findings: list[Finding], manifest: Mapping) -> str:
-    """The region in two parts: the kind of kernel holding most of the step, then the next, each
-    with its busiest unit and the first step for its largest group; then the host gaps."""
-    buckets: dict[str, list[tuple[dict, Finding]]] = {}
-    for row, f in zip(rows, findings, strict=True):
-        buckets.setdefault(kind_of(row), []).append((row, f))
+def headline(rows: list[dict], found: Mapping[str, Finding], manifest: Mapping) -> str:
+    """Where the step goes: the GPU's idle share first when it is the largest part, then the two
+    kinds of kernel holding most of the step, each with its busiest unit and the first step for
+    its largest explained group."""
+    buckets: dict[str, list[tuple[dict, Finding | None]]] = {}
+    for row in rows:
+        buckets.setdefault(kind_of(row), []).append((row, found.get(str(row["case"]))))
     ranked = sorted(buckets.items(), key=lambda kv: -sum(_share(r) for r, _ in kv[1]))
     region = manifest.get("region") or {}
     where = "the step" if region.get("steps_measured") else "the program's GPU time"
+    gap = region.get("host_gap_pct")
     said = []
-    for i, (kind, members) in enumerate(ranked[:HEADLINE_BUCKETS]):
+    first = sum(_share(r) for r, _ in ranked[0][1]) if ranked else 0.0
+    if gap is not None and gap > first:
+        said.append(
+            f"the GPU is idle {gap:.0f}% of {where} (host gaps): "
+            f"{step_text(Step(Action.CUDA_GRAPH, ['host_gap_pct']))}"
+        )
+    for kind, members in ranked[:HEADLINE_BUCKETS]:
         share = sum(_share(r) for r, _ in members)
         per_step = round(sum(num(r, "launches_per_step") or 0 for r, _ in members))
         what = f"{_count(per_step, f'{kind} launch')} per step ({_count(len(members), 'group')})"
-        lead = f"{share:.0f}% of {where} is in" if i == 0 else f"the next {share:.0f}% is"
+        lead = f"{share:.0f}% of {where} is in" if not said else f"{share:.0f}% is in"
+        if len(said) == 1 + (gap is not None and gap > first):
+            lead = f"the next {share:.0f}% is in"
         text = f"{lead} {what}"
         busy = _busiest(members)
         if busy:
+            profiled = sum(f is not None and f.unit is not None for _, f in members)
             text += f" at {busy}"
-        top = max(members, key=lambda m: _share(m[0]))[1]
-        if top.next:
-            text += f": {step_text(top.next[0])}"
+            if profiled < len(members):
+                text += f" ({profiled} of them profiled)"
+        advised = [(r, f) for r, f in members if f is not None and f.next]
+        if advised:
+            text += f": {step_text(max(advised, key=lambda m: _share(m[0]))[1].next[0])}"
         said.append(text)
-    gap = region.get("host_gap_pct")
-    tail = f" GPU idle (host gaps): {gap:.0f}% of {where}." if gap is not None else ""
-    steps = ""
+    text = "; ".join(said)
+    text = text[:1].upper() + text[1:] + "."
+    if gap is not None and gap <= first:
+        text += f" GPU idle (host gaps): {gap:.0f}% of {where}."
     if region.get("steps_measured"):
-        steps = (
+        text += (
             f" Measured: {region['steps_measured']} step(s), after {region['steps_skipped']} "
             "warm-up step(s)."
         )
-    return "; ".join(said) + "." + tail + steps + _cost(manifest.get("counters") or {})
+    return text + _cost(manifest.get("counters") or {})
 
 
 def _cost(counters: Mapping) -> str:
@@ -125,7 +153,7 @@ def _cost(counters: Mapping) -> str:
     return (
         f" Counter pass: ncu profiled {_count(int(counters['kernels_profiled']), 'launch')} for "
         f"the top {_count(groups, 'group')} ({counters.get('passes')} passes) in "
-        f"{counters.get('wall_s')} s."
+        f"{float(counters.get('wall_s') or 0):.1f} s."
     )
 
 
@@ -137,17 +165,18 @@ def _share(row: Mapping) -> float:
     return num(row, "step_share_pct") or 0.0
 
 
-def _busiest(members: list[tuple[dict, Finding]]) -> str | None:
-    """The unit holding most of the members' time, with its time-weighted busy percentage."""
+def _busiest(members: list[tuple[dict, Finding | None]]) -> str | None:
+    """The unit holding most of the explained members' time, with its time-weighted busy
+    percentage."""
     time: dict[Unit, float] = {}
     for row, f in members:
-        if f.unit in _UNIT_METRIC:
+        if f is not None and f.unit in _UNIT_METRIC:
             time[f.unit] = time.get(f.unit, 0.0) + _share(row)
     if not time:
         return None
     unit = max(time, key=lambda u: time[u])
     col, name = _UNIT_METRIC[unit]
-    pairs = [(num(r, col), _share(r)) for r, f in members if f.unit == unit]
+    pairs = [(num(r, col), _share(r)) for r, f in members if f is not None and f.unit == unit]
     pairs = [(v, w) for v, w in pairs if v is not None]
     if not pairs or not sum(w for _, w in pairs):
         return None
