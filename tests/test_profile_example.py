@@ -1,0 +1,94 @@
+"""The stored H200 run of `profkit profile` on examples/transformer_block.py (jobs/profile.toml):
+its groups derive again from its timing export, its top 10 groups are each profiled and explained,
+and the headline's figures are the tables' own."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from stored_runs import PROFILE_EXAMPLE, run_path
+
+from profkit import store
+from profkit.cli import cli
+from profkit.explain.library import short_name
+from profkit.workload import profile, timing_pass
+from profkit.workload.explain import explain_profile, kind_of
+
+
+@pytest.fixture(scope="module")
+def run() -> store.Run:
+    return store.load(run_path(PROFILE_EXAMPLE))
+
+
+def test_the_groups_derive_again_from_the_timing_export(run: store.Run) -> None:
+    assert run.verified and run.manifest["kind"] == "profile"
+    acts, ranges = timing_pass.frames(timing_pass.read_export(run.path / profile.EXPORT))
+    region = timing_pass.measure_region(acts, ranges, step_range="step", steps=3)
+    assert (region.steps_seen, region.steps_skipped, region.steps_measured) == (8, 5, 3)
+    assert region.host_gap_pct == pytest.approx(run.manifest["region"]["host_gap_pct"], abs=1e-3)
+    table, samples = timing_pass.groups(region, "transformer_block")
+    columns = ["case", "launches", "total_ms", "device_p95_ms", "time_share_pct", "rank"]
+    pd.testing.assert_frame_equal(run.cases[columns], table[columns], check_dtype=False)
+    assert len(run.samples) == len(samples) == run.manifest["region"]["launches"]
+
+
+def test_the_top_ten_groups_were_profiled_by_launch_order_and_each_is_explained(
+    run: store.Run,
+) -> None:
+    counters = run.manifest["counters"]
+    top = list(run.cases.sort_values("rank")["case"].head(10))
+    assert counters["status"] == "ok" and sorted(counters["groups"]) == sorted(top)
+    assert counters["matched_by"] == "launch order"
+    # one launch of each group, and ncu's name for it is its group's kernel's
+    kernels = run.kernels.set_index("case")
+    assert sorted(kernels.index) == sorted(top)
+    names = run.cases.set_index("case")["kernel_name"]
+    for case, row in kernels.iterrows():
+        assert row["kernel_name"] == short_name(names[case], 10**6)
+    report = explain_profile(run)
+    assert [f.case for f in report.findings] == top
+    assert all(f.bottleneck is not None for f in report.findings)
+
+
+def test_the_headline_says_what_the_tables_hold(run: store.Run) -> None:
+    cases = run.cases.assign(kind=[kind_of(r) for r in run.cases.to_dict("records")])
+    share = cases.groupby("kind")["step_share_pct"].sum()
+    per_step = cases.groupby("kind")["launches_per_step"].sum()
+    gap = run.manifest["region"]["host_gap_pct"]
+    assert gap > share.max()  # the GPU idles more of the step than any kind of kernel runs
+    headline = explain_profile(run).notes["transformer_block"]
+    assert headline.startswith(f"The GPU is idle {gap:.0f}% of the step (host gaps): cut the host")
+    gemm = f"{share['GEMM']:.0f}% is in {per_step['GEMM']:.0f} GEMM launches per step (9 groups)"
+    assert f"; {gemm} at 89% Tensor (7 of them profiled)" in headline
+    elementwise = f"{share['elementwise']:.0f}% is in {per_step['elementwise']:.0f} elementwise"
+    assert f"; the next {elementwise} launches per step (26 groups) at 77% DRAM" in headline
+    c = run.manifest["counters"]
+    assert headline.endswith(
+        f"Counter pass: ncu profiled {c['kernels_profiled']} launches for the top 10 groups "
+        f"({c['passes']} passes) in {c['wall_s']:.1f} s."
+    )
+
+
+def test_show_explain_and_compare_read_the_example(run: store.Run) -> None:
+    runner = CliRunner()
+    shown = runner.invoke(cli, ["show", str(run.path), "--format", "csv"])
+    assert shown.exit_code == 0
+    assert len(pd.read_csv(io.StringIO(shown.output))) == len(run.cases)
+    explained = runner.invoke(cli, ["explain", str(run.path), "--format", "json"])
+    assert explained.exit_code == 0 and len(json.loads(explained.output)["findings"]) == 10
+    assert runner.invoke(cli, ["compare", str(run.path), str(run.path)]).exit_code == 0
+
+
+def test_the_readme_shows_the_top_of_what_explain_prints_on_the_example(run: store.Run) -> None:
+    readme = (run_path(PROFILE_EXAMPLE).parents[3] / "README.md").read_text()
+    body = readme.split("## Profile your own program\n", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"```text\n(.*?)```", body, re.S)
+    args = ["explain", "transformer_block", "--profiles", str(run.path.parent)]
+    result = CliRunner().invoke(cli, args, env={"COLUMNS": "80"})
+    assert result.exit_code == 0
+    assert result.stdout.startswith(block)
