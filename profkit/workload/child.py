@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import inspect
 import json
 import os
 import runpy
@@ -66,7 +67,10 @@ def profile(program: list[str], export: Path) -> int:
     if torch.cuda.is_available():
         activities.append(ProfilerActivity.CUDA)
     _nvtx_opens_ranges()
-    with profile(activities=activities, record_shapes=True) as prof:
+    # one cycle: acc_events (torch >= 2.4) only silences torch's warning that events of earlier
+    # cycles are dropped
+    extra = {"acc_events": True} if "acc_events" in inspect.signature(profile).parameters else {}
+    with profile(activities=activities, record_shapes=True, **extra) as prof:
         status, wall_s = _run(program)
     fd, name = tempfile.mkstemp(prefix="profkit-trace-", suffix=".json")
     os.close(fd)
