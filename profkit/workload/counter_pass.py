@@ -25,7 +25,7 @@ from profkit.errors import ProfkitError
 from profkit.explain.library import short_name
 from profkit.sourcepass import DURATION, SECTIONS, regex_escape
 from profkit.workload.program import child_environ
-from profkit.workload.timing_pass import RANGE_SEP, Region, range_names
+from profkit.workload.timing_pass import RANGE_SEP, Region, listed, range_names
 
 if TYPE_CHECKING:
     from profkit.report import ReportTables
@@ -83,12 +83,10 @@ def select(
     if range_name is not None:
         inside = in_range(launches, range_name)
         if not inside.any():
-            seen = range_names(region.launches, pd.DataFrame())
             raise ProfkitError(
                 f"--range {range_name!r} holds no kernel of the measured region; ranges seen: "
-                + (", ".join(seen[:15]) + (f" and {len(seen) - 15} more" if len(seen) > 15 else "")
-                   if seen else "none (the program opened no user range)")
-            )  # fmt: skip
+                f"{listed(range_names(region.launches))}"
+            )
         launches = launches[inside]
     ranked = table[table["case"].isin(set(launches["case"]))]
     if kernel_regex is not None:
@@ -117,9 +115,10 @@ def select(
     kernels = acts[acts["kind"] == "kernel"].sort_values("order")
     sequence = kernels[kernels["name"].map(lambda n: short_name(n, 10**6)).isin(names)].copy()
     sequence["case"] = sequence["order"].map(region.launches.set_index("order")["case"])
-    positions = sequence.reset_index(drop=True).index[sequence["order"].isin(chosen["order"])]
+    sequence = sequence.reset_index(drop=True)
+    positions = sequence.index[sequence["order"].isin(chosen["order"]).to_numpy()]
     skip, count = int(positions.min()), int(positions.max() - positions.min() + 1)
-    return Selection(cases, chosen, names, sequence.reset_index(drop=True), skip, count), notes
+    return Selection(cases, chosen, names, sequence, skip, count), notes
 
 
 def run(
@@ -127,7 +126,6 @@ def run(
     program_argv: list[str],
     writer: store.RunWriter,
     *,
-    metrics=None,
     timeout_s: float = 1800.0,
 ) -> ncu.CounterPass:
     """ncu over the selection's window; the report and log go into the run's folder. ncu hands
@@ -138,7 +136,6 @@ def run(
             writer.path(store.REPORT),
             timeout_s=timeout_s,
             log_path=writer.path("ncu.log"),
-            metrics=metrics,
             nvtx_include=None,
             extra_args=selection.argv(),
         )

@@ -1,6 +1,8 @@
-"""Explain a `profkit profile` run: one finding per kernel group, ranked by device time, and a
-headline for the whole region, e.g. "62% of the step is in 3 GEMM groups (3 launches per step) at
-70% Tensor; the next 18% is 40 elementwise launches per step at 30% DRAM: fuse them".
+"""Explain a `profkit profile` run: one finding per profiled kernel group, ranked by device time,
+and a headline for the whole region, e.g. (the H200 run of examples/transformer_block.py) "The GPU
+is idle 62% of the step (host gaps): cut the host cost per call ...; 15% is in 15 GEMM launches per
+step (9 groups) at 89% Tensor (7 of them profiled): ...; the next 13% is in 44 elementwise launches
+per step (26 groups) at 77% DRAM (2 of them profiled): ... fuse it away ...".
 
 Each group is diagnosed as one kernel by the same catalogue as a capture's cases
 (profkit.explain), from its profiled launch's counters, with no siblings and no bytes model: a
@@ -47,10 +49,6 @@ _UNIT_METRIC = {
     Unit.FP64: ("fp64_pipe_pct", "FP64"),
 }
 HEADLINE_BUCKETS = 2
-
-
-def is_profile(run: Run) -> bool:
-    return run.manifest.get("kind") == "profile"
 
 
 def explain_profile(run: Run) -> Report:

@@ -86,7 +86,7 @@ def frames(export: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     return acts, ranges
 
 
-def range_names(acts: pd.DataFrame, ranges: pd.DataFrame) -> list[str]:
+def range_names(acts: pd.DataFrame) -> list[str]:
     """The user ranges and PyTorch ops that hold at least one kernel, most kernels first."""
     kernels = acts[acts["kind"] == "kernel"]
     names = [n for held in kernels["ranges"] for n in held.split(RANGE_SEP) if n]
@@ -139,7 +139,7 @@ def _steps(
     if marks.empty:
         seen = list(dict.fromkeys(ranges["name"].astype(str)))
         raise ProfkitError(
-            f"--step-range {name!r} matches no range of the program; ranges seen: {_listed(seen)}"
+            f"--step-range {name!r} matches no range of the program; ranges seen: {listed(seen)}"
         )
     n = len(marks)
     keep = n if steps is None else min(steps, n)
@@ -182,7 +182,8 @@ def _union_us(starts: pd.Series, durs: pd.Series) -> float:
     return float(total)
 
 
-def _listed(names: list[str], most: int = 12) -> str:
+def listed(names: list[str], most: int = 12) -> str:
+    """Names for a message: the first `most`, then how many more."""
     if not names:
         return "none (the program opened no user range)"
     more = f" and {len(names) - most} more" if len(names) > most else ""
