@@ -414,6 +414,22 @@ def test_full_memory_queues_under_the_latency_line_are_memory_bound(l2, lg, expe
         assert "SOL reads latency" in f.text and "full memory queues, L2 at" in f.text
 
 
+@pytest.mark.parametrize(
+    ("tensor", "cause"), [(69.1, Cause.TENSOR_UNDERFED), (80.0, Cause.TENSOR_BUSY)]
+)
+def test_a_gemm_bound_on_the_tensor_cores_names_their_state(tensor: float, cause: Cause) -> None:
+    # the zoo's int8 GEMM: compute-bound, IMMA 69% busy, barrier stalls dominant; the Tensor pipe
+    # is the unit, so its state comes first and the stall says how, after
+    gemm = {"flops": 2 * 4096.0**3, "bytes": 3 * 4096 * 4096 * 2.0, "shape": "4096x4096x4096"}
+    sol = {"memory_throughput_pct": 51.0, "dram_throughput_pct": 20.0, "sm_throughput_pct": 66.0}
+    f = one_case(**gemm, **sol, tensor_pipe_pct=tensor, stall_barrier_pct=62.0,
+                 stall_wait_pct=8.0, waves_per_sm=1.0, grid_size=132.0)  # fmt: skip
+    assert f.bottleneck == Bottleneck.COMPUTE and f.unit == Unit.TENSOR
+    assert causes(f)[0] == cause
+    if cause == Cause.TENSOR_UNDERFED:
+        assert actions(f)[:2] == [Action.FEED_TENSOR, Action.DEEPER_PIPELINE]
+
+
 @pytest.mark.parametrize(("waves", "tail"), [(1.1, True), (3.88, False), (1.9, False)])
 def test_tail_from_the_actual_waves(waves: float, tail: bool) -> None:
     f = one_case(**LATENCY, waves_per_sm=waves, grid_size=1000.0)

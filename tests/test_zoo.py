@@ -187,11 +187,7 @@ def problems(e: dict, found: tuple) -> list[str]:
 
 # Expectations the stored captures (tests/data/zoo) do not meet, each with why. Strict xfail: the
 # day explain (or a recaptured kernel) meets one, its test fails until it leaves here.
-KNOWN_MISSES = {
-    "zoo_gemm_int8-tiled": "the persistent TMA kernel (capture of 02:33) runs IMMA at 61.5% busy "
-    "with barrier stalls at 59% (bf16: 92%); now stored in 32 KB quarters at K = 16384, "
-    "recapture pending (jobs/zoo_recapture.toml)",
-}
+KNOWN_MISSES: dict[str, str] = {}
 
 
 def _marked(e: dict):

@@ -129,6 +129,8 @@ def diagnose(m: Mapping, ctx: Context) -> Diagnosis | None:
         # GEMM steps only for kernels that issue MMAs or have a matmul's shape; any other busy
         # pipe gets its own kind's remedy (an FP64 elementwise chain is no matrix product)
         busy = compute.pipe_detail(m, ctx, ev) if kernel == KernelKind.GEMM else None
+        if busy is None and unit == Unit.TENSOR and kernel == KernelKind.GEMM:
+            busy = _tensor_short(ctx, ev)
         found += [
             *specific,
             busy or _pipe_said(outcomes, kernel, ev),
@@ -215,6 +217,17 @@ def _memory_queues_full(m: Mapping, ev: Evidence) -> bool:
     ev.put("queue_level_pct", busy)
     ev.put("memory_queue_stall_share_pct", queued * 100)
     return True
+
+
+def _tensor_short(ctx: Context, ev: Evidence) -> Said | None:
+    """A user GEMM bound on the Tensor Cores short of their busy line: the unit is under-fed,
+    said first; the dominant stall, said after, tells how (the zoo's int8 GEMM: IMMA 69% busy,
+    67% of its roof, barrier stalls at 63%)."""
+    if ctx.family in LIBRARY:
+        return None  # a library GEMM's shape is its user's lever: its own cause says so
+    # judged on the busy share against TENSOR_BUSY_PCT (its roof share can sit in cuBLAS's range)
+    keys = [next(k for k in ("tensor_any_pct", "tensor_pipe_pct") if k in ev)]
+    return Reason(Cause.TENSOR_UNDERFED, keys, {"busy": True}), [Step(Action.FEED_TENSOR, keys)]
 
 
 def _every_sm_busy(m: Mapping, ctx: Context) -> bool:

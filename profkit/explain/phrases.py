@@ -312,7 +312,7 @@ def reason_text(r: Reason, ev: Mapping) -> str:
                 "short of their rate: its shape leaves them idle part of the time.",
                 ev,
             )
-        if not _has(ev, "pct_of_pipe_roof_pct"):
+        if d.get("busy") or not _has(ev, "pct_of_pipe_roof_pct"):
             key = r.keys[0] if r.keys else "tensor_pipe_pct"
             return say(
                 "A matmul whose Tensor Cores are busy only {" + key + "} of active "
