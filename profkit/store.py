@@ -13,6 +13,7 @@ import gzip
 import hashlib
 import io
 import json
+import lzma
 import os
 import secrets
 import shutil
@@ -188,8 +189,21 @@ def seal(path: Path) -> None:
     (path / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
 
 
+# tables a run kept as a reference (tests/data, the shipped example) may hold xz-compressed:
+# NVIDIA's rule messages repeat, and compress ~30x (tools/promote_run.py writes them so)
+COMPRESSIBLE = (RULES,)
+
+
+def table_file(path: Path, name: str) -> Path:
+    """A run's table `name`, or its xz-compressed form where only that is there."""
+    f = path / name
+    packed = path / f"{name}.xz"
+    return packed if name in COMPRESSIBLE and not f.exists() and packed.is_file() else f
+
+
 def _checksum_problems(path: Path, manifest: dict) -> list[str]:
-    """'FILE: what is wrong' for each file that does not match the manifest's account."""
+    """'FILE: what is wrong' for each file that does not match the manifest's account (a table
+    kept xz-compressed is checked by its decompressed bytes, which the manifest recorded)."""
     problems = []
     for name, want in sorted((manifest.get("files") or {}).items()):
         f = path / name
@@ -198,6 +212,10 @@ def _checksum_problems(path: Path, manifest: dict) -> list[str]:
                 continue  # compressed after capture to be committed; nothing reads it in place
             if name == REPORT:
                 continue  # nothing profkit reads: its absence loses nothing shown
+            packed = table_file(path, name)
+            if packed != f:
+                problems += _packed_problems(packed, name, want)
+                continue
             problems.append(f"{name} is missing (the manifest lists it)")
             continue
         size = f.stat().st_size
@@ -207,6 +225,16 @@ def _checksum_problems(path: Path, manifest: dict) -> list[str]:
         elif _sha256(f) != want.get("sha256"):
             problems.append(f"{name} does not match its checksum (changed since capture)")
     return problems
+
+
+def _packed_problems(packed: Path, name: str, want: dict) -> list[str]:
+    try:
+        data = lzma.decompress(packed.read_bytes())
+    except (OSError, lzma.LZMAError) as exc:
+        return [f"{packed.name} does not decompress ({_oneline(exc)[:80]})"]
+    if len(data) != want.get("bytes") or hashlib.sha256(data).hexdigest() != want.get("sha256"):
+        return [f"{packed.name} does not hold the {name} the manifest recorded"]
+    return []
 
 
 def _damaged(path: Path, problems: list[str]) -> ProfkitError:
@@ -397,7 +425,7 @@ def load(path: Path, force: bool = False) -> Run:
     damage += _count_problems(manifest, cases, optional, path)
     if damage and not force:
         raise _damaged(path, damage)
-    rules, warnings = _read_rules(path / RULES)
+    rules, warnings = _read_rules(table_file(path, RULES))
     lines, more = _read_source_lines(path / SOURCE_LINES)
     return Run(
         path,

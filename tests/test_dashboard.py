@@ -470,7 +470,7 @@ def test_names_are_data_never_markup(tmp_path: Path) -> None:
     df["case"] = df["case"].str.replace(".native.", f".{evil_variant}.", regex=False)
     df.to_csv(path / store.CASES, index=False)
     (path / store.KERNELS).unlink()
-    (path / store.RULES).unlink()
+    store.table_file(path, store.RULES).unlink()
     edit_manifest(path, kernel=evil_kernel)
     text = page_of([store.load(path)])
     assert "<script>alert" not in text and "<img src=x" not in text
@@ -550,7 +550,7 @@ def test_a_few_hundred_cases_build_in_seconds(tmp_path: Path) -> None:
     big = pd.concat(copies, ignore_index=True)
     big.to_csv(path / store.CASES, index=False)
     (path / store.KERNELS).unlink()
-    (path / store.RULES).unlink()
+    store.table_file(path, store.RULES).unlink()
     store.seal(path)  # constructed: it vouches for its edited files
     run = store.load(path)
     assert len(run.cases) == 384
@@ -565,7 +565,7 @@ def test_a_few_hundred_cases_build_in_seconds(tmp_path: Path) -> None:
 def test_timing_only_run_builds_shows_the_reason_and_no_counter_panels(tmp_path: Path) -> None:
     path = copy_run(tmp_path)
     (path / store.KERNELS).unlink()
-    (path / store.RULES).unlink()
+    store.table_file(path, store.RULES).unlink()
     manifest = json.loads((path / store.MANIFEST).read_text())
     reason = "ncu <pid 42> lacks permission to read GPU counters & ERR_NVGPUCTRPERM"
     manifest["counters"].update(status="timing_only", problem="no_permission", reason=reason)
@@ -615,7 +615,7 @@ def test_an_interpret_run_says_so_and_stays_out_of_the_history(tmp_path: Path) -
     and counter column empty, counters skipped, no ceilings)."""
     path = copy_run(tmp_path, name="rmsnorm-interpret")
     for name in (store.KERNELS, store.RULES):
-        (path / name).unlink()
+        store.table_file(path, name).unlink()
     store.seal(path)  # constructed: it vouches for its edited files
     df = store.load(path).cases
     keep = {"kernel", "variant", "baseline", "dtype", "shape", "case", "correct", "rel_err",

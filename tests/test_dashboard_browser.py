@@ -78,7 +78,7 @@ def evil_run(tmp_path: Path) -> store.Run:
     df["case"] = df["case"].str.replace(".native.", f".{EVIL_VARIANT}.", regex=False)
     df.to_csv(dest / store.CASES, index=False)
     for name in (store.KERNELS, store.RULES):
-        (dest / name).unlink()
+        store.table_file(dest, name).unlink()
     manifest = json.loads((dest / store.MANIFEST).read_text())
     manifest.update(kernel=EVIL_KERNEL, run_id="evil-run")
     (dest / store.MANIFEST).write_text(json.dumps(manifest))
