@@ -134,6 +134,29 @@ def jobs_rmsnorm():
                 yield label, mod._rmsnorm_kernel, args, const, warps, 3
 
 
+def jobs_swiglu():
+    mod, spec = lab("swiglu"), find_spec("swiglu")
+    for dtype in spec.dtypes:
+        for rows, cols in spec.shapes:
+            cfg = mod.launch_config(rows * cols)
+            args = {"A": PTR[dtype], "B": PTR[dtype], "Y": PTR[dtype], "n": "i32"}
+            const = {"BLOCK": cfg.block, "EVEN": rows * cols % cfg.block == 0}
+            yield f"{dtype} {const} w{cfg.warps}", mod._swiglu_kernel, args, const, cfg.warps, 3
+
+
+def jobs_add_rmsnorm():
+    mod, spec = lab("add_rmsnorm"), find_spec("add_rmsnorm")
+    for dtype in spec.dtypes:
+        for rows, cols in spec.shapes:
+            cfg = mod.launch_config(rows, cols, DTYPE_ITEMSIZE[dtype])
+            args = {n: PTR[dtype] for n in ("X", "R", "W", "H", "Y")}
+            args |= {"n_rows": "i32", "n_cols": "i32", "eps": "fp32"}
+            even = cols == cfg.block_n * cfg.chunks and rows % cfg.rows == 0
+            const = {"BLOCK_N": cfg.block_n, "ROWS": cfg.rows, "CHUNKS": cfg.chunks, "EVEN": even}
+            label = f"{dtype} B{cfg.block_n}x{cfg.chunks} r{cfg.rows} even={even}"
+            yield label, mod._add_rmsnorm_kernel, args, const, cfg.warps, 3
+
+
 def _tiled_job(mod, dtype, shape, cfg):
     m, n, k = shape
     args = {"A": PTR[dtype], "B": PTR[dtype], "C": PTR[dtype], "M": "i32", "N": "i32"}
@@ -209,6 +232,8 @@ JOBS = {
     "sum": jobs_sum,
     "softmax": jobs_softmax,
     "rmsnorm": jobs_rmsnorm,
+    "swiglu": jobs_swiglu,
+    "add_rmsnorm": jobs_add_rmsnorm,
     "matmul": jobs_matmul,
 }
 
