@@ -14,17 +14,20 @@ from profkit import dashboard, store
 from profkit.dashboard import speedup
 from profkit.explain import explain_run
 
-RUNS = Path(__file__).parent / "data" / "runs"
-# softmax against eager, torch.softmax and torch.compile, with device-time samples: compile is
-# the fastest baseline at some cases, torch.softmax at others
-SOFTMAX = "softmax-20261201-002228-vm-a879b0"
+ROOT = Path(__file__).parents[1]
+RUNS = ROOT / "tests" / "data" / "runs"
+PEERS = ROOT / "tests" / "data" / "peers"  # the H200 captures of jobs/peers.toml
+# RMSNorm against F.rms_norm, torch.compile and Liger, with device-time samples: compile is the
+# fastest baseline at some cases, Liger at others
+RMSNORM = "rmsnorm-20261202-023438-vm-1e156f"
+SOFTMAX = "softmax-20261202-023732-vm-72bb39"
 VECTOR_ADD = "vector_add-20261130-194931-vm-9f781f"  # one baseline: torch.add
 NEWPLOT = re.compile(r'Plotly\.newPlot\("([^"]+)"')
 
 
 @cache
 def run_of(run_id: str) -> store.Run:
-    return store.load(RUNS / run_id)
+    return store.load(PEERS / run_id if (PEERS / run_id).is_dir() else RUNS / run_id)
 
 
 @cache
@@ -34,7 +37,7 @@ def page(run_id: str) -> str:
 
 
 def test_the_best_peer_is_the_fastest_baseline_at_each_case() -> None:
-    run = run_of(SOFTMAX)
+    run = run_of(RMSNORM)
     points = speedup.speedups(run)
     best = speedup.best_peers(points)
     cases = run.cases
@@ -46,14 +49,14 @@ def test_the_best_peer_is_the_fastest_baseline_at_each_case() -> None:
         assert p.baseline == fastest.variant and p.baseline_ms == fastest.device_p50_ms
         # the pair itself is the all-pairs view's point, interval and all
         assert p in points
-    assert {p.baseline for p in best} == {"compile", "torch"}
+    assert {p.baseline for p in best} == {"compile", "liger"}
 
 
 def test_the_page_draws_the_best_peer_with_each_peers_colour() -> None:
-    text = page(SOFTMAX)
+    text = page(RMSNORM)
     ids = NEWPLOT.findall(text)
     assert ids.index("run0-plot-best-peer") == ids.index("run0-plot-speedup") + 1
-    run = run_of(SOFTMAX)
+    run = run_of(RMSNORM)
     points = speedup.speedups(run)
     best = speedup.best_peers(points)
     per_dtype = [p for p in best if p.dtype == "float16"]
@@ -73,7 +76,7 @@ def test_the_page_draws_the_best_peer_with_each_peers_colour() -> None:
             colours.setdefault(trace.name, set()).add(trace.marker.color)
     assert all(len(c) == 1 for c in colours.values())  # a peer's colour is the same in both
     best_fig = speedup.speedup_figure(run, best, over="its best peer per case")
-    assert {t.name for t in best_fig.data} == {"triton over compile", "triton over torch"}
+    assert {t.name for t in best_fig.data} == {"triton over compile", "triton over liger"}
     assert "over its best peer per case" in best_fig.layout.annotations[0].text
 
 
@@ -91,15 +94,16 @@ def _tool():
 
 
 def test_the_results_table_is_the_dashboards_pairs(capsys: pytest.CaptureFixture) -> None:
-    assert _tool().main([SOFTMAX, VECTOR_ADD, "--profiles", str(RUNS)]) == 0
+    vector_add = str(RUNS / VECTOR_ADD)  # a run by its path
+    assert _tool().main([RMSNORM, vector_add, "--profiles", str(PEERS)]) == 0
     lines = capsys.readouterr().out.splitlines()
     head, rule, rows = lines[0], lines[1], lines[2:]
     assert rule.count("|") == head.count("|")
     cells = [[c.strip() for c in r.strip("|").split("|")] for r in rows]
-    softmax = [c for c in cells if c[0] == "softmax"]
-    best = speedup.best_peers(speedup.speedups(run_of(SOFTMAX)))
-    assert len(softmax) == len(best) and len(cells) == len(best) + 15  # vector_add: 15 cases
-    for c, p in zip(softmax, best, strict=True):
+    rmsnorm = [c for c in cells if c[0] == "rmsnorm"]
+    best = speedup.best_peers(speedup.speedups(run_of(RMSNORM)))
+    assert len(rmsnorm) == len(best) and len(cells) == len(best) + 15  # vector_add: 15 cases
+    for c, p in zip(rmsnorm, best, strict=True):
         assert c[1:4] == [p.lab, p.dtype, p.shape] and c[5] == p.baseline
         assert float(c[7].split()[0]) == pytest.approx(p.lab_ms / p.baseline_ms, abs=5e-4)
         assert c[8] == p.outcome
@@ -111,3 +115,18 @@ def test_the_results_table_refuses_an_unknown_run_in_one_line(
     assert _tool().main(["no-such-run", "--profiles", str(RUNS)]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("error: no run named 'no-such-run'")
+
+
+def test_the_results_page_carries_the_tables_own_output(
+    capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # docs/results.md's peers table is the tool's output on the stored runs, byte for byte
+    monkeypatch.chdir(ROOT)  # the command's paths are the checkout's
+    lines = (ROOT / "docs" / "results.md").read_text().splitlines()
+    [at] = [i for i, line in enumerate(lines) if line.startswith("<!-- generated: ")]
+    command = lines[at].removeprefix("<!-- generated: ").removesuffix(" -->").split()
+    assert command[:3] == ["PYTHONPATH=.", "python3", "tools/best_peers.py"]
+    assert _tool().main(command[3:]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert lines[at + 1 : at + 1 + len(printed)] == printed
+    assert {RMSNORM, SOFTMAX} <= set(command)
