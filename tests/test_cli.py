@@ -316,7 +316,8 @@ def test_compare_markdown_and_terminal() -> None:
             ["nope"],
             [
                 "unknown kernel 'nope'",
-                "known: decode, matmul, matmul_fp8, rmsnorm, softmax, sum, vector_add",
+                "known: add_rmsnorm, decode, matmul, matmul_fp8, rmsnorm, softmax, sum, swiglu, "
+                "vector_add",
             ],
         ),
         (["rmsnorm", "--shape", "4096by8192"], ["malformed shape '4096by8192'", "MxN"]),
