@@ -129,17 +129,19 @@ def _speedup_summary(points: Sequence[speedup.Speedup]) -> str:
     rows = []
     for (lab, base, dtype), ps in groups.items():
         best = max(ps, key=lambda p: p.speedup)
-        won = sum(p.outcome == "faster" for p in ps)
-        lost = sum(p.outcome == "slower" for p in ps)
         rows.append(
             f"<tr><td>{_e(lab)} over {_e(base)}</td><td>{_e(dtype)}</td>"
             f"<td>{min(p.speedup for p in ps):.2f}x .. {best.speedup:.2f}x</td>"
-            f"<td>{best.speedup:.2f}x at {_e(best.shape)}</td>"
-            f"<td>{won} faster, {lost} slower, {len(ps) - won - lost} tie/unstable "
-            f"of {len(ps)}</td></tr>"
+            f"<td>{best.speedup:.2f}x at {_e(best.shape)}</td><td>{_outcomes(ps)}</td></tr>"
         )
     head = "<tr><th>pair</th><th>dtype</th><th>range</th><th>largest</th><th>outcomes</th></tr>"
     return f"<table class='summary'><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _outcomes(ps: Sequence[speedup.Speedup]) -> str:
+    won = sum(p.outcome == "faster" for p in ps)
+    lost = sum(p.outcome == "slower" for p in ps)
+    return f"{won} faster, {lost} slower, {len(ps) - won - lost} tie/unstable of {len(ps)}"
 
 
 def _best_peer(
@@ -158,12 +160,9 @@ def _best_peer(
     for (lab, dtype), ps in groups.items():
         closest = min(ps, key=lambda p: p.speedup)
         peers = ", ".join(f"{b} {n}" for b, n in Counter(p.baseline for p in ps).items())
-        won = sum(p.outcome == "faster" for p in ps)
-        lost = sum(p.outcome == "slower" for p in ps)
         rows.append(
             f"<tr><td>{_e(lab)}</td><td>{_e(dtype)}</td><td>{_e(peers)}</td>"
-            f"<td>{won} faster, {lost} slower, {len(ps) - won - lost} tie/unstable "
-            f"of {len(ps)}</td><td>{closest.speedup:.3g}x over {_e(closest.baseline)} at "
+            f"<td>{_outcomes(ps)}</td><td>{closest.speedup:.3g}x over {_e(closest.baseline)} at "
             f"{_e(closest.shape)} ({_e(closest.outcome)})</td></tr>"
         )
     head = (
