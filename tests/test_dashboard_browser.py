@@ -8,7 +8,7 @@ no console error, no page error, no dialog, no request beyond the page and its p
 plot drawn with its traces, hover shows a case's counters on the roofline, the filters change the
 rows shown, the hostile names show as text. Screenshots are saved to tests/artifacts/.
 
-The module's tests share one Chromium (its start costs seconds of CPU), and one xdist worker.
+The module's tests share one Chromium (its start costs seconds of CPU).
 
 Without chromium or playwright this test FAILS (CI installs them); set PROFKIT_BROWSER_TESTS=0 to
 skip it on a machine that cannot have them.
@@ -28,7 +28,7 @@ from stored_runs import all_runs, v1_v2_profiles
 
 from profkit import dashboard, store
 
-pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
+pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).parents[1]
 PROFILES = v1_v2_profiles()  # the two schema-1 RMSNorm runs alone
