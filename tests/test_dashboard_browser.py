@@ -94,6 +94,20 @@ def every_run() -> tuple[store.Run, ...]:
     return tuple(store.load(p) for p in store.list_runs(all_runs()))
 
 
+@pytest.fixture(scope="module")
+def page_of(tmp_path_factory: pytest.TempPathFactory):
+    """run id -> that run's page as `profkit dashboard RUN` writes it (the history: every stored
+    run), written once for the module: two tests draw the newest RMSNorm run's page."""
+    site = tmp_path_factory.mktemp("site")
+
+    @cache
+    def write(run_id: str) -> Path:
+        run = next(r for r in every_run() if r.run_id == run_id)
+        return dashboard.write_dashboard(run, site / f"{run_id}.html", every_run())
+
+    return write
+
+
 def evil_run(tmp_path: Path) -> store.Run:
     """A copy of the newest run, renamed, with markup in its kernel and variant names."""
     src = store.resolve(None, PROFILES)
@@ -253,7 +267,7 @@ def test_dashboard_in_chromium(tmp_path: Path, browser) -> None:
     assert set(requests) == allowed, sorted(set(requests) - allowed)
 
 
-def test_every_stored_runs_page_draws_in_chromium(tmp_path: Path, browser) -> None:
+def test_every_stored_runs_page_draws_in_chromium(browser, page_of) -> None:
     """The page of each stored run (every kernel's, the decode step's, the suite's), generated as
     `profkit dashboard RUN` writes it: no console or page error, no request beyond the page and its
     plotly.min.js, every plot drawn with the traces it was sent."""
@@ -261,8 +275,7 @@ def test_every_stored_runs_page_draws_in_chromium(tmp_path: Path, browser) -> No
     # one page per kernel and run schema (the newest): the others of the same kind draw through
     # the same code, and each page costs Chromium seconds on a 2-core machine
     kinds = {(r.manifest.get("kernel"), r.manifest.get("schema")): r for r in every}
-    pages = [dashboard.write_dashboard(r, tmp_path / "site" / f"{r.run_id}.html", every)
-             for r in kinds.values()]  # fmt: skip
+    pages = [page_of(r.run_id) for r in kinds.values()]
     assert len(pages) >= 10
     for path in pages:
         console, errors, requests = [], [], []
@@ -295,13 +308,13 @@ def test_every_stored_runs_page_draws_in_chromium(tmp_path: Path, browser) -> No
         assert set(requests) <= allowed, (path.name, set(requests) - allowed)
 
 
-def test_a_long_history_is_laid_out_without_overlaps(tmp_path: Path, browser) -> None:
+def test_a_long_history_is_laid_out_without_overlaps(browser, page_of) -> None:
     """The page of the newest RMSNorm run with the history of every stored RMSNorm run (eight:
     long run ids on the x axis): nothing drawn over anything else, from Chromium's own boxes."""
     stored = every_run()
     rms = [r for r in stored if r.manifest.get("kernel") == "rmsnorm" and not r.interpret]
     assert len(rms) >= 6
-    page_path = dashboard.write_dashboard([rms[-1]], tmp_path / "site" / "rms.html", stored)
+    page_path = page_of(rms[-1].run_id)
     ids = re.findall(r'Plotly\.newPlot\("([^"]+)"', page_path.read_text())
     assert "history0-plot" in ids
     page = browser.new_page()
