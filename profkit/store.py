@@ -461,11 +461,20 @@ def _whole_rows(f: Path) -> tuple[str, list[str]]:
     if not lines[-1].endswith("\n"):
         cut = cut or f"{f.name} is cut short (its last row ends mid-line)"
         lines.pop()
-    bad = [i for i, line in enumerate(lines[1:], 2) if len(next(csv.reader([line]), [])) != width]
+    bad = [i for i, line in enumerate(lines[1:], 2) if _fields(line) != width]
     if bad:
         cut = cut or f"{f.name} is cut short (row {bad[0]} has fewer fields than its header)"
         lines = [line for i, line in enumerate(lines, 1) if i not in bad]
     return "".join(lines), [cut] if cut else []
+
+
+def _fields(line: str) -> int:
+    """How many fields the csv module reads in one line; a line without quotes (or NULs) is
+    counted by its commas, which gives the same number in a fraction of the time (a decode run's
+    samples are 400k lines)."""
+    if '"' in line or "\0" in line:
+        return len(next(csv.reader([line]), []))
+    return line.count(",") + 1 if line.strip("\r\n") else 0
 
 
 def _read_table(f: Path) -> tuple[pd.DataFrame | None, list[str]]:

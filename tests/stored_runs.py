@@ -58,3 +58,13 @@ def v1_v2_profiles() -> Path:
 def stored_run(run_id: str) -> Path:
     """A committed run's directory, by id (the one place tests name where stored runs live)."""
     return run_path(run_id)
+
+
+@cache
+def explained(run_id: str):
+    """explain_run of a stored run, once per process (a decode run's costs seconds): shared
+    between tests, so read it and never change it."""
+    from profkit import store
+    from profkit.explain import explain_run
+
+    return explain_run(store.load(run_path(run_id)))

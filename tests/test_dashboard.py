@@ -164,11 +164,11 @@ def test_shared_plotlyjs_is_referenced_relatively_and_written_beside_the_page(
     assert len(text) < 600_000  # the page without the library stays small
 
 
-def test_a_fresh_process_writes_the_same_bytes(tmp_path: Path) -> None:
+def test_a_fresh_process_writes_the_same_bytes(tmp_path: Path, written: dict[str, Path]) -> None:
     """Same runs, same bytes: the page `profkit dashboard` writes in another process is
     byte-for-byte the page written here, plotly.min.js too (a regenerated page never churns)."""
     run = store.load(newest())
-    here = dashboard.write_dashboard(run, tmp_path / "here" / "page.html", stored())
+    here = written[run.run_id]
     argv = [sys.executable, "-m", "profkit", "dashboard", run.run_id, "--profiles", str(PROFILES)]
     argv += ["--out", str(tmp_path / "there" / "page.html")]
     done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, timeout=120)

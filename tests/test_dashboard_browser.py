@@ -8,6 +8,8 @@ no console error, no page error, no dialog, no request beyond the page and its p
 plot drawn with its traces, hover shows a case's counters on the roofline, the filters change the
 rows shown, the hostile names show as text. Screenshots are saved to tests/artifacts/.
 
+The module's tests share one Chromium (its start costs seconds of CPU).
+
 Without chromium or playwright this test FAILS (CI installs them); set PROFKIT_BROWSER_TESTS=0 to
 skip it on a machine that cannot have them.
 """
@@ -18,6 +20,7 @@ import json
 import os
 import re
 import shutil
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -65,6 +68,44 @@ def chromium() -> str:
     if exe is None:
         pytest.fail("chromium is not installed: run `bash tests/install.sh` (apt-get chromium)")
     return exe
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory):
+    """One Chromium context for the module, 1400x1000; each test opens its own pages."""
+    exe = chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("user-data")),
+            executable_path=exe,
+            headless=True,
+            args=CHROMIUM_ARGS,
+            viewport={"width": 1400, "height": 1000},
+        )
+        yield context
+        context.close()
+
+
+@cache
+def every_run() -> tuple[store.Run, ...]:
+    """Every stored run, loaded once for the module (the tests only read them)."""
+    return tuple(store.load(p) for p in store.list_runs(all_runs()))
+
+
+@pytest.fixture(scope="module")
+def page_of(tmp_path_factory: pytest.TempPathFactory):
+    """run id -> that run's page as `profkit dashboard RUN` writes it (the history: every stored
+    run), written once for the module: two tests draw the newest RMSNorm run's page."""
+    site = tmp_path_factory.mktemp("site")
+
+    @cache
+    def write(run_id: str) -> Path:
+        run = next(r for r in every_run() if r.run_id == run_id)
+        return dashboard.write_dashboard(run, site / f"{run_id}.html", every_run())
+
+    return write
 
 
 def evil_run(tmp_path: Path) -> store.Run:
@@ -125,10 +166,7 @@ LAYOUT_JS = """() => {
 }"""
 
 
-def test_dashboard_in_chromium(tmp_path: Path) -> None:
-    exe = chromium()
-    from playwright.sync_api import sync_playwright
-
+def test_dashboard_in_chromium(tmp_path: Path, browser) -> None:
     stored = [store.load(p) for p in store.list_runs(PROFILES)]
     runs = [stored[-1], evil_run(tmp_path)]  # history0: both stored runs of rmsnorm
     page_path = dashboard.write_dashboard(runs, tmp_path / "site" / "pr.html", stored)
@@ -139,101 +177,89 @@ def test_dashboard_in_chromium(tmp_path: Path) -> None:
     )
 
     console, errors, requests, dialogs = [], [], [], []
-    with sync_playwright() as p:
-        browser = p.chromium.launch_persistent_context(
-            str(tmp_path / "user-data"),
-            executable_path=exe,
-            headless=True,
-            args=CHROMIUM_ARGS,
-            viewport={"width": 1400, "height": 1000},
+    page = browser.new_page()
+    try:
+        page.set_default_timeout(TIMEOUT_MS)
+        page.on("console", lambda m: console.append((m.type, m.text)))
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("request", lambda r: requests.append(r.url))
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.goto(page_path.as_uri(), wait_until="load")
+        # every plot drawn: plotly's svg in each div, with as many traces as the page sent
+        page.wait_for_function(
+            "ids => ids.every(id => { const d = document.getElementById(id);"
+            " return d && d._fullData && d.querySelector('.main-svg'); })",
+            arg=plot_ids,
         )
-        try:
-            page = browser.new_page()
-            page.set_default_timeout(TIMEOUT_MS)
-            page.on("console", lambda m: console.append((m.type, m.text)))
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.on("request", lambda r: requests.append(r.url))
-            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-            page.goto(page_path.as_uri(), wait_until="load")
-            # every plot drawn: plotly's svg in each div, with as many traces as the page sent
-            page.wait_for_function(
-                "ids => ids.every(id => { const d = document.getElementById(id);"
-                " return d && d._fullData && d.querySelector('.main-svg'); })",
-                arg=plot_ids,
+        drawn = page.evaluate(
+            "ids => ids.map(id => { const d = document.getElementById(id);"
+            " return [id, d.data.length, d._fullData.length,"
+            " d.querySelectorAll('.main-svg').length, d.getBoundingClientRect().height]; })",
+            plot_ids,
+        )
+        for div_id, sent, full, svgs, height in drawn:
+            assert sent > 0 and full == sent and svgs >= 1 and height > 100, div_id
+
+        # layout: no plot, heading, panel title or tick label drawn over another
+        overlaps = page.evaluate(LAYOUT_JS)
+        assert overlaps == [], overlaps[:10]
+
+        # hover on a roofline point shows its case and counters
+        hover = page.evaluate(
+            """() => { const d = document.getElementById('run0-plot-roofline');
+            const i = d.data.findIndex(t => t.mode === 'markers');
+            Plotly.Fx.hover(d, [{curveNumber: i, pointNumber: 0}], d.data[i].xaxis
+              ? d.data[i].xaxis + d.data[i].yaxis : 'xy');
+            const t = d.querySelector('.hovertext');
+            return t ? t.textContent : ''; }"""
+        )
+        assert "rmsnorm." in hover and "DRAM throughput" in hover, hover
+
+        rows = page.locator("#findings tbody tr")
+        total = rows.count()
+        count = page.locator("#findings-count")
+        assert count.inner_text() == f"{total} of {total} findings shown"
+
+        def visible() -> list[dict]:
+            return page.evaluate(
+                "() => [...document.querySelectorAll('#findings tbody tr')]"
+                ".filter(tr => !tr.hidden).map(tr => ({...tr.dataset}))"
             )
-            drawn = page.evaluate(
-                "ids => ids.map(id => { const d = document.getElementById(id);"
-                " return [id, d.data.length, d._fullData.length,"
-                " d.querySelectorAll('.main-svg').length, d.getBoundingClientRect().height]; })",
-                plot_ids,
-            )
-            for div_id, sent, full, svgs, height in drawn:
-                assert sent > 0 and full == sent and svgs >= 1 and height > 100, div_id
 
-            # layout: no plot, heading, panel title or tick label drawn over another
-            overlaps = page.evaluate(LAYOUT_JS)
-            assert overlaps == [], overlaps[:10]
+        page.select_option("select[data-key='dtype']", "bfloat16")
+        shown = visible()
+        assert 0 < len(shown) < total and {r["dtype"] for r in shown} == {"bfloat16"}
+        assert count.inner_text() == f"{len(shown)} of {total} findings shown"
+        page.select_option("select[data-key='variant']", EVIL_VARIANT)
+        evil = visible()
+        assert evil and {(r["dtype"], r["variant"]) for r in evil} == {("bfloat16", EVIL_VARIANT)}
+        # the hostile names are text in the table, and no element was made from them
+        assert EVIL_VARIANT in page.locator("#findings tbody tr:not([hidden])").first.inner_text()
+        assert page.locator("img").count() == 0
+        legend = page.locator("#run1-plot-latency .legendtext").all_text_contents()
+        assert f"{EVIL_VARIANT} (baseline)" in legend, legend
+        page.select_option("select[data-key='kernel']", EVIL_KERNEL)
+        assert len(visible()) == len(evil)
+        page.select_option("select[data-key='kernel']", "rmsnorm")
+        assert visible() == []
+        for key in ("kernel", "variant", "dtype"):
+            page.select_option(f"select[data-key='{key}']", "")
+        assert len(visible()) == total
 
-            # hover on a roofline point shows its case and counters
-            hover = page.evaluate(
-                """() => { const d = document.getElementById('run0-plot-roofline');
-                const i = d.data.findIndex(t => t.mode === 'markers');
-                Plotly.Fx.hover(d, [{curveNumber: i, pointNumber: 0}], d.data[i].xaxis
-                  ? d.data[i].xaxis + d.data[i].yaxis : 'xy');
-                const t = d.querySelector('.hovertext');
-                return t ? t.textContent : ''; }"""
-            )
-            assert "rmsnorm." in hover and "DRAM throughput" in hover, hover
-
-            rows = page.locator("#findings tbody tr")
-            total = rows.count()
-            count = page.locator("#findings-count")
-            assert count.inner_text() == f"{total} of {total} findings shown"
-
-            def visible() -> list[dict]:
-                return page.evaluate(
-                    "() => [...document.querySelectorAll('#findings tbody tr')]"
-                    ".filter(tr => !tr.hidden).map(tr => ({...tr.dataset}))"
-                )
-
-            page.select_option("select[data-key='dtype']", "bfloat16")
-            shown = visible()
-            assert 0 < len(shown) < total and {r["dtype"] for r in shown} == {"bfloat16"}
-            assert count.inner_text() == f"{len(shown)} of {total} findings shown"
-            page.select_option("select[data-key='variant']", EVIL_VARIANT)
-            evil = visible()
-            assert evil and {(r["dtype"], r["variant"]) for r in evil} == {
-                ("bfloat16", EVIL_VARIANT)
-            }
-            # the hostile names are text in the table, and no element was made from them
-            assert (
-                EVIL_VARIANT in page.locator("#findings tbody tr:not([hidden])").first.inner_text()
-            )
-            assert page.locator("img").count() == 0
-            legend = page.locator("#run1-plot-latency .legendtext").all_text_contents()
-            assert f"{EVIL_VARIANT} (baseline)" in legend, legend
-            page.select_option("select[data-key='kernel']", EVIL_KERNEL)
-            assert len(visible()) == len(evil)
-            page.select_option("select[data-key='kernel']", "rmsnorm")
-            assert visible() == []
-            for key in ("kernel", "variant", "dtype"):
-                page.select_option(f"select[data-key='{key}']", "")
-            assert len(visible()) == total
-
-            # screenshots: the top of the page, then each kind of view and the filtered table
-            ARTIFACTS.mkdir(exist_ok=True)
-            for old in ARTIFACTS.glob("*.png"):  # only this run's screenshots stay
-                old.unlink()
-            page.screenshot(path=str(ARTIFACTS / "dashboard.png"))
-            for div_id in SHOTS:
-                page.locator(f"#{div_id}").screenshot(path=str(ARTIFACTS / f"{div_id}.png"))
-            page.select_option("select[data-key='variant']", "triton")
-            page.locator("#findings-filters").scroll_into_view_if_needed()
-            page.screenshot(path=str(ARTIFACTS / "findings.png"))
-            for name in ("dashboard", *SHOTS, "findings"):
-                assert (ARTIFACTS / f"{name}.png").stat().st_size > 10_000, name
-        finally:
-            browser.close()
+        # screenshots: the top of the page, then each kind of view and the filtered table
+        ARTIFACTS.mkdir(exist_ok=True)
+        for old in ARTIFACTS.glob("*.png"):  # only this run's screenshots stay
+            old.unlink()
+        page.screenshot(path=str(ARTIFACTS / "dashboard.png"))
+        for div_id in SHOTS:
+            page.locator(f"#{div_id}").screenshot(path=str(ARTIFACTS / f"{div_id}.png"))
+        page.select_option("select[data-key='variant']", "triton")
+        page.locator("#findings-filters").scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "findings.png"))
+        for name in ("dashboard", *SHOTS, "findings"):
+            assert (ARTIFACTS / f"{name}.png").stat().st_size > 10_000, name
+    finally:
+        page.close()
 
     assert [m for m in console if m[0] == "error"] == []
     assert errors == [] and dialogs == []
@@ -241,90 +267,68 @@ def test_dashboard_in_chromium(tmp_path: Path) -> None:
     assert set(requests) == allowed, sorted(set(requests) - allowed)
 
 
-def test_every_stored_runs_page_draws_in_chromium(tmp_path: Path) -> None:
+def test_every_stored_runs_page_draws_in_chromium(browser, page_of) -> None:
     """The page of each stored run (every kernel's, the decode step's, the suite's), generated as
     `profkit dashboard RUN` writes it: no console or page error, no request beyond the page and its
     plotly.min.js, every plot drawn with the traces it was sent."""
-    exe = chromium()
-    from playwright.sync_api import sync_playwright
-
-    every = [store.load(p) for p in store.list_runs(all_runs())]
+    every = every_run()
     # one page per kernel and run schema (the newest): the others of the same kind draw through
     # the same code, and each page costs Chromium seconds on a 2-core machine
     kinds = {(r.manifest.get("kernel"), r.manifest.get("schema")): r for r in every}
-    pages = [dashboard.write_dashboard(r, tmp_path / "site" / f"{r.run_id}.html", every)
-             for r in kinds.values()]  # fmt: skip
+    pages = [page_of(r.run_id) for r in kinds.values()]
     assert len(pages) >= 10
-    with sync_playwright() as p:
-        browser = p.chromium.launch_persistent_context(
-            str(tmp_path / "user-data"), executable_path=exe, headless=True, args=CHROMIUM_ARGS
-        )
+    for path in pages:
+        console, errors, requests = [], [], []
+        page = browser.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        page.on("console", lambda m, c=console: c.append((m.type, m.text)))
+        page.on("pageerror", lambda e, c=errors: c.append(str(e)))
+        page.on("request", lambda r, c=requests: c.append(r.url))
         try:
-            for path in pages:
-                console, errors, requests = [], [], []
-                page = browser.new_page()
-                page.set_default_timeout(TIMEOUT_MS)
-                page.on("console", lambda m, c=console: c.append((m.type, m.text)))
-                page.on("pageerror", lambda e, c=errors: c.append(str(e)))
-                page.on("request", lambda r, c=requests: c.append(r.url))
-                page.goto(path.as_uri(), wait_until="load")
-                ids = re.findall(r'Plotly\.newPlot\("([^"]+)"', path.read_text())
-                assert ids, path.name
-                page.wait_for_function(
-                    "ids => ids.every(id => { const d = document.getElementById(id);"
-                    " return d && d._fullData && d.querySelector('.main-svg'); })",
-                    arg=ids,
-                )
-                drawn = page.evaluate(
-                    "ids => ids.map(id => { const d = document.getElementById(id);"
-                    " return [id, d.data.length, d._fullData.length]; })",
-                    ids,
-                )
-                for div_id, sent, full in drawn:
-                    assert sent > 0 and full == sent, (path.name, div_id)
-                assert not errors, (path.name, errors)
-                assert not [m for m in console if m[0] == "error"], (path.name, console)
-                allowed = {path.as_uri(), (path.parent / "plotly.min.js").as_uri()}
-                assert set(requests) <= allowed, (path.name, set(requests) - allowed)
-                page.close()
-        finally:
-            browser.close()
-
-
-def test_a_long_history_is_laid_out_without_overlaps(tmp_path: Path) -> None:
-    """The page of the newest RMSNorm run with the history of every stored RMSNorm run (eight:
-    long run ids on the x axis): nothing drawn over anything else, from Chromium's own boxes."""
-    exe = chromium()
-    from playwright.sync_api import sync_playwright
-    from stored_runs import all_runs
-
-    root = all_runs()
-    stored = [store.load(p) for p in store.list_runs(root)]
-    rms = [r for r in stored if r.manifest.get("kernel") == "rmsnorm" and not r.interpret]
-    assert len(rms) >= 6
-    page_path = dashboard.write_dashboard([rms[-1]], tmp_path / "site" / "rms.html", stored)
-    ids = re.findall(r'Plotly\.newPlot\("([^"]+)"', page_path.read_text())
-    assert "history0-plot" in ids
-    with sync_playwright() as p:
-        browser = p.chromium.launch_persistent_context(
-            str(tmp_path / "user-data"),
-            executable_path=exe,
-            headless=True,
-            args=CHROMIUM_ARGS,
-            viewport={"width": 1400, "height": 1000},
-        )
-        try:
-            page = browser.new_page()
-            page.set_default_timeout(TIMEOUT_MS)
-            page.goto(page_path.as_uri(), wait_until="load")
+            page.goto(path.as_uri(), wait_until="load")
+            ids = re.findall(r'Plotly\.newPlot\("([^"]+)"', path.read_text())
+            assert ids, path.name
             page.wait_for_function(
                 "ids => ids.every(id => { const d = document.getElementById(id);"
                 " return d && d._fullData && d.querySelector('.main-svg'); })",
                 arg=ids,
             )
-            overlaps = page.evaluate(LAYOUT_JS)
-            ARTIFACTS.mkdir(exist_ok=True)
-            page.locator("#history0-plot").screenshot(path=str(ARTIFACTS / "history-long.png"))
+            drawn = page.evaluate(
+                "ids => ids.map(id => { const d = document.getElementById(id);"
+                " return [id, d.data.length, d._fullData.length]; })",
+                ids,
+            )
         finally:
-            browser.close()
+            page.close()
+        for div_id, sent, full in drawn:
+            assert sent > 0 and full == sent, (path.name, div_id)
+        assert not errors, (path.name, errors)
+        assert not [m for m in console if m[0] == "error"], (path.name, console)
+        allowed = {path.as_uri(), (path.parent / "plotly.min.js").as_uri()}
+        assert set(requests) <= allowed, (path.name, set(requests) - allowed)
+
+
+def test_a_long_history_is_laid_out_without_overlaps(browser, page_of) -> None:
+    """The page of the newest RMSNorm run with the history of every stored RMSNorm run (eight:
+    long run ids on the x axis): nothing drawn over anything else, from Chromium's own boxes."""
+    stored = every_run()
+    rms = [r for r in stored if r.manifest.get("kernel") == "rmsnorm" and not r.interpret]
+    assert len(rms) >= 6
+    page_path = page_of(rms[-1].run_id)
+    ids = re.findall(r'Plotly\.newPlot\("([^"]+)"', page_path.read_text())
+    assert "history0-plot" in ids
+    page = browser.new_page()
+    try:
+        page.set_default_timeout(TIMEOUT_MS)
+        page.goto(page_path.as_uri(), wait_until="load")
+        page.wait_for_function(
+            "ids => ids.every(id => { const d = document.getElementById(id);"
+            " return d && d._fullData && d.querySelector('.main-svg'); })",
+            arg=ids,
+        )
+        overlaps = page.evaluate(LAYOUT_JS)
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.locator("#history0-plot").screenshot(path=str(ARTIFACTS / "history-long.png"))
+    finally:
+        page.close()
     assert overlaps == [], overlaps[:10]

@@ -1,6 +1,12 @@
 """profkit/decode_capture.py end to end on its CPU path (tiny layer, graph variants run eagerly,
-host clock): every variant checked, timed, probed and stored as a profkit run, schema-2 columns."""
+host clock): every variant checked, timed, probed and stored as a profkit run, schema-2 columns.
 
+One bench run (each costs seconds of CPU) checks the counter pass's failure path too: a fake ncu on
+PATH prints NVIDIA's permission text, and the run is stored as timing only, with the reason and the
+fix (the other ways ncu fails take the same path: tests/test_capture_counters.py classifies them).
+"""
+
+import json
 import os
 import subprocess
 import sys
@@ -11,10 +17,14 @@ from profkit import store
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_bench_stores_a_decode_run(tmp_path):
+def test_bench_stores_a_decode_run(tmp_path, fake_ncu_on_path, monkeypatch):
+    monkeypatch.setenv("FAKE_NCU_MODE", "perm")
+    argv_file = tmp_path.parent / "ncu-argv.json"
+    monkeypatch.setenv("FAKE_NCU_ARGV", str(argv_file))
     argv = [sys.executable, "-m", "profkit.decode_capture", "--device", "cpu"]
     argv += ["--out", str(tmp_path), "--steps", "12", "--warmup", "2", "--batches", "1"]
     argv += ["--caches", "8", "--probe-caches", "8", "--dynamic-cache", "12", "--walk", "2,4"]
+    argv += ["--cpu-counters", "--counter-shape", "1,8"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -63,3 +73,15 @@ def test_bench_stores_a_decode_run(tmp_path):
     assert [line.split()[0] in ("PASS", "FAIL") for line in goals] == [True] * 4
     assert "graph vs eager" in goals[0] and "dynamic p95/p50" in goals[2]
     assert "dynamic_fused p95/p50" in goals[3]
+    # the counter pass failed (no permission): stored as timing only, with the reason and the fix
+    block = run.manifest["counters"]
+    assert block["status"] == "timing_only" and run.timing_only
+    assert block["problem"] == "no_permission"
+    assert block["reason"] and block["fix"].startswith("Fix:")
+    assert (run.path / "ncu.log").is_file()  # kept: it explains the failure
+    assert not (run.path / "ncu-job.json").exists()
+    # profkit's own counter pass: the worker under ncu, filtered to profkit's push/pop ranges
+    ncu_argv = json.loads(argv_file.read_text())
+    assert ncu_argv[ncu_argv.index("--nvtx-include") + 1] == "regex:profkit@.+/"
+    assert ncu_argv[-3:-1] == ["-m", "profkit.worker"]
+    assert run.cases["ncu_duration_ms"].isna().all()  # counter columns present, empty

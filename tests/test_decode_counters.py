@@ -1,7 +1,6 @@
 """The decode lab's counter pass (profkit/decode_capture.py, Lab.counters) off the GPU.
 
-- Its failure path end to end: the CPU path of the bench with a fake ncu on PATH that prints
-  NVIDIA's permission text; the run is stored as timing only, with the reason and the fix.
+- Its failure path end to end: in tests/test_decode_bench.py (the same bench run).
 - Its join: a real per-launch table (the 8 launches of eager RMSNorm at bfloat16 1x4096, from the
   stored H200 run rmsnorm-20261130-162158-vm-f1ea) relabelled as the decode case
   decode.eager.bfloat16.1x2048, through the same aggregate_cases + join the bench uses, into a copy
@@ -19,8 +18,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
-import pytest
-from stored_runs import run_path
+from stored_runs import explained, run_path
 
 from profkit import dashboard, store
 from profkit.dashboard import launches as launches_view
@@ -40,27 +38,6 @@ def _bench(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
     argv += ["--caches", "8", "--probe-caches", "8", "--dynamic-cache", "12", "--walk", "2,4"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run([*argv, *extra], capture_output=True, text=True, env=env, timeout=300)
-
-
-@pytest.mark.parametrize("mode", ["perm", "no_kernels"])
-def test_ncu_failure_stores_the_run_as_timing_only(tmp_path, fake_ncu_on_path, monkeypatch, mode):
-    monkeypatch.setenv("FAKE_NCU_MODE", mode)
-    argv_file = tmp_path.parent / f"argv-{mode}.json"
-    monkeypatch.setenv("FAKE_NCU_ARGV", str(argv_file))
-    done = _bench(tmp_path, "--cpu-counters", "--counter-shape", "1,8", "--no-probes")
-    assert done.returncode == 0, done.stderr[-2000:]
-    run = store.load(store.resolve(None, tmp_path))
-    block = run.manifest["counters"]
-    assert block["status"] == "timing_only" and run.timing_only
-    assert block["problem"] == {"perm": "no_permission", "no_kernels": "no_kernels"}[mode]
-    assert block["reason"] and block["fix"].startswith("Fix:")
-    assert (run.path / "ncu.log").is_file()  # kept: it explains the failure
-    assert not (run.path / "ncu-job.json").exists()
-    # profkit's own counter pass: the worker under ncu, filtered to profkit's push/pop ranges
-    argv = json.loads(argv_file.read_text())
-    assert argv[argv.index("--nvtx-include") + 1] == "regex:profkit@.+/"
-    assert argv[-3:-1] == ["-m", "profkit.worker"]
-    assert run.cases["ncu_duration_ms"].isna().all()  # counter columns present, empty
 
 
 def test_counter_shape_outside_the_sweep_is_refused(tmp_path):
@@ -101,14 +78,14 @@ def test_launches_join_to_the_decode_case_and_drill_down(tmp_path):
     assert "run0-plot-launches" in html and "run0-plot-counters0" in html
 
 
-COUNTED = run_path("decode-20261130-184819-vm-acb534")
+COUNTED = "decode-20261130-184819-vm-acb534"
 
 
 def test_fused_step_drill_down_names_aten_kernels_as_aten():
     """The stored H200 run with counters (eager and fused at bfloat16 1x2048): the fused step is a
     lab variant, but only its two _rmsnorm_kernel launches are Triton; the PyTorch ops around them
     (elementwise, index, softmax) stay ATen and the GEMMs cuBLAS, as in the eager step."""
-    report = explain_run(store.load(COUNTED))
+    report = explained(COUNTED)
     by_case = {f.case: f for f in report.findings if f.launches}
     assert set(by_case) == {"decode.eager.bfloat16.1x2048", "decode.fused.bfloat16.1x2048"}
     fused = by_case["decode.fused.bfloat16.1x2048"].launches
@@ -141,7 +118,7 @@ def test_summary_names_the_profiled_steps_largest_launches():
     from profkit.explain.render import render_terminal
 
     console = Console(file=io.StringIO(), width=400, record=True)
-    render_terminal(explain_run(store.load(COUNTED)), console)
+    render_terminal(explained(COUNTED), console)
     text = console.export_text()
     # the default view keeps to one screen per kernel (issue 22): the eager step's drill-down
     # leads; what the budget leaves out is said, and --variant shows it
@@ -150,5 +127,5 @@ def test_summary_names_the_profiled_steps_largest_launches():
     assert first.startswith("nvjet_sm90_tst_256x8_64x6_4x1_v_bz_TNT [cublas] 20% (memory)")
     for variant in ("eager", "fused"):
         console = Console(file=io.StringIO(), width=400, record=True)
-        render_terminal(explain_run(store.load(COUNTED)), console, variant=variant)
+        render_terminal(explained(COUNTED), console, variant=variant)
         assert f"decode {variant} bfloat16 1x2048  " in console.export_text()

@@ -11,12 +11,13 @@ from functools import cache
 import numpy as np
 import pandas as pd
 import pytest
-from stored_runs import run_path
+from stored_runs import explained, run_path
 
 from profkit import steps, store
 from profkit.explain import Cause, Kind, explain_run
 
-RUN = run_path("decode-20261130-184819-vm-acb534")
+RUN_ID = "decode-20261130-184819-vm-acb534"
+RUN = run_path(RUN_ID)
 CASE = "decode.dynamic.bfloat16.32x2048"
 
 
@@ -69,7 +70,7 @@ def test_split_of_bucket_32_tail_against_its_own_stage_medians():
 
 
 def test_explain_quotes_the_split_and_the_inherent_mix():
-    report = explain_run(store.load(RUN))
+    report = explained(RUN_ID)
     f = next(f for f in report if f.kind == Kind.STEPS and f.variant == "dynamic")
     ev = f.evidence
     want = expected_split(32)

@@ -254,8 +254,18 @@ COMMANDS = [["show"], ["explain"], ["compare", "{run}"], ["dashboard", "--out", 
     ],
 )
 def test_a_damaged_run_is_refused(
-    sealed: Path, tmp_path: Path, command: list[str], name: str, how: str, words: list[str]
+    sealed: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    command: list[str],
+    name: str,
+    how: str,
+    words: list[str],
 ) -> None:
+    # the run is named by its path: no stored run takes part, and the dashboard's history would
+    # load all of them (seconds) before it refuses this one
+    (tmp_path / "none").mkdir()
+    monkeypatch.setenv("PROFKIT_PROFILES", str(tmp_path / "none"))
     run = damaged(sealed, tmp_path, name, how)
     args = [a.format(run=run, tmp=tmp_path) for a in command]
     line = one_line_error(invoke(args[0], run, *args[1:]), run.name, "damaged", *words)
