@@ -20,9 +20,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from profkit import ncu, store
+from profkit import store
+from profkit.counters import ncu
+from profkit.counters.ncu_rep import read_report
 from profkit.explain.library import short_name
-from profkit.report import read_report
 from profkit.workload import profile, timing_pass
 from profkit.workload.program import child_environ, parse_program
 

@@ -26,7 +26,8 @@ import pandas as pd
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from profkit import ncu, store
+from profkit import store
+from profkit.counters import ncu
 from profkit.errors import ProfkitError
 from profkit.spec import DTYPE_ITEMSIZE, KernelSpec, Shape, case_name, format_shape
 
@@ -77,7 +78,9 @@ class CaptureOptions:
     clock_control: str = "none"
     ncu_timeout_s: float = 1800.0
     warm_l2: bool = False  # time with the L2 left warm instead of flushed before each call
-    source: bool = False  # after the counter pass, the deep per-line pass (profkit.sourcepass)
+    source: bool = (
+        False  # after the counter pass, the deep per-line pass (profkit.counters.sourcepass)
+    )
     case_timeout_s: float | None = None  # a case (check + timing) that runs longer is skipped
     # index of the first case in the whole sweep: a case group run apart (profkit.cluster) checks
     # each case with the same seed as the whole sweep in one process would
@@ -129,7 +132,7 @@ def measure_cases(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Correctness for every case; timing for the correct ones (not in interpret mode). Returns
     the case table and the raw samples (case, kind, ms)."""
-    from profkit import timing
+    from profkit.measure import case_timing, correctness
 
     device = "cpu" if opts.interpret else "cuda"
     prepared: dict = {}
@@ -155,18 +158,18 @@ def measure_cases(
 
             def run_case(variant=variant, dtype=dtype, shape=shape, i=i, given_up=given_up):
                 try:
-                    fn = timing.resolve_callable(variant, prepared)
+                    fn = case_timing.resolve_callable(variant, prepared)
                     # fresh random inputs for each check: a fixed seed per case, distinct ones
                     # across cases
                     seed = opts.seed * 100003 + opts.case_offset + i
-                    chk = timing.check(spec, fn, shape, dtype, device, seed=seed)
+                    chk = correctness.check(spec, fn, shape, dtype, device, seed=seed)
                 except Exception as exc:  # a variant that cannot even be prepared is recorded
-                    chk = timing.Check(False, None, None, f"{type(exc).__name__}: {exc}"[:300])
+                    chk = correctness.Check(False, None, None, f"{type(exc).__name__}: {exc}"[:300])
                 t = None
                 # a case given up on stops before timing: its graphs would be captured while the
                 # next case's are (and its numbers are thrown away anyway)
                 if chk.correct and not opts.interpret and not given_up.is_set():
-                    t = timing.time_case(spec, fn, shape, dtype, opts.seed + 7, opts.warm_l2)
+                    t = case_timing.time_case(spec, fn, shape, dtype, opts.seed + 7, opts.warm_l2)
                 return chk, t
 
             done = within(opts.case_timeout_s, run_case)
@@ -174,7 +177,7 @@ def measure_cases(
                 given_up.set()
                 why = f"timed out after {opts.case_timeout_s:g} s (--case-timeout): skipped"
                 console.print(f"[red]{name}:[/] {why}")
-                chk, t = timing.Check(False, None, None, why), None
+                chk, t = correctness.Check(False, None, None, why), None
             else:
                 chk, t = done
             row.update(
@@ -189,7 +192,7 @@ def measure_cases(
             if t is not None:
                 row.update(t.columns)
                 row.update(rates(nbytes, flops, t.columns["device_p50_ms"], ceilings))
-                same = timing.copy_gbps(nbytes, copies)
+                same = case_timing.copy_gbps(nbytes, copies)
                 row.update(copy_gbps_same_size=same, pct_copy_same_size=100 * row["gbps"] / same)
                 samples += [(name, kind, ms) for kind, ms in t.samples]
                 if t.columns.get("clock_note"):
@@ -293,7 +296,7 @@ def counter_pass(
     if not result.ok:
         console.print(f"[yellow]timing only:[/] {result.message}")
         return block, None
-    from profkit.report import read_report
+    from profkit.counters.ncu_rep import read_report
 
     try:
         tables = read_report(result.report_path, result.metrics)
@@ -454,7 +457,7 @@ def run_manifest(
 
 def run_capture(spec: KernelSpec, opts: CaptureOptions, console: Console | None = None) -> Path:
     from profkit import hostenv
-    from profkit.join import aggregate_cases, join
+    from profkit.counters.join import aggregate_cases, join
 
     console = console or Console(stderr=True)
     check_names(spec)
@@ -496,7 +499,7 @@ def run_capture(spec: KernelSpec, opts: CaptureOptions, console: Console | None 
             counters, kernels = counter_pass(spec, opts, table, writer, console)
         source = None
         if opts.source and not opts.interpret and opts.counters:
-            from profkit.sourcepass import source_pass
+            from profkit.counters.sourcepass import source_pass
 
             source = source_pass(
                 spec.name,

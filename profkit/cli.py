@@ -15,7 +15,7 @@ from rich.text import Text
 
 from profkit import doctor as doctor_help
 from profkit import exitcodes, terminal
-from profkit import ncu as ncu_limits
+from profkit.counters import ncu as ncu_limits
 from profkit.errors import ProfkitError
 
 # the columns `show --format table` prints, and their headers; csv and json carry every column
@@ -550,7 +550,7 @@ def damage_line(run) -> str | None:
 def load_any(ref: str | None, root: Path, force: bool = False):
     """A stored run (path, id, or newest) or a .ncu-rep report -> (kind, object)."""
     if ref and (ref.endswith((".ncu-rep", ".ncu-rep.xz")) or Path(ref).is_file()):
-        from profkit.report import read_report
+        from profkit.counters.ncu_rep import read_report
 
         if not Path(ref).is_file():
             raise ProfkitError(f"no such report: {ref}")

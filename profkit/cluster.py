@@ -507,7 +507,7 @@ def merge(results: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame
 
 def store_run(spec: KernelSpec, opts: CaptureOptions, results: list[dict], block: dict) -> Path:
     """One run of the kernel's groups, stored exactly as a plain capture stores one."""
-    from profkit.join import aggregate_cases, join
+    from profkit.counters.join import aggregate_cases, join
 
     table, samples, kernels, rules = merge(results)
     # the rules' launch numbers follow their group's launches, as the kernels' do

@@ -2,10 +2,10 @@
 counter deltas.
 
 Ratios and deltas are B against A (B is the newer run as the user names them): "faster" means B is
-faster than A, decided by `profkit.stats` on device time: the 95% interval of the ratio of medians
-excludes 1 and the gap clears the practical floor; a wide interval is "unstable". The summary
-under the table counts the flags per lab variant, says how far the baselines, whose code did not
-change, moved between the runs, and warns when the runs ran at different clocks or throttled.
+faster than A, decided by `profkit.measure.stats` on device time: the 95% interval of the ratio of
+medians excludes 1 and the gap clears the practical floor; a wide interval is "unstable". The
+summary under the table counts the flags per lab variant, says how far the baselines, whose code did
+not change, moved between the runs, and warns when the runs ran at different clocks or throttled.
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from profkit import stats, terminal
+from profkit import terminal
 from profkit.errors import ProfkitError
 from profkit.explain import as_bool, format_value
+from profkit.measure import stats
 from profkit.store import Run
 from profkit.textsafe import md_escape
 

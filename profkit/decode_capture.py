@@ -285,12 +285,14 @@ class Lab:
         stages: tuple[str, ...] | None = None,
     ) -> dict:
         """Check (poisoned output, float64 reference), time, then time again with probes."""
-        from profkit import steps
+        from profkit.measure import step_latency
 
         try:
             call = build(self.dec._no_mark)
             verdict = (
-                check() if check else steps.check_step(lambda: call(0), reference, pick, self.tol)
+                check()
+                if check
+                else step_latency.check_step(lambda: call(0), reference, pick, self.tol)
             )
         except Exception as exc:  # a capture that fails is this case's result, not the sweep's end
             why = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
@@ -299,9 +301,9 @@ class Lab:
         if not verdict["correct"]:
             print(f"  INCORRECT: {verdict['error']}", flush=True)
             return row
-        s = steps.run_steps(call, self.args.steps, self.args.warmup, device=self.device)
-        row = steps.case_row(row, s)
-        self.samples.append(steps.samples_frame(ident["case"], s))
+        s = step_latency.run_steps(call, self.args.steps, self.args.warmup, device=self.device)
+        row = step_latency.case_row(row, s)
+        self.samples.append(step_latency.samples_frame(ident["case"], s))
         self.last_device_ms = s.device_ms
         call = None  # release the graphs before the probed copy is captured
         if probe and not self.args.no_probes:
@@ -310,22 +312,22 @@ class Lab:
         return row
 
     def probe(self, ident: dict, build, external: bool, stages) -> dict:
-        from profkit import steps
+        from profkit.measure import step_latency
 
         try:
-            probes = steps.Probes(stages, external=external, device=self.device)
+            probes = step_latency.Probes(stages, external=external, device=self.device)
             call = build(probes.mark)
-            s = steps.run_steps(call, self.args.steps, self.args.warmup, probes, self.device)
+            s = step_latency.run_steps(call, self.args.steps, self.args.warmup, probes, self.device)
         except Exception as exc:  # probes are optional: the plain timing stands without them
             why = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
             print(f"  probes failed: {why}", flush=True)
             return {"probe_note": f"probes failed: {why}"}
-        frame = steps.samples_frame(ident["case"], s, probe_prefix="")
+        frame = step_latency.samples_frame(ident["case"], s, probe_prefix="")
         frame["kind"] = "probe." + frame["kind"]  # probe.device, probe.host, probe.<stage>
         self.samples.append(frame[frame.kind != "probe.host"])
-        ranked = steps.attribute_tail(s.device_ms, s.probes)
+        ranked = step_latency.attribute_tail(s.device_ms, s.probes)
         top, excess = ranked[0]
-        tail = steps.tail_steps(s.device_ms)
+        tail = step_latency.tail_steps(s.device_ms)
         return {
             "probe_p50_ms": float(np.median(s.device_ms)),
             "tail_stage": top,
@@ -339,7 +341,7 @@ class Lab:
         returns the manifest section of the same name."""
         import torch
 
-        from profkit import steps
+        from profkit.measure import step_latency
 
         dec, args = self.dec, self.args
         lo, hi = args.walk
@@ -371,7 +373,7 @@ class Lab:
             ref_inp = {**inp, "x": x_pool.to(self.device)}
             for n in sorted({lo, (lo + hi) // 2, hi, 1}):
                 pick = sorted({0, n - 1})
-                v = steps.check_step(
+                v = step_latency.check_step(
                     lambda n=n: runner(x_pool[:n]),
                     lambda pick=pick: dec.reference(dec.select_rows(ref_inp, pick)),
                     pick,
@@ -404,7 +406,7 @@ class Lab:
         }
         if "step_p50_ms" in row:
             device = self.last_device_ms
-            by = steps.tail_by(device, bucket_of)
+            by = step_latency.tail_by(device, bucket_of)
             # each step over its own bucket's median: what is left once the work's size is out
             medians = by.set_index("label").p50_ms
             rel = device / np.array([medians[b] for b in bucket_of])
@@ -414,7 +416,7 @@ class Lab:
             # the inherent mix (every step at its bucket's median) and the probed tail's stages
             # against their own bucket's stage medians, from the samples just stored
             mine = pd.concat(self.samples, ignore_index=True)
-            info.update(steps.dynamic_tail(mine, ident["case"], timed, buckets))
+            info.update(step_latency.dynamic_tail(mine, ident["case"], timed, buckets))
             row["inherent_mix_p95_over_p50"] = info.get("inherent_mix_p95_over_p50")
         self.rows.append(row)
         return info
@@ -423,7 +425,7 @@ class Lab:
         """ncu over the kernels of one step (eager and fused variants), through profkit's own
         counter pass (profkit.worker under ncu), joined to the rows of the same cases."""
         from profkit.capture import CaptureOptions, counter_pass
-        from profkit.join import aggregate_cases, join
+        from profkit.counters.join import aggregate_cases, join
         from profkit.spec import format_shape
 
         table = pd.DataFrame(self.rows)

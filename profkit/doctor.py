@@ -73,7 +73,7 @@ def diagnose(
     timeout_s: float | None = None,
     say: Callable[[str], None] = lambda line: None,
 ) -> Diagnosis:
-    from profkit import ncu
+    from profkit.counters import ncu
 
     rows = gpu_checks()
     gpu = {name: ok for name, ok, _ in rows}.get("GPU") is True
@@ -82,7 +82,7 @@ def diagnose(
     for name in ("pandas", "click", "rich"):
         rows.append(_package(name, "profkit needs it"))
     try:
-        from profkit.report import import_ncu_report
+        from profkit.counters.ncu_rep import import_ncu_report
 
         mod = import_ncu_report()
         rows.append(("ncu_report", True, f"NVIDIA's report reader at {mod.__file__}"))

@@ -69,7 +69,7 @@ def measure_ceilings() -> dict:
     device-to-device copy bandwidth (bytes read + written) and a large bf16 matmul's rate."""
     import torch
 
-    from profkit.devicetime import measure, measure_copy
+    from profkit.measure.devicetime import measure, measure_copy
 
     copy = measure_copy(2**30)
     m = 8192

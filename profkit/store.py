@@ -37,7 +37,7 @@ RULES = "rules.csv"
 SAMPLES = "samples.csv.gz"  # raw timing samples: case, kind (device|host|loop), ms
 REPORT = "counters.ncu-rep"
 SOURCE_REPORT = "source.ncu-rep"  # the --source pass's report (SourceCounters, imported source)
-SOURCE_LINES = "source_lines.csv"  # its per-line table (profkit.sourcelines)
+SOURCE_LINES = "source_lines.csv"  # its per-line table (profkit.counters.sourcelines)
 TMP_PREFIX = ".tmp-"
 
 

@@ -109,8 +109,8 @@ OCCUPANCY_GAP_PCT = 10.0
 SHORT_KERNEL_MS = 0.005
 
 # --- Timing ---------------------------------------------------------------------------------------
-# Whether two timings differ is decided in profkit/stats.py (95% interval of the ratio of medians,
-# practical floors, the unstable width), with its sources there.
+# Whether two timings differ is decided in profkit/measure/stats.py (95% interval of the ratio of
+# medians, practical floors, the unstable width), with its sources there.
 # At or above this share of the run's measured copy bandwidth (pct_peak_bw: the spec's minimum bytes
 # over p50), the kernel moves its bytes about as fast as a device copy, so only fewer bytes can
 # help. The measured copy is the practical roof (about 88% of ncu's DRAM peak on the H200), and
@@ -187,7 +187,7 @@ DOMINANT_LAUNCH_PCT = 80.0
 # --- History --------------------------------------------------------------------------------------
 # Between two versions of a kernel, occupancy moving by at least OCCUPANCY_GAP_PCT points while
 # device time moved by less than this (%) is a change that had no effect: the step that made it is
-# not advised again. The same 2% practical floor as profkit.stats.PRACTICAL_FLOOR_PCT.
+# not advised again. The same 2% practical floor as profkit.measure.stats.PRACTICAL_FLOOR_PCT.
 NO_EFFECT_TIME_PCT = 2.0
 
 # --- Siblings: the other variants of the same case (same dtype and shape) ------------------------

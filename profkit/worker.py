@@ -15,8 +15,8 @@ import sys
 
 import torch
 
+from profkit.measure.case_timing import nvtx_range, resolve_callable
 from profkit.spec import case_name, find_spec
-from profkit.timing import nvtx_range, resolve_callable
 
 CASE_MARK = "profkit.worker: case "
 

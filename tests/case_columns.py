@@ -2,7 +2,7 @@
 
 import math
 
-from profkit.metrics import COUNTER_COLUMNS
+from profkit.counters.metrics import COUNTER_COLUMNS
 
 NAN = math.nan
 CASE_COLUMNS = (

@@ -50,9 +50,9 @@ def ncu_rep_path(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Pa
 
 @pytest.fixture(scope="session")
 def ncu_tables(ncu_rep_path: Callable[[str], Path]) -> Callable:
-    """name -> profkit.report.read_report of that fixture, parsed once per session: the tables are
-    shared between tests, so copy before changing them."""
-    from profkit.report import read_report
+    """name -> profkit.counters.ncu_rep.read_report of that fixture, parsed once per session: the
+    tables are shared between tests, so copy before changing them."""
+    from profkit.counters.ncu_rep import read_report
 
     return cache(lambda name: read_report(ncu_rep_path(name)))
 

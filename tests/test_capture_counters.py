@@ -16,9 +16,10 @@ from rich.console import Console
 
 import profkit.capture
 import profkit.hostenv
-from profkit import ncu, store
+from profkit import store
 from profkit.capture import CaptureOptions, counter_pass, run_capture
-from profkit.metrics import COUNTER_COLUMNS, METRICS
+from profkit.counters import ncu
+from profkit.counters.metrics import COUNTER_COLUMNS, METRICS
 from profkit.spec import KernelSpec, Variant
 
 PERM_NAMES = ("RmProfilingAdminOnly", "NVreg_RestrictProfilingToAdminUsers", "SYS_ADMIN")
@@ -386,12 +387,16 @@ def test_measured_table_has_each_column_once(
 ) -> None:
     """A timed row already holds the timing columns; moving them to the end must not repeat them
     (Index.drop read a tuple as one label, and every stored schema-2 run had 19 columns twice)."""
-    from profkit import timing
+    from profkit.measure import case_timing, correctness
 
     columns = {c: 1.0 for c in profkit.capture.TIMING_COLUMNS} | {"device_p50_ms": 0.0345}
-    monkeypatch.setattr(timing, "check", lambda *a, **k: timing.Check(True, 0.0, 0.0, None))
-    monkeypatch.setattr(timing, "time_case", lambda *a: timing.CaseTiming(dict(columns), []))
-    monkeypatch.setattr(timing, "copy_gbps", lambda nbytes, cache: 4000.0)
+    monkeypatch.setattr(
+        correctness, "check", lambda *a, **k: correctness.Check(True, 0.0, 0.0, None)
+    )
+    monkeypatch.setattr(
+        case_timing, "time_case", lambda *a: case_timing.CaseTiming(dict(columns), [])
+    )
+    monkeypatch.setattr(case_timing, "copy_gbps", lambda nbytes, cache: 4000.0)
     spec = dataclasses.replace(SPEC, variants=(Variant("triton", lambda inputs: None),))
     opts = dataclasses.replace(options(tmp_path), variants=("triton",), shapes=((4096, 8192),))
     table, _ = profkit.capture.measure_cases(spec, opts, console, {"copy_gbps": 4200.0})

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from profkit.counters.metrics import METRICS
 from profkit.explain import catalogue
 from profkit.explain.catalogue import KernelKind, kernel_kind
 from profkit.explain.model import Action, Cause
 from profkit.explain.record import LaunchRecord
-from profkit.metrics import METRICS
 
 FIXTURE = Path(__file__).parent / "fixtures" / "causes_probe.csv.xz"
 

@@ -21,9 +21,9 @@ import pandas as pd
 from stored_runs import explained, run_path
 
 from profkit import dashboard, store
+from profkit.counters.join import aggregate_cases, join
 from profkit.dashboard import launches as launches_view
 from profkit.explain import explain_run
-from profkit.join import aggregate_cases, join
 
 ROOT = Path(__file__).resolve().parent.parent
 DECODE = run_path("decode-20261130-164018-vm-d2d4")

@@ -1,7 +1,8 @@
-"""The inherent mix and the within-bucket split of the dynamic tail (profkit.steps.dynamic_tail),
-and explain quoting them, on the stored H200 run decode-20261130-184819-vm-acb534 (its manifest
-predates both, so explain computes them from the run's samples). Expected figures are computed
-here with pandas from samples.csv.gz and manifest.json, not with profkit's code."""
+"""The inherent mix and the within-bucket split of the dynamic tail
+(profkit.measure.step_latency.dynamic_tail), and explain quoting them, on the stored H200 run
+decode-20261130-184819-vm-acb534 (its manifest predates both, so explain computes them from the
+run's samples). Expected figures are computed here with pandas from samples.csv.gz and
+manifest.json, not with profkit's code."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ import pandas as pd
 import pytest
 from stored_runs import explained, run_path
 
-from profkit import steps, store
+from profkit import store
 from profkit.explain import Cause, Kind, explain_run
+from profkit.measure import step_latency
 
 RUN_ID = "decode-20261130-184819-vm-acb534"
 RUN = run_path(RUN_ID)
@@ -46,7 +48,7 @@ def test_inherent_mix_is_every_step_at_its_bucket_median():
     w = frame()
     at_median = w.groupby("bucket")["device"].transform("median")
     want = at_median.quantile(0.95) / at_median.median()
-    got = steps.dynamic_tail(pd.read_csv(RUN / "samples.csv.gz"), CASE, *_walk())
+    got = step_latency.dynamic_tail(pd.read_csv(RUN / "samples.csv.gz"), CASE, *_walk())
     assert got["inherent_mix_p95_over_p50"] == pytest.approx(want)
     # the bucket mix alone stays under the run's own p95/p50 (jitter adds the rest)
     ratio = w["device"].quantile(0.95) / w["device"].median()
@@ -59,7 +61,9 @@ def _walk():
 
 
 def test_split_of_bucket_32_tail_against_its_own_stage_medians():
-    got = steps.dynamic_tail(pd.read_csv(RUN / "samples.csv.gz"), CASE, *_walk())["tail_split"]
+    got = step_latency.dynamic_tail(pd.read_csv(RUN / "samples.csv.gz"), CASE, *_walk())[
+        "tail_split"
+    ]
     assert got[0]["bucket"] == "all" and got[0]["tail_steps"] == 50
     top = got[1]
     assert top["bucket"] == 32 and top["tail_steps"] == 49

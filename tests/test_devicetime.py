@@ -14,7 +14,7 @@ import types
 
 import pytest
 
-from profkit import devicetime, hostcost, timing
+from profkit.measure import case_timing, devicetime, hostcost
 
 
 class FakeCuda:
@@ -206,7 +206,7 @@ def test_the_flush_precedes_every_call_unless_warm_l2(cuda: FakeCuda) -> None:
 
 
 def test_measure_call_reports_the_three_figures(cuda: FakeCuda) -> None:
-    t = timing.measure_call(lambda: cuda.kernel(0.002))
+    t = case_timing.measure_call(lambda: cuda.kernel(0.002))
     cols = t.columns
     assert {"device_p50_ms", "device_p95_ms", "host_us", "loop_us"} <= set(cols)
     assert cols["host_us"] > 0 and cols["loop_us"] > 0

@@ -200,7 +200,7 @@ def specs():
     ],
 )
 def test_suite_variants_match_their_float64_reference(specs, kernel, variant, shape) -> None:
-    from profkit.timing import check
+    from profkit.measure.correctness import check
 
     spec = specs[kernel]
     result = check(spec, spec.variant(variant).fn, shape, "float32", "cpu", seed=5)
@@ -208,7 +208,7 @@ def test_suite_variants_match_their_float64_reference(specs, kernel, variant, sh
 
 
 def test_a_wrong_suite_kernel_fails_its_check(specs) -> None:
-    from profkit.timing import check
+    from profkit.measure.correctness import check
 
     spec = specs["suite_chain"]
     result = check(spec, lambda i: spec.variant("eager").fn(i) * 1.001, (64,), "float32", "cpu", 1)

@@ -1,4 +1,5 @@
-"""profkit.join: per-case folding of launch counters, and the join onto the timing table."""
+"""profkit.counters.join: per-case folding of launch counters, and the join onto the timing
+table."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from profkit.join import CASE_KEYS, aggregate_cases, join
-from profkit.metrics import COUNTER_COLUMNS, METRICS
+from profkit.counters.join import CASE_KEYS, aggregate_cases, join
+from profkit.counters.metrics import COUNTER_COLUMNS, METRICS
 
 TRITON = "rmsnorm.triton.float16.4096x8192"
 EAGER = "rmsnorm.eager.float16.4096x4096"

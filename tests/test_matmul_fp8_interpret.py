@@ -10,8 +10,8 @@ import torch
 
 os.environ["TRITON_INTERPRET"] = "1"
 
+from profkit.measure.correctness import check  # noqa: E402
 from profkit.spec import DTYPE_ITEMSIZE, find_spec, normalize_dtype  # noqa: E402
-from profkit.timing import check  # noqa: E402
 
 SPEC = find_spec("matmul_fp8")
 LAB = importlib.import_module("profkit_lab.matmul")

@@ -1,4 +1,5 @@
-"""profkit.ncu: the ncu command line, and every failure path through a fake `ncu` on PATH."""
+"""profkit.counters.ncu: the ncu command line, and every failure path through a fake `ncu` on
+PATH."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from profkit import ncu
-from profkit.metrics import DEFAULT_SECTIONS, METRICS
+from profkit.counters import ncu
+from profkit.counters.metrics import DEFAULT_SECTIONS, METRICS
 
 FAKE_NCU = Path(__file__).parent / "fake_ncu" / "ncu"
 PROGRAM = ["python", "-m", "profkit.capture", "--kernel", "rmsnorm"]

@@ -19,8 +19,8 @@ from profkit.explain.evidence import Evidence
 from profkit.explain.model import Kind
 from profkit.explain.render import facts
 from profkit.explain.roofs import Device, compute_roof, pipe_roof, roof_kind
+from profkit.measure.correctness import check
 from profkit.spec import DTYPE_ITEMSIZE, KernelSpec, Variant, normalize_dtype
-from profkit.timing import check
 
 ROOT = Path(__file__).resolve().parents[1]
 GEMM = {"flops": 2 * 4096.0**3, "bytes": 3 * 4096 * 4096.0, "device_p50_ms": 0.7}

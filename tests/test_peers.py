@@ -20,8 +20,8 @@ from profkit.cli import cli  # noqa: E402
 from profkit.errors import ProfkitError  # noqa: E402
 from profkit.explain import Action, explain_launches  # noqa: E402
 from profkit.explain import library as lib  # noqa: E402
+from profkit.measure.correctness import check  # noqa: E402
 from profkit.spec import KernelSpec, Variant, find_spec  # noqa: E402
-from profkit.timing import check  # noqa: E402
 
 MISSING = "profkit_no_such_module"
 

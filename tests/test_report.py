@@ -1,4 +1,5 @@
-"""profkit.report on real H200 reports (tests/fixtures), checked against ncu_report directly."""
+"""profkit.counters.ncu_rep on real H200 reports (tests/fixtures), checked against ncu_report
+directly."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ import ncu_report
 import pytest
 from stored_runs import run_path
 
-from profkit import report
+from profkit.counters import ncu_rep
+from profkit.counters.metrics import COUNTER_COLUMNS, METRICS
 from profkit.errors import ProfkitError
-from profkit.metrics import COUNTER_COLUMNS, METRICS
 
 TRITON = "rmsnorm.triton.float16.4096x8192"
 EAGER = "rmsnorm.eager.float16.4096x4096"
@@ -167,7 +168,7 @@ class _Action:
     ],
 )
 def test_nvtx_range_format(domains, expected) -> None:
-    assert report._innermost(report._nvtx_stacks(_Action(domains))) == expected
+    assert ncu_rep._innermost(ncu_rep._nvtx_stacks(_Action(domains))) == expected
 
 
 @pytest.mark.parametrize(
@@ -180,7 +181,7 @@ def test_nvtx_range_format(domains, expected) -> None:
     ],
 )
 def test_parse_case(name: str, parts: tuple) -> None:
-    parsed = report._parse_case(name)
+    parsed = ncu_rep._parse_case(name)
     assert parsed["case"] == name
     assert tuple(parsed[k] for k in ("kernel", "variant", "dtype", "shape")) == parts
 
@@ -191,7 +192,7 @@ def test_parse_case(name: str, parts: tuple) -> None:
 def test_requested_but_unknown_metric_is_na(ncu_rep_path) -> None:
     # fx_na was captured with --metrics gpu__time_duration.sum,dram__bogus_not_a_metric.sum
     requested = ["gpu__time_duration.sum", "dram__bogus_not_a_metric.sum"]
-    tables = report.read_report(ncu_rep_path("fx_na"), requested)
+    tables = ncu_rep.read_report(ncu_rep_path("fx_na"), requested)
     assert tables.metrics_na == ["dram__bogus_not_a_metric.sum"]
     row = tables.kernels.iloc[0]
     assert row["ncu_duration_ms"] == pytest.approx(0.03424, rel=1e-9)
@@ -209,7 +210,7 @@ FIXTURE_ERA_METRICS = json.loads(
 
 @pytest.mark.parametrize("name", ["fx_rmsnorm", "fx_matmul", "fx_plain"])
 def test_fully_collected_reports_have_no_na(ncu_rep_path, name: str) -> None:
-    assert report.read_report(ncu_rep_path(name), FIXTURE_ERA_METRICS).metrics_na == []
+    assert ncu_rep.read_report(ncu_rep_path(name), FIXTURE_ERA_METRICS).metrics_na == []
 
 
 @pytest.mark.parametrize("name", ["fx_rmsnorm", "fx_matmul"])
@@ -218,7 +219,7 @@ def test_every_verified_metric_has_a_value_in_the_h200_reports(ncu_rep_path, nam
     # seen there (or in gpu-facts.md); the unverified ones await the next H200 capture; the cause
     # catalogue's counters came after these reports (seen in tests/fixtures/causes_probe.csv.xz)
     verified = [m.ncu for m in METRICS if m.verified and m.group != "catalogue"]
-    assert report.read_report(ncu_rep_path(name), verified).metrics_na == []
+    assert ncu_rep.read_report(ncu_rep_path(name), verified).metrics_na == []
 
 
 def test_nothing_requested_nothing_na(ncu_tables) -> None:
@@ -272,7 +273,7 @@ def test_matmul_sol_rule_is_ok(ncu_tables) -> None:
 
 def test_reports_without_sections_have_empty_rules(ncu_tables) -> None:
     assert ncu_tables("fx_na").rules.empty
-    assert list(ncu_tables("fx_na").rules.columns) == list(report.RULE_COLUMNS)
+    assert list(ncu_tables("fx_na").rules.columns) == list(ncu_rep.RULE_COLUMNS)
 
 
 def test_plain_text_strips_markup() -> None:
@@ -280,7 +281,7 @@ def test_plain_text_strips_markup() -> None:
         "See @section:LaunchStats:Launch Statistics@ and @url:the Guide:https://x.y/z#a@, "
         "@sass:0x1f0:this line@, @source:k.py:12:line 12@."
     )
-    assert report.plain_text(text) == (
+    assert ncu_rep.plain_text(text) == (
         "See Launch Statistics and the Guide (https://x.y/z#a), this line, line 12."
     )
 
@@ -323,7 +324,7 @@ def test_unreadable_file_is_one_line_error(kind: str, tmp_path: Path, ncu_rep_pa
     reports = {name: ncu_rep_path(name) for name in ("fx_matmul", "fx_na")}
     bad = _bad_files(tmp_path, reports)[kind]
     with pytest.raises(ProfkitError) as err:
-        report.read_report(bad)
+        ncu_rep.read_report(bad)
     assert str(bad) in str(err.value) and "\n" not in str(err.value)
 
 
@@ -367,7 +368,7 @@ def _fake_install(folder: Path, ncu_at: str = "ncu") -> Path:
 def test_import_falls_back_to_nsight_compute_install(tmp_path, monkeypatch) -> None:
     ncu = _fake_install(tmp_path / "nsight-compute" / "2025.3.1")
     _hide_ncu_report(monkeypatch, ncu.parent, [ncu.parent / "extras" / "python"])
-    assert report.import_ncu_report().FAKE
+    assert ncu_rep.import_ncu_report().FAKE
 
 
 def test_cuda_toolkit_layout_is_searched(tmp_path, monkeypatch) -> None:
@@ -378,11 +379,11 @@ def test_cuda_toolkit_layout_is_searched(tmp_path, monkeypatch) -> None:
     ncu.write_text("#!/bin/sh\n")
     ncu.chmod(0o755)
     monkeypatch.setenv("PROFKIT_NCU", str(ncu))
-    assert cuda / "nsight-compute-2025.3.1" / "extras" / "python" in report.ncu_python_dirs()
+    assert cuda / "nsight-compute-2025.3.1" / "extras" / "python" in ncu_rep.ncu_python_dirs()
 
 
 def test_missing_library_is_one_line_error(tmp_path, monkeypatch) -> None:
     _hide_ncu_report(monkeypatch, tmp_path, [])
     with pytest.raises(ProfkitError, match="pip install ncu-report") as err:
-        report.import_ncu_report()
+        ncu_rep.import_ncu_report()
     assert "\n" not in str(err.value)

@@ -15,8 +15,8 @@ from stored_runs import run_path
 
 from profkit import store
 from profkit.cli import cli
+from profkit.counters.sourcepass import dominant_launches, pick_lines, regex_escape
 from profkit.explain import hotlines
-from profkit.sourcepass import dominant_launches, pick_lines, regex_escape
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"

@@ -12,8 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from profkit.counters.sourcelines import LINE_COLUMNS, STALL_PREFIX, per_pc
 from profkit.explain import hotlines
-from profkit.sourcelines import LINE_COLUMNS, STALL_PREFIX, per_pc
 
 WIDE_ROW = (0, 1)  # launches of wide_row (the same kernel twice), then hist
 HIST = 2
@@ -22,7 +22,7 @@ HIST = 2
 @pytest.fixture(scope="module")
 def actions(ncu_rep_path: Callable[[str], Path]) -> list:
     """fx_source's launches as ncu_report gives them (the reference for every figure here)."""
-    from profkit.report import import_ncu_report
+    from profkit.counters.ncu_rep import import_ncu_report
 
     ctx = import_ncu_report().load_report(str(ncu_rep_path("fx_source")))
     return [
@@ -240,8 +240,8 @@ class _WithoutSections:
 
 
 def test_source_counters_are_found_without_the_sections_api(actions: list, ncu_rep_path) -> None:
-    from profkit.report import import_ncu_report
-    from profkit.sourcelines import has_source_counters
+    from profkit.counters.ncu_rep import import_ncu_report
+    from profkit.counters.sourcelines import has_source_counters
 
     assert all(has_source_counters(_WithoutSections(a)) for a in actions)
     # the default counter pass keeps a per-PC inst_executed, but no warp samples

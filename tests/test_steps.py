@@ -1,22 +1,22 @@
-"""profkit.steps: percentiles, the tail's attribution, probes and the step loop on the host clock
-(synthetic samples with known answers: constructed here, not measured)."""
+"""profkit.measure.step_latency: percentiles, the tail's attribution, probes and the step loop on
+the host clock (synthetic samples with known answers: constructed here, not measured)."""
 
 import gc
 
 import numpy as np
 import pytest
 
-from profkit import steps
+from profkit.measure import step_latency
 
 
 def test_percentiles_of_1_to_1001_are_exact():
-    p = steps.percentiles(np.arange(1, 1002))
+    p = step_latency.percentiles(np.arange(1, 1002))
     assert p == {"n": 1001, "p5": 51, "p25": 251, "p50": 501, "p75": 751, "p95": 951, "p99": 991}
-    assert steps.tail_ratio(np.arange(1, 1002)) == pytest.approx(951 / 501)
+    assert step_latency.tail_ratio(np.arange(1, 1002)) == pytest.approx(951 / 501)
 
 
 def test_step_columns_have_their_own_names_never_device_time():
-    cols = steps.step_columns(np.arange(1, 1002) / 1000)
+    cols = step_latency.step_columns(np.arange(1, 1002) / 1000)
     assert not any(c.startswith("device_") for c in cols)
     assert cols["step_reps"] == 1001
     assert cols["step_p50_ms"] == pytest.approx(0.501)
@@ -28,15 +28,15 @@ def test_step_columns_have_their_own_names_never_device_time():
 
 
 def test_a_flat_distribution_has_tail_ratio_one_and_a_spiky_one_more():
-    assert steps.tail_ratio(np.full(1000, 0.2)) == 1.0
+    assert step_latency.tail_ratio(np.full(1000, 0.2)) == 1.0
     x = np.full(1000, 1.0)
     x[:100] = 2.0  # 10% of steps twice as long: p95 falls among them
-    assert steps.tail_ratio(x) == 2.0
+    assert step_latency.tail_ratio(x) == 2.0
 
 
 def test_no_samples_is_an_error():
     with pytest.raises(ValueError):
-        steps.percentiles([])
+        step_latency.percentiles([])
 
 
 def spiky(n=1000, spikes=50):
@@ -50,14 +50,14 @@ def spiky(n=1000, spikes=50):
 def test_attribute_tail_names_the_stage_that_spikes():
     a, b = spiky()
     device = a + b
-    assert steps.tail_steps(device).sum() == 50
-    ranked = steps.attribute_tail(device, {"a": a, "b": b})
+    assert step_latency.tail_steps(device).sum() == 50
+    ranked = step_latency.attribute_tail(device, {"a": a, "b": b})
     assert ranked == [("b", pytest.approx(2.0)), ("a", pytest.approx(0.0))]
 
 
 def test_attribute_tail_rejects_mismatched_stages():
     with pytest.raises(ValueError, match="samples"):
-        steps.attribute_tail(np.ones(10), {"a": np.ones(9)})
+        step_latency.attribute_tail(np.ones(10), {"a": np.ones(9)})
 
 
 def test_tail_by_bucket_shows_which_bucket_holds_the_tail():
@@ -65,15 +65,15 @@ def test_tail_by_bucket_shows_which_bucket_holds_the_tail():
     device = a + b
     labels = np.where(b > 1.0, 32, 8)  # every spike at bucket 32
     labels[1::20] = 32  # and as many ordinary steps there
-    by = steps.tail_by(device, labels).set_index("label")
+    by = step_latency.tail_by(device, labels).set_index("label")
     assert by.loc[32, "tail_share"] == 1.0 and by.loc[8, "tail_share"] == 0.0
     assert by.loc[32, "step_share"] == pytest.approx(0.1)
     assert by.loc[8, "p50_ms"] == 1.5 and by.loc[8, "p95_over_p50"] == 1.0
 
 
 def test_probes_read_stage_times_that_telescope_to_the_step():
-    start, end = steps.HostEvent(), steps.HostEvent()
-    probes = steps.Probes(["x", "y"], external=False, device="cpu")
+    start, end = step_latency.HostEvent(), step_latency.HostEvent()
+    probes = step_latency.Probes(["x", "y"], external=False, device="cpu")
     start.t, end.t = 1.0, 1.010
     probes.events["x"].t, probes.events["y"].t = 1.002, 1.009
     got = probes.read(start, end)
@@ -83,23 +83,25 @@ def test_probes_read_stage_times_that_telescope_to_the_step():
 
 def test_run_steps_times_every_step_after_the_warmup():
     calls = []
-    s = steps.run_steps(calls.append, steps=30, warmup=4, device="cpu")
+    s = step_latency.run_steps(calls.append, steps=30, warmup=4, device="cpu")
     assert calls == [0, 1, 2, 3, *range(30)]
     assert s.device_ms.shape == s.host_ms.shape == (30,)
     assert (s.device_ms >= s.host_ms).all() and s.loop_ms > 0
 
 
 def test_samples_frame_is_profkits_long_format():
-    s = steps.StepSamples(np.array([1.0, 2.0]), np.array([0.1, 0.2]), 1.5, {"qkv": [0.3, 0.4]})
-    df = steps.samples_frame("decode.graph.bfloat16.1x512", s)
+    s = step_latency.StepSamples(
+        np.array([1.0, 2.0]), np.array([0.1, 0.2]), 1.5, {"qkv": [0.3, 0.4]}
+    )
+    df = step_latency.samples_frame("decode.graph.bfloat16.1x512", s)
     assert list(df.columns) == ["case", "kind", "ms"]
     assert df.groupby("kind").ms.apply(list).to_dict() == {
         "device": [1.0, 2.0],
         "host": [0.1, 0.2],
         "probe.qkv": [0.3, 0.4],
     }
-    row = steps.case_row(
-        {"case": "c"}, steps.StepSamples(np.arange(1, 1002) / 1e3, np.full(1001, 0.02), 0.6)
+    row = step_latency.case_row(
+        {"case": "c"}, step_latency.StepSamples(np.arange(1, 1002) / 1e3, np.full(1001, 0.02), 0.6)
     )
     assert row["host_us"] == pytest.approx(20.0) and row["loop_us"] == pytest.approx(600.0)
     assert row["step_method"] == "events" and row["step_p50_ms"] == pytest.approx(0.501)
@@ -108,7 +110,9 @@ def test_samples_frame_is_profkits_long_format():
 
 def test_run_steps_keeps_garbage_collection_out_of_the_timed_steps():
     seen = []
-    s = steps.run_steps(lambda i: seen.append(gc.isenabled()), steps=10, warmup=2, device="cpu")
+    s = step_latency.run_steps(
+        lambda i: seen.append(gc.isenabled()), steps=10, warmup=2, device="cpu"
+    )
     assert len(s.device_ms) == 10
     assert seen[:2] == [True, True]  # the warm-up runs as the caller's process does
     assert not any(seen[2:])  # every timed step ran with the collector off
@@ -121,5 +125,5 @@ def test_run_steps_restores_the_collector_when_a_step_raises():
             raise RuntimeError("step failed")
 
     with pytest.raises(RuntimeError):
-        steps.run_steps(boom, steps=5, warmup=0, device="cpu")
+        step_latency.run_steps(boom, steps=5, warmup=0, device="cpu")
     assert gc.isenabled()

@@ -10,8 +10,8 @@ os.environ["TRITON_INTERPRET"] = "1"  # before the kernel module is (re)loaded b
 
 from profkit.capture import CaptureOptions, _check_shapes  # noqa: E402
 from profkit.errors import ProfkitError  # noqa: E402
+from profkit.measure.correctness import check  # noqa: E402
 from profkit.spec import find_spec  # noqa: E402
-from profkit.timing import check  # noqa: E402
 
 SPEC = find_spec("sum")
 LAB = importlib.import_module("profkit_lab.reduce_sum")

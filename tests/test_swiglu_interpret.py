@@ -7,8 +7,8 @@ import pytest
 
 os.environ["TRITON_INTERPRET"] = "1"  # before the kernel module is (re)loaded below
 
+from profkit.measure.correctness import check  # noqa: E402
 from profkit.spec import find_spec  # noqa: E402
-from profkit.timing import check  # noqa: E402
 
 SPEC = find_spec("swiglu")
 LAB = importlib.import_module("profkit_lab.swiglu")

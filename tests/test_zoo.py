@@ -112,7 +112,7 @@ def _cases() -> list:
 
 @pytest.mark.parametrize(("kernel", "variant", "shape"), _cases())
 def test_zoo_kernel_matches_its_float64_reference(kernel, variant, shape) -> None:
-    from profkit.timing import check
+    from profkit.measure.correctness import check
 
     spec = zoo_specs()[kernel]
     result = check(spec, spec.variant(variant).fn, shape, spec.dtypes[0], "cpu", seed=7)
@@ -121,7 +121,7 @@ def test_zoo_kernel_matches_its_float64_reference(kernel, variant, shape) -> Non
 
 def test_integer_outputs_are_checked_exactly() -> None:
     """An integer output one off, or left unwritten (its -1 fill), fails the check."""
-    from profkit.timing import check
+    from profkit.measure.correctness import check
 
     spec = zoo_specs()["zoo_int_alu"]
     fn = spec.variant("xorshift").fn

@@ -22,7 +22,6 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import plotly.offline
 
-from profkit import stats
 from profkit.dashboard import (
     findings_view,
     history,
@@ -38,6 +37,7 @@ from profkit.dashboard.common import timed
 from profkit.errors import ProfkitError
 from profkit.explain import Finding, explain_run
 from profkit.explain.steps import as_timed_frame
+from profkit.measure import stats
 from profkit.store import Run
 
 PLOTLY_ASSET = "plotly.min.js"

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from profkit import stats
 from profkit import thresholds as th
 from profkit.explain import catalogue, compute, memory, shape, stalls
 from profkit.explain.catalogue import KernelKind, Outcome, kernel_kind
@@ -23,6 +22,7 @@ from profkit.explain.model import Action, Bottleneck, Cause, Reason, Step, Unit
 from profkit.explain.record import LaunchRecord
 from profkit.explain.roofs import compute_roof, memory_roof, tensor_pct
 from profkit.explain.siblings import sibling_step
+from profkit.measure import stats
 
 
 def classify(memory_pct: float, sm_pct: float) -> Bottleneck:
@@ -334,8 +334,8 @@ _STREAM_STEPS = frozenset(
     }
 )
 
-# Steps that make the kernel itself faster towards its roof: each is worth taking only where the
-# gap to that roof clears the practical floor (profkit.stats: 2% and 1 us of device time). CUDA
+# Steps that make the kernel itself faster towards its roof: each is worth taking only where the gap
+# to that roof clears the practical floor (profkit.measure.stats: 2% and 1 us of device time). CUDA
 # graphs are not among them: they remove the launch, which no device-time roof measures.
 _TUNING = _STREAM_STEPS | frozenset(
     {

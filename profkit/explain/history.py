@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from profkit import stats
 from profkit import thresholds as th
 from profkit.explain.evidence import Evidence, as_bool, num, timed, where
 from profkit.explain.model import Action, Finding, Kind
 from profkit.explain.steps import as_timed_frame
+from profkit.measure import stats
 from profkit.store import Run, is_run, load
 
 RULED_OUT_FILE = "ruled_out.json"

@@ -9,9 +9,9 @@ from __future__ import annotations
 import string
 from collections.abc import Mapping
 
-from profkit import stats
 from profkit.explain.evidence import format_value
 from profkit.explain.model import Action, Cause, Finding, Kind, Reason, Step, Verdict
+from profkit.measure import stats
 
 _STALL_WORDS = {
     "long_scoreboard": "global memory (long scoreboard)",

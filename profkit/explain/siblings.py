@@ -3,7 +3,8 @@
 A case "at the copy roof" is refuted when a sibling moves at least as many DRAM bytes (or the same
 model bytes) measurably faster: the same-size copy is then not the roof at that size. A case on a
 busy Tensor pipe is not told to "do less math" when a sibling does the same FLOPs in the same or
-less time: the sibling is where to look. "Measurably" is profkit.stats' outcome, as in verdicts.
+less time: the sibling is where to look. "Measurably" is profkit.measure.stats' outcome, as in
+verdicts.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from profkit import stats
 from profkit import thresholds as th
 from profkit.explain.evidence import Evidence, num, timed
 from profkit.explain.model import Action, Step
+from profkit.measure import stats
 
 # launch and traffic facts compared with a sibling: (column, is an occupancy)
 _FACTS = (

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from profkit import ncu, store
+from profkit import store
+from profkit.counters import ncu
 from profkit.errors import ProfkitError
 from profkit.explain.library import short_name
 from profkit.sourcepass import DURATION, SECTIONS, regex_escape

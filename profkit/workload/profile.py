@@ -20,7 +20,8 @@ from pathlib import Path
 import pandas as pd
 from rich.console import Console
 
-from profkit import ncu, store
+from profkit import store
+from profkit.counters import ncu
 from profkit.errors import ProfkitError
 from profkit.workload import counter_pass, timing_pass
 from profkit.workload.program import Program, child_env
@@ -68,7 +69,7 @@ def run_profile(program: Program, opts: ProfileOptions, console: Console | None 
 
 def _profile(program: Program, opts: ProfileOptions, writer: store.RunWriter, console) -> Outcome:
     from profkit import hostenv
-    from profkit.join import aggregate_cases, join
+    from profkit.counters.join import aggregate_cases, join
 
     export_path = writer.path(EXPORT)
     console.print(f"timing pass: {' '.join(program.argv)} under torch.profiler ...")
@@ -161,7 +162,7 @@ def _say_region(console: Console, region: timing_pass.Region, opts: ProfileOptio
 
 
 def _counters(program, opts, writer, console, acts, region, table):
-    from profkit.report import read_report
+    from profkit.counters.ncu_rep import read_report
 
     selection, notes = counter_pass.select(
         acts,

@@ -1,13 +1,13 @@
 """Read any Nsight Compute report (.ncu-rep) into profkit's tidy tables, with NVIDIA's ncu_report.
 
 One row per kernel launch (kernels.csv), one per guided-analysis rule result (rules.csv) and, for
-launches captured with SourceCounters, one per source line (source_lines.csv, profkit.sourcelines);
-see docs/tables.md. `nvtx_range` is the innermost push/pop range of the launch, written as ncu's
-NVTX filters write it: the bare name in the default domain (`user_region`), `domain@name` in any
-other (`profkit@rmsnorm.triton.float16.4096x8192`). ncu records each domain's stack on its own,
-never how two domains interleave, so when several domains hold ranges the default domain's wins,
-then the others in the order ncu lists them. A report captured without `--nvtx` records no ranges:
-empty.
+launches captured with SourceCounters, one per source line (source_lines.csv,
+profkit.counters.sourcelines); see docs/tables.md. `nvtx_range` is the innermost push/pop range of
+the launch, written as ncu's NVTX filters write it: the bare name in the default domain
+(`user_region`), `domain@name` in any other (`profkit@rmsnorm.triton.float16.4096x8192`). ncu
+records each domain's stack on its own, never how two domains interleave, so when several domains
+hold ranges the default domain's wins, then the others in the order ncu lists them. A report
+captured without `--nvtx` records no ranges: empty.
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from typing import Any
 
 import pandas as pd
 
+from profkit.counters.metrics import METRICS
+from profkit.counters.ncu import find_ncu
+from profkit.counters.sourcelines import LINE_COLUMNS, report_lines
 from profkit.errors import ProfkitError
-from profkit.metrics import METRICS
-from profkit.ncu import find_ncu
-from profkit.sourcelines import LINE_COLUMNS, report_lines
 
 PROFKIT_DOMAIN = "profkit"
 DEFAULT_DOMAIN = "<default domain>"
@@ -76,7 +76,8 @@ class ReportTables:
     kernels: pd.DataFrame  # one row per kernel launch, KERNEL_COLUMNS
     rules: pd.DataFrame  # one row per rule result, RULE_COLUMNS
     metrics_na: list[str] = field(default_factory=list)  # requested, but no launch has a value
-    # per-source-line counters (profkit.sourcelines), empty when no launch has SourceCounters
+    # per-source-line counters (profkit.counters.sourcelines), empty when no launch has
+    # SourceCounters
     source_lines: pd.DataFrame = field(
         default_factory=lambda: pd.DataFrame(columns=list(LINE_COLUMNS))
     )

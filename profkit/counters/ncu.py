@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from profkit.metrics import DEFAULT_SECTIONS, METRICS
+from profkit.counters.metrics import DEFAULT_SECTIONS, METRICS
 
 NCU_ENV = "PROFKIT_NCU"
 REPORT_SUFFIX = ".ncu-rep"

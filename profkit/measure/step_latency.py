@@ -1,7 +1,7 @@
 """Step latency: consecutive calls of a step (e.g. a decode step), each one timed, and the tail.
 
-Unlike profkit.timing (one call's device time with the host off the critical path), this times a
-loop the way a serving loop runs it: steps back to back on one stream, each ended by a
+Unlike profkit.measure.case_timing (one call's device time with the host off the critical path),
+this times a loop the way a serving loop runs it: steps back to back on one stream, each ended by a
 synchronize (the sampled token read back), inputs warm. Per step:
 - device time: events around the step on its stream, so it includes the gaps where the GPU waited
   for the host to launch work (what CUDA graphs remove);
@@ -267,7 +267,7 @@ def run_steps(
 ) -> StepSamples:
     """Run call(0..warmup-1) untimed, then call(0..steps-1), each step timed and synchronized.
     device="cpu" times on the host clock (the CPU tests' path)."""
-    from profkit import clocks
+    from profkit.measure import clocks
 
     sync = _synchronizer(device)
     for i in range(warmup):
@@ -315,7 +315,7 @@ def _synchronizer(device: str) -> Callable[[], None]:
 
 
 def check_output(got: Any, ref: Any, atol: float, rtol: float) -> dict:
-    """correct, rel_err, max_abs_err, error: the same verdict as profkit.timing.check."""
+    """correct, rel_err, max_abs_err, error: the verdict of profkit.measure.correctness.check."""
     import torch
 
     got = got.double()

@@ -2,12 +2,13 @@
 
 After the default counter pass, each case's dominant launch (the largest ncu duration in
 kernels.csv) is profiled again with the SourceCounters and WarpStateStats sections and the source
-imported into the report, so the run can name its hot lines (source_lines.csv, profkit.sourcelines).
-Only those launches are profiled: the NVTX filter names the cases, the kernel-name filter their
-dominant kernels (a case that launches the same kernel more than once profiles each such launch;
-the reader keeps the longest). The default pass is unchanged; this pass's wall time is its own
-cost, stored in the manifest's `source_pass` block and printed. It never fails the capture: a
-failure is recorded with its reason and fix, and the run keeps its timing and counters.
+imported into the report, so the run can name its hot lines (source_lines.csv,
+profkit.counters.sourcelines). Only those launches are profiled: the NVTX filter names the cases,
+the kernel-name filter their dominant kernels (a case that launches the same kernel more than once
+profiles each such launch; the reader keeps the longest). The default pass is unchanged; this pass's
+wall time is its own cost, stored in the manifest's `source_pass` block and printed. It never fails
+the capture: a failure is recorded with its reason and fix, and the run keeps its timing and
+counters.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from collections.abc import Iterable
 import pandas as pd
 from rich.console import Console
 
-from profkit import ncu, store
+from profkit import store
+from profkit.counters import ncu
+from profkit.counters.ncu_rep import PROFKIT_DOMAIN
 from profkit.errors import ProfkitError
-from profkit.report import PROFKIT_DOMAIN
 
 SECTIONS = ("SourceCounters", "WarpStateStats")
 DURATION = "gpu__time_duration.sum"  # to pick the longest of a case's matching launches
@@ -120,7 +122,7 @@ def source_pass(
         block["status"] = "failed"
         console.print(f"[yellow]source pass failed:[/] {result.message}")
         return block
-    from profkit.report import read_report
+    from profkit.counters.ncu_rep import read_report
 
     try:
         tables = read_report(result.report_path)

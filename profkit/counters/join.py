@@ -1,15 +1,15 @@
 """Fold per-launch counters into one row per case, and join them to the timing table (cases.csv).
 
-Each metric folds by its `agg` in profkit.metrics: sum, duration-weighted mean, or max. The derived
-columns are recomputed from the folded ones (dram_bytes = read + write, shared_mem_bytes = static +
-dynamic), so a case row obeys the same identities as a launch row.
+Each metric folds by its `agg` in profkit.counters.metrics: sum, duration-weighted mean, or max. The
+derived columns are recomputed from the folded ones (dram_bytes = read + write, shared_mem_bytes =
+static + dynamic), so a case row obeys the same identities as a launch row.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from profkit.metrics import COUNTER_COLUMNS, METRICS
+from profkit.counters.metrics import COUNTER_COLUMNS, METRICS
 
 CASE_KEYS = ("kernel", "variant", "dtype", "shape", "case")
 WEIGHT = "ncu_duration_ms"

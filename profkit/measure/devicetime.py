@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from profkit import clocks
+from profkit.measure import clocks
 
 FLUSH_BYTES = 256 * 1024 * 1024  # > 4x the H200's 60 MB L2
 TARGET_MS = 150.0  # GPU time spent on samples per case (flushes excluded)
@@ -328,7 +328,7 @@ def _spin_event_samples(
 ) -> tuple[list[float], list[float], list[float] | None, str]:
     """Events around each call, a spin kernel holding the stream while a batch is queued; the
     same four results as _graph_samples."""
-    from profkit.hostcost import host_cost_us
+    from profkit.measure.hostcost import host_cost_us
 
     hold_us = 2 * SPIN_BATCH * host_cost_us(fn, calls=5, batches=1)[0] + 100
     names = flush.names() if spans else None
