@@ -695,10 +695,10 @@ def _cell(value) -> str:
 )
 def doctor(no_probe, timeout) -> int:
     """Report the GPU, driver, versions, what is missing, and whether counters can be read."""
-    from profkit.doctor import diagnose
+    from profkit.doctor import check_setup
 
     progress = terminal.console(stderr=True)
-    found = diagnose(
+    found = check_setup(
         probe=not no_probe, timeout_s=timeout, say=lambda line: progress.print(Text(line))
     )
     console = terminal.console()

@@ -132,7 +132,7 @@ def _throttled(run: Run) -> int:
     return 0 if notes is None else int(notes.map(lambda v: isinstance(v, str) and v != "").sum())
 
 
-def _interval(row: dict, run_a: Run, run_b: Run) -> stats.Comparison | None:
+def _interval(row: dict, run_a: Run, run_b: Run) -> stats.MedianRatio | None:
     """B against A on device time, where both sides were timed."""
     if not (_timed(row, "a") and _timed(row, "b")):
         return None
@@ -149,7 +149,7 @@ def _torch(run: Run) -> str:
     return str((run.manifest.get("fingerprint") or {}).get("torch", "unknown torch"))
 
 
-def _flag(row: dict, interval: stats.Comparison | None, interpret: dict[str, bool]) -> str:
+def _flag(row: dict, interval: stats.MedianRatio | None, interpret: dict[str, bool]) -> str:
     if pd.isna(row["_present_a"]):
         return "only in B"
     if pd.isna(row["_present_b"]):

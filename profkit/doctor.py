@@ -23,7 +23,7 @@ EXIT_HELP = (
 
 
 @dataclass
-class Diagnosis:
+class SetupCheck:
     rows: list[Check]
     verdict: str
     exit_status: int
@@ -68,11 +68,11 @@ def gpu_checks() -> list[Check]:
     return out
 
 
-def diagnose(
+def check_setup(
     probe: bool = True,
     timeout_s: float | None = None,
     say: Callable[[str], None] = lambda line: None,
-) -> Diagnosis:
+) -> SetupCheck:
     from profkit.counters import ncu
 
     rows = gpu_checks()
@@ -91,7 +91,7 @@ def diagnose(
     limit = {} if timeout_s is None else {"timeout_s": timeout_s}
     access = ncu.counter_access(probe=probe, gpu_visible=gpu, say=say, **limit)
     rows.extend((c.name, c.ok, c.detail) for c in access)
-    return Diagnosis(rows, *_verdict(rows, gpu, probe))
+    return SetupCheck(rows, *_verdict(rows, gpu, probe))
 
 
 def _verdict(rows: list[Check], gpu: bool, probe: bool) -> tuple[str, int]:

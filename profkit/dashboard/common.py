@@ -30,7 +30,7 @@ def text(value: object) -> str:
 
 
 @dataclass(frozen=True)
-class Variant:
+class VariantStyle:
     name: str
     baseline: bool
     color: str
@@ -58,7 +58,7 @@ class Layout:
 
     dtypes: list[str]
     shapes: list[str]
-    variants: list[Variant]
+    variants: list[VariantStyle]
     width: float  # bar width per variant
 
 
@@ -95,7 +95,9 @@ def layout(run: Run) -> Layout:
             color, base_i = BASELINE_COLORS[base_i % len(BASELINE_COLORS)], base_i + 1
         else:
             color, lab_i = LAB_COLORS[lab_i % len(LAB_COLORS)], lab_i + 1
-        variants.append(Variant(name, is_base, color, round((j - (len(names) - 1) / 2) * step, 6)))
+        variants.append(
+            VariantStyle(name, is_base, color, round((j - (len(names) - 1) / 2) * step, 6))
+        )
     return Layout(
         dtypes=ordered(cases["dtype"].astype(str).tolist(), options.get("dtypes")),
         shapes=ordered(cases["shape"].astype(str).tolist(), options.get("shapes")),
@@ -138,7 +140,7 @@ def values(series: pd.Series) -> list:
     return [plain_value(v) for v in series.tolist()]
 
 
-def xs(variant: Variant, rows: pd.DataFrame) -> list[float]:
+def xs(variant: VariantStyle, rows: pd.DataFrame) -> list[float]:
     return [i + variant.offset for i in range(len(rows))]
 
 

@@ -30,7 +30,7 @@ from profkit.dashboard import (
     roofline,
     source_view,
     speedup,
-    steps,
+    step_latency,
     sweep,
 )
 from profkit.dashboard.common import timed
@@ -199,7 +199,7 @@ def _run_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
 
         return profile_sections(run, prefix)
     out: list[tuple[str, str]] = []
-    step_run = steps.applies(run)
+    step_run = step_latency.applies(run)
     # a step-latency run measures no call's device time: its speedups are over step latency
     judged = replace(run, cases=as_timed_frame(run.cases)) if step_run else run
     measure = "step latency" if step_run else "device time"
@@ -347,7 +347,7 @@ def _step_run_counters(run: Run, prefix: str) -> list[tuple[str, str]]:
 def _step_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
     """Runs that time whole steps: the distribution per case, the tail by stage, and dynamic
     replay per bucket; none else."""
-    dist = steps.distribution_figure(run)
+    dist = step_latency.distribution_figure(run)
     if dist is None:
         return []
     caveat = run.manifest.get("note")
@@ -359,21 +359,22 @@ def _step_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
         + (f" This run: {caveat}." if caveat else "")
     ) + plot_div(dist, f"{prefix}-plot-steps")
     out = [("Step latency distribution", body)]
-    tail = steps.tail_figure(run)
+    tail = step_latency.tail_figure(run)
     if tail is not None:
         out.append(
             (
                 "Where the tail comes from",
                 _note(
                     "From the probed run (a second run with device events between stages, "
-                    f"probe.* samples): over the steps at or above the p{steps.TAIL_PCT} of the "
+                    "probe.* samples): over the steps at or above the "
+                    f"p{step_latency.TAIL_PCT} of the "
                     "probed step latency, each stage's mean minus its median over all steps, "
                     "stacked per case."
                 )
                 + plot_div(tail, f"{prefix}-plot-steptail"),
             )
         )
-    buckets = steps.bucket_figure(run)
+    buckets = step_latency.bucket_figure(run)
     if buckets is not None:
         out.append(
             (
@@ -382,7 +383,7 @@ def _step_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
                     "Dynamic replay's step latency per batch bucket, for each dynamically "
                     "replayed variant (its manifest section: each timed step's batch, padded to "
                     "its bucket): p50 per bucket, each bucket's share of all steps and of the "
-                    f"steps at or above the p{steps.TAIL_PCT}, and its mean padding waste "
+                    f"steps at or above the p{step_latency.TAIL_PCT}, and its mean padding waste "
                     "(padded rows / bucket rows)."
                 )
                 + plot_div(buckets, f"{prefix}-plot-stepbuckets"),

@@ -13,7 +13,7 @@ from profkit.dashboard.common import (
     INCORRECT_COLOR,
     Field,
     Layout,
-    Variant,
+    VariantStyle,
     column,
     grid,
     has_data,
@@ -50,7 +50,7 @@ COUNTER_HOVER: tuple[Field, ...] = (
 # --- panels ----------------------------------------------------------------------------------
 
 
-def _latency_trace(v: Variant, rows: pd.DataFrame) -> go.Scatter:
+def _latency_trace(v: VariantStyle, rows: pd.DataFrame) -> go.Scatter:
     # an incorrect case keeps no timing; masking it here as well means it can never plot as fast
     ok = ~incorrect(rows)
     p50, p5, p95 = (
@@ -78,7 +78,7 @@ def _latency_trace(v: Variant, rows: pd.DataFrame) -> go.Scatter:
     )
 
 
-def _incorrect_trace(v: Variant, rows: pd.DataFrame, y: float) -> go.Scatter | None:
+def _incorrect_trace(v: VariantStyle, rows: pd.DataFrame, y: float) -> go.Scatter | None:
     """An x where a variant failed the reference check, at y (the panel's slow end)."""
     bad = incorrect(rows)
     if not bad.any():
@@ -104,7 +104,7 @@ def _incorrect_trace(v: Variant, rows: pd.DataFrame, y: float) -> go.Scatter | N
 
 def _bar(
     lay: Layout,
-    v: Variant,
+    v: VariantStyle,
     rows: pd.DataFrame,
     y: pd.Series,
     fields: Sequence[Field],

@@ -40,7 +40,7 @@ class Siblings:
     samples: pd.DataFrame | None = None
     _compared: list | None = field(default=None, repr=False)
 
-    def compared(self) -> list[tuple[Mapping, stats.Comparison]]:
+    def compared(self) -> list[tuple[Mapping, stats.MedianRatio]]:
         """This case against each timed sibling (ratio: this median over the sibling's)."""
         if self._compared is None:
             mine = timed(self.row)
@@ -51,7 +51,7 @@ class Siblings:
             ]
         return self._compared
 
-    def faster_same_bytes(self) -> tuple[Mapping, stats.Comparison] | None:
+    def faster_same_bytes(self) -> tuple[Mapping, stats.MedianRatio] | None:
         """The fastest sibling moving at least this case's DRAM bytes, or the same model bytes,
         measurably faster."""
         found = [
@@ -61,7 +61,7 @@ class Siblings:
         ]
         return max(found, key=lambda p: p[1].ratio, default=None)
 
-    def faster_on_as_few_programs(self) -> tuple[Mapping, stats.Comparison] | None:
+    def faster_on_as_few_programs(self) -> tuple[Mapping, stats.MedianRatio] | None:
         """The fastest sibling, one kernel like this case, measurably faster on a grid no larger
         than this case's: proof that the grid is not what limits it."""
         grid = num(self.row, "grid_size")
@@ -76,7 +76,7 @@ class Siblings:
         ]
         return max(found, key=lambda p: p[1].ratio, default=None)
 
-    def same_flops_not_slower(self) -> tuple[Mapping, stats.Comparison] | None:
+    def same_flops_not_slower(self) -> tuple[Mapping, stats.MedianRatio] | None:
         """The fastest sibling doing the same model FLOPs in the same or less time."""
         found = [
             (o, c)
@@ -99,7 +99,7 @@ def _moves_as_much(row: Mapping, other: Mapping) -> bool:
 
 
 def sibling_step(
-    row: Mapping, found: tuple[Mapping, stats.Comparison], ev: Evidence, same: str
+    row: Mapping, found: tuple[Mapping, stats.MedianRatio], ev: Evidence, same: str
 ) -> tuple[list[str], Step]:
     """Record the sibling in the evidence and build the step that points at it; `same` is what
     the two share ("bytes" or "flops"). Returns the evidence keys and the step."""

@@ -50,7 +50,7 @@ OUTCOMES = ("faster", "slower", "noise", "unstable")
 
 
 @dataclass(frozen=True)
-class Comparison:
+class MedianRatio:
     """a against b: ratio = median(a) / median(b); "faster" means a is faster than b."""
 
     ratio: float
@@ -109,7 +109,7 @@ def resampled_medians(x: np.ndarray, n_resamples: int, rng: np.random.Generator)
     return (at(low) + at(high)) / 2
 
 
-def compare_samples(a_ms: np.ndarray, b_ms: np.ndarray) -> Comparison:
+def compare_samples(a_ms: np.ndarray, b_ms: np.ndarray) -> MedianRatio:
     """Bootstrap CI of median(a) / median(b) from two independent sets of samples."""
     a, b = (np.asarray(v, float) for v in (a_ms, b_ms))
     a, b = a[np.isfinite(a)], b[np.isfinite(b)]
@@ -121,12 +121,12 @@ def compare_samples(a_ms: np.ndarray, b_ms: np.ndarray) -> Comparison:
     tail = (1 - CONFIDENCE) / 2 * 100
     low, high = (float(v) for v in np.percentile(ratios, [tail, 100 - tail]))
     outcome = decide(ratio, low, high, float(np.median(b)))
-    return Comparison(ratio, low, high, outcome, "bootstrap", len(a), len(b))
+    return MedianRatio(ratio, low, high, outcome, "bootstrap", len(a), len(b))
 
 
 def compare_summaries(
     a_p50: float, a_iqr: float, n_a: int, b_p50: float, b_iqr: float, n_b: int
-) -> Comparison:
+) -> MedianRatio:
     """The same interval from medians, IQRs and counts alone (runs without samples): each median's
     standard error is sqrt(pi/2) * (IQR / 1.349) / sqrt(n), combined on the log scale."""
     z = _z()
@@ -138,7 +138,7 @@ def compare_summaries(
     half = z * math.sqrt(rel_var)
     low, high = ratio * math.exp(-half), ratio * math.exp(half)
     outcome = decide(ratio, low, high, b_p50)
-    return Comparison(ratio, low, high, outcome, "normal approximation", int(n_a), int(n_b))
+    return MedianRatio(ratio, low, high, outcome, "normal approximation", int(n_a), int(n_b))
 
 
 def _z() -> float:
@@ -160,7 +160,7 @@ def compare_cases(
     row_b: Mapping,
     samples_a: pd.DataFrame | None = None,
     samples_b: pd.DataFrame | None = None,
-) -> Comparison:
+) -> MedianRatio:
     """Device time of case a against case b: bootstrap where both runs kept samples, else the
     normal approximation from the stored p50, IQR and repetition count. samples_b defaults to
     samples_a (two cases of one run)."""
