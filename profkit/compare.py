@@ -127,9 +127,8 @@ def _median_clock(run: Run) -> float | None:
 
 
 def _throttled(run: Run) -> int:
-    notes = run.cases.get("clock_note")
-    # an all-empty column reads as float64 NaN: count the non-empty notes without filling it
-    return 0 if notes is None else int(notes.map(lambda v: isinstance(v, str) and v != "").sum())
+    flags = run.cases.get("clock_throttled")
+    return 0 if flags is None else int(flags.map(as_bool).sum())
 
 
 def _interval(row: dict, run_a: Run, run_b: Run) -> stats.MedianRatio | None:

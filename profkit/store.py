@@ -26,6 +26,7 @@ from pathlib import Path
 import pandas as pd
 
 from profkit.errors import ProfkitError
+from profkit.measure import clocks
 
 # 2: device time by CUDA-graph replay (device_* columns), host cost, eager-loop time, clocks,
 #    raw samples in samples.csv.gz. 1: event time around each call, stored as p50_ms etc.
@@ -352,16 +353,34 @@ def upgrade(manifest: dict, cases: pd.DataFrame) -> pd.DataFrame:
             cases[col] = float("nan")
     schema = manifest.get("schema", 1) if isinstance(manifest, dict) else 1
     if int(schema) >= 2:
-        return cases
+        return _structured_fields(cases)
     cases = cases.rename(columns=_SCHEMA1_COLUMNS)
     if "device_p50_ms" in cases.columns:
-        cases["device_method"] = (
-            cases["device_p50_ms"].notna().map({True: SCHEMA1_METHOD, False: None})
-        )
+        timed = cases["device_p50_ms"].notna()
+        cases["device_method"] = timed.map({True: SCHEMA1_METHOD, False: None})
+        cases["host_in_window"] = timed.map({True: True, False: None})
     # what schema 1 never measured stays empty, so every reader sees one set of columns
     for col in SCHEMA2_ONLY:
         if col not in cases.columns:
             cases[col] = float("nan")
+    return cases
+
+
+def _structured_fields(cases: pd.DataFrame) -> pd.DataFrame:
+    """The fields that runs stored before them said only in words, derived from those words:
+    host_in_window (no schema-2 method has the host in its window), clock_throttled and
+    throttle_reasons (from clock_note: NVML's reason names, and "sm clock X of Y MHz" when low).
+    Runs that recorded no clocks keep them empty."""
+    if "host_in_window" not in cases.columns and "device_method" in cases.columns:
+        cases["host_in_window"] = cases["device_method"].notna().map({True: False, False: None})
+    if "clock_throttled" not in cases.columns and {"clock_note", "sm_clock_mhz"} <= set(cases):
+        notes = cases["clock_note"].map(lambda v: v if isinstance(v, str) else "")
+        read = pd.to_numeric(cases["sm_clock_mhz"], errors="coerce").notna()
+        cases["clock_throttled"] = (notes != "").where(read, None)
+        names = notes.map(lambda n: [w for w in n.split("; ") if not w.startswith("sm clock")])
+        joined = names.map(lambda words: clocks.REASON_SEP.join(w for w in words if w))
+        # as a new run's column reads back: empty where no reason was set
+        cases["throttle_reasons"] = joined.where(read & (joined != ""), None)
     return cases
 
 

@@ -1041,15 +1041,22 @@ def test_a_sibling_doing_the_same_flops_as_fast_replaces_do_less_math(
     assert actions(h) == [Action.LESS_MATH]
 
 
-def throttled_pair(note_lab: object, note_base: object) -> list[dict]:
-    lab = case("triton", device_p50_ms=0.12, **STREAM, clock_note=note_lab, sm_clock_mhz=1410.0)
-    base = case("compile", baseline=True, device_p50_ms=0.10, **STREAM, clock_note=note_base,
+def clock_fields(note: object, reasons: str = "") -> dict:
+    """A case's clock note with the fields code reads beside it (as a capture writes them)."""
+    return {"clock_note": note, "clock_throttled": isinstance(note, str) and note != "",
+            "throttle_reasons": reasons}  # fmt: skip
+
+
+def throttled_pair(lab_clocks: dict, base_clocks: dict) -> list[dict]:
+    lab = case("triton", device_p50_ms=0.12, **STREAM, **lab_clocks, sm_clock_mhz=1410.0)
+    base = case("compile", baseline=True, device_p50_ms=0.10, **STREAM, **base_clocks,
                 sm_clock_mhz=1980.0)  # fmt: skip
     return [lab, base]
 
 
 def test_a_loss_decided_on_throttled_cases_says_so() -> None:
-    report = explain_run(run_of(throttled_pair("sm clock 1410 of 1980 MHz; sw_power_cap", "")))
+    lab = clock_fields("sm clock 1410 of 1980 MHz; sw_power_cap", "sw_power_cap")
+    report = explain_run(run_of(throttled_pair(lab, clock_fields(""))))
     (v,) = report.verdicts
     assert v.verdict == Verdict.NOT_A_WIN
     (r,) = [r for r in v.reasons if r.cause == Cause.THROTTLED]
@@ -1072,10 +1079,10 @@ def test_a_loss_decided_on_throttled_cases_says_so() -> None:
 @pytest.mark.parametrize("note", [NAN, ""])
 def test_runs_without_clock_notes_say_nothing_of_clocks(note: object) -> None:
     # NaN: an old run (no clock_note column at all reads the same); "": full clocks
-    rows = throttled_pair(note, note)
+    rows = throttled_pair(clock_fields(note), clock_fields(note))
     if note is NAN:
-        rows = [{k: v for k, v in r.items() if k not in ("clock_note", "sm_clock_mhz")}
-                for r in rows]  # fmt: skip
+        clocks = ("clock_note", "clock_throttled", "throttle_reasons", "sm_clock_mhz")
+        rows = [{k: v for k, v in r.items() if k not in clocks} for r in rows]
     report = explain_run(run_of(rows))
     for f in report:
         assert Cause.THROTTLED not in causes(f) and "throttled" not in f.text

@@ -88,13 +88,13 @@ def test_compare_cases_uses_samples_when_both_sides_have_them() -> None:
     )
     rows = [{"case": c, "device_p50_ms": 9.9, "device_iqr_ms": 9.9, "device_reps": 3} for c in "ab"]
     c = stats.compare_cases(rows[0], rows[1], samples)
-    assert c.method == "bootstrap" and c.ratio == pytest.approx(2.0, rel=0.02)
+    assert c.from_samples and c.method == "bootstrap" and c.ratio == pytest.approx(2.0, rel=0.02)
     # without samples (a schema-1 run) the stored summaries decide
     old = stats.compare_cases(
         {"case": "a", "device_p50_ms": 0.2, "device_iqr_ms": 0.001, "device_reps": 100},
         {"case": "b", "device_p50_ms": 0.1, "device_iqr_ms": 0.001, "device_reps": 100},
     )
-    assert old.method == "normal approximation" and old.outcome == "slower"
+    assert not old.from_samples and old.method == "normal approximation" and old.outcome == "slower"
     assert old.ratio == pytest.approx(2.0)
 
 

@@ -126,7 +126,29 @@ def test_a_schema_1_run_reads_under_the_schema_2_names() -> None:
     assert cases.device_iqr_ms.tolist() == raw.spread_ms.tolist()
     assert cases.device_reps.tolist() == raw.reps.tolist()
     assert set(cases.device_method) == {store.SCHEMA1_METHOD}
+    assert cases.host_in_window.tolist() == [True] * len(cases)  # events around the Python call
     assert cases[["host_us", "loop_us", "sm_clock_mhz"]].isna().all().all()
+
+
+def test_runs_stored_before_the_clock_fields_read_them_from_clock_note() -> None:
+    """The power-capped matmul run f75dcf stored only clock_note ("sw_power_cap", or "sm clock X of
+    Y MHz; sw_power_cap"); it reads with the fields a capture now writes beside the note."""
+    run = store.load(run_path("matmul-20261201-033940-vm-f75dcf"))
+    raw = pd.read_csv(run.path / store.CASES)
+    assert "clock_throttled" not in raw.columns and "host_in_window" not in raw.columns
+    noted = raw.clock_note.notna().tolist()
+    assert 0 < sum(noted) < len(noted)
+    assert run.cases.clock_throttled.tolist() == noted
+    reasons = run.cases.throttle_reasons.fillna("").tolist()
+    assert reasons == ["sw_power_cap" if n else "" for n in noted]
+    assert run.cases.host_in_window.tolist() == [False] * len(raw)  # CUDA-graph replay
+
+
+def test_a_run_with_the_clock_fields_reads_them_as_stored() -> None:
+    cases = pd.DataFrame({"device_method": ["graph"], "host_in_window": [False],
+                          "sm_clock_mhz": [1500.0], "clock_note": ["sm clock 1500 of 1980 MHz"],
+                          "clock_throttled": [True], "throttle_reasons": [None]})  # fmt: skip
+    assert store.upgrade({"schema": 2}, cases.copy()).equals(cases)
 
 
 def test_a_kernel_name_resolves_to_its_newest_gpu_run(tmp_path: Path) -> None:

@@ -41,9 +41,13 @@ class Speedup:
     low: float
     high: float
     outcome: str
-    method: str
+    from_samples: bool  # the interval is a bootstrap over raw samples
     lab_ms: float
     baseline_ms: float
+
+    @property
+    def method(self) -> str:
+        return stats.BOOTSTRAP if self.from_samples else stats.NORMAL_APPROXIMATION
 
 
 def speedups(run: Run) -> list[Speedup]:
@@ -74,8 +78,8 @@ def speedups(run: Run) -> list[Speedup]:
                     out.append(
                         Speedup(
                             lab, base, dtype, shape, str(a["case"]), str(b["case"]),
-                            _inv(c.ratio), _inv(c.ci_high), _inv(c.ci_low), c.outcome, c.method,
-                            float(a["device_p50_ms"]), float(b["device_p50_ms"]),
+                            _inv(c.ratio), _inv(c.ci_high), _inv(c.ci_low), c.outcome,
+                            c.from_samples, float(a["device_p50_ms"]), float(b["device_p50_ms"]),
                         )
                     )  # fmt: skip
     return out
@@ -100,15 +104,12 @@ def _inv(x: float) -> float:
 
 def methods_note(points: list[Speedup], measure: str = "device time") -> str:
     """How the intervals were computed, in words for the page (plain text, escaped there)."""
-    methods = sorted({p.method for p in points})
-    if methods == ["bootstrap"]:
+    if all(p.from_samples for p in points):
         return f"95% intervals: bootstrap over the run's raw {measure.replace(' ', '-')} samples."
-    if "normal approximation" in methods:
-        return (
-            "95% intervals: normal approximation from the stored p50, IQR and repetition count "
-            "(this run kept no raw samples, e.g. a schema-1 run): an estimate, not a bootstrap."
-        )
-    return "95% intervals: " + ", ".join(methods) + "."
+    return (
+        "95% intervals: normal approximation from the stored p50, IQR and repetition count "
+        "(this run kept no raw samples, e.g. a schema-1 run): an estimate, not a bootstrap."
+    )
 
 
 def speedup_figure(

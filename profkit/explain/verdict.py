@@ -17,6 +17,7 @@ import pandas as pd
 from profkit.explain.evidence import Evidence, as_bool, num, text, timed, where
 from profkit.explain.model import Action, Cause, Comparison, Finding, Kind, Reason, Step, Verdict
 from profkit.measure import stats
+from profkit.measure.clocks import REASON_SEP
 
 
 def compare(lab: Mapping, base: Mapping, samples: pd.DataFrame | None) -> Comparison:
@@ -126,7 +127,7 @@ def _verdict(
         for b in dict.fromkeys(c.baseline for c in comparisons)
     }
     ev.put("cases_compared", len({c.where for c in comparisons}))
-    if any(str(text(r, "device_method") or "").startswith("events (schema 1") for r in lab):
+    if any(as_bool(r.get("host_in_window")) for r in lab):
         ev.put("timing_method", "schema-1 events")
     places = list(dict.fromkeys(c.where for c in comparisons))
     if all(c.outcome == "faster" for c in comparisons):
@@ -185,9 +186,9 @@ def _throttled(f: Finding, comparisons: list[Comparison], rows: list[dict], ev: 
         return
     decided = [c for c in comparisons if c.outcome in ("faster", "slower")]
     places = {c.where for c in hit}
-    notes = [text(r, "clock_note") for r in rows if where(r) in places]
-    reasons = [w for n in notes if n for w in n.split("; ") if not w.startswith("sm clock")]
-    clocks = [num(r, "sm_clock_mhz") for r in rows if where(r) in places and text(r, "clock_note")]
+    slow = [r for r in rows if where(r) in places and as_bool(r.get("clock_throttled"))]
+    reasons = [w for r in slow for w in (text(r, "throttle_reasons") or "").split(REASON_SEP) if w]
+    clocks = [num(r, "sm_clock_mhz") for r in slow]
     ev.put("throttled_comparisons", len(hit))
     ev.put("comparisons", len(comparisons))
     ev.put("throttled_decided", sum(c.throttled for c in decided))

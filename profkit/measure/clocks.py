@@ -78,16 +78,34 @@ class Probe:
     def summary(self) -> dict:
         if not self.sm:
             return {}
+        sm, top = float(np.median(self.sm)), max_sm_clock_mhz()
+        names = throttle_reasons(self.reasons)
         return {
-            "sm_clock_mhz": float(np.median(self.sm)),
+            "sm_clock_mhz": sm,
             "mem_clock_mhz": float(np.median(self.mem)),
-            "clock_note": note(float(np.median(self.sm)), self.reasons, max_sm_clock_mhz()),
+            "clock_note": note(sm, self.reasons, top),
+            # what code reads; clock_note says the same in words
+            "clock_throttled": bool(names) or low_clock(sm, top),
+            "throttle_reasons": REASON_SEP.join(names),
         }
+
+
+# throttle_reasons holds NVML's names, joined by this
+REASON_SEP = ";"
+
+
+def throttle_reasons(reasons: int) -> list[str]:
+    """NVML's names for the throttle bits set in reasons, in THROTTLE_REASONS' order."""
+    return [name for bit, name in THROTTLE_REASONS.items() if reasons & bit]
+
+
+def low_clock(sm_mhz: float, max_sm_mhz: float | None) -> bool:
+    return bool(max_sm_mhz) and sm_mhz < LOW_CLOCK_SHARE * max_sm_mhz
 
 
 def note(sm_mhz: float, reasons: int, max_sm_mhz: float | None) -> str:
     """Empty when the case ran at full clocks; else what held it back."""
-    words = [name for bit, name in THROTTLE_REASONS.items() if reasons & bit]
-    if max_sm_mhz and sm_mhz < LOW_CLOCK_SHARE * max_sm_mhz:
+    words = throttle_reasons(reasons)
+    if low_clock(sm_mhz, max_sm_mhz):
         words.insert(0, f"sm clock {sm_mhz:.0f} of {max_sm_mhz:.0f} MHz")
     return "; ".join(words)

@@ -85,6 +85,8 @@ class DeviceTime:
             "device_p5_ms": float(p5),
             "device_iqr_ms": float(p75 - p25),
             "device_method": self.method,
+            # graph replay and spin-held events alike keep the host out of each timed window
+            "host_in_window": False,
             "device_note": self.note,
             "device_overhead_us": self.overhead_us,
             "device_launch_us": self.launch_us,

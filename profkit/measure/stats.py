@@ -9,7 +9,7 @@ distribution, exactly, at a thousandth of the cost of resampling whole arrays.
 
 Runs stored before samples were kept (schema 1) have only percentiles: the interval then comes
 from the normal approximation of each median's standard error, derived from the inter-quartile
-range, and says so in `method`.
+range, and says so (`from_samples` false).
 
 A difference is called only when the interval excludes 1 AND the gap is at least a practical floor
 (a share of the time, and an absolute floor in microseconds); an interval wider than
@@ -47,6 +47,8 @@ _IQR_SIGMAS = 1.349
 _MEDIAN_SE = math.sqrt(math.pi / 2)
 
 OUTCOMES = ("faster", "slower", "noise", "unstable")
+# how an interval was computed, as outputs name it (MedianRatio.method)
+BOOTSTRAP, NORMAL_APPROXIMATION = "bootstrap", "normal approximation"
 
 
 @dataclass(frozen=True)
@@ -57,9 +59,13 @@ class MedianRatio:
     ci_low: float
     ci_high: float
     outcome: str
-    method: str  # "bootstrap" | "normal approximation"
+    from_samples: bool  # a bootstrap over raw samples; else the normal approximation
     n_a: int
     n_b: int
+
+    @property
+    def method(self) -> str:
+        return BOOTSTRAP if self.from_samples else NORMAL_APPROXIMATION
 
     @property
     def delta_pct(self) -> float:
@@ -121,7 +127,7 @@ def compare_samples(a_ms: np.ndarray, b_ms: np.ndarray) -> MedianRatio:
     tail = (1 - CONFIDENCE) / 2 * 100
     low, high = (float(v) for v in np.percentile(ratios, [tail, 100 - tail]))
     outcome = decide(ratio, low, high, float(np.median(b)))
-    return MedianRatio(ratio, low, high, outcome, "bootstrap", len(a), len(b))
+    return MedianRatio(ratio, low, high, outcome, True, len(a), len(b))
 
 
 def compare_summaries(
@@ -138,7 +144,7 @@ def compare_summaries(
     half = z * math.sqrt(rel_var)
     low, high = ratio * math.exp(-half), ratio * math.exp(half)
     outcome = decide(ratio, low, high, b_p50)
-    return MedianRatio(ratio, low, high, outcome, "normal approximation", int(n_a), int(n_b))
+    return MedianRatio(ratio, low, high, outcome, False, int(n_a), int(n_b))
 
 
 def _z() -> float:
