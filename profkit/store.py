@@ -371,17 +371,20 @@ def _structured_fields(cases: pd.DataFrame) -> pd.DataFrame:
     host_in_window (no schema-2 method has the host in its window), clock_throttled and
     throttle_reasons (from clock_note: NVML's reason names, and "sm clock X of Y MHz" when low).
     Runs that recorded no clocks keep them empty."""
+    new = {}
     if "host_in_window" not in cases.columns and "device_method" in cases.columns:
-        cases["host_in_window"] = cases["device_method"].notna().map({True: False, False: None})
+        new["host_in_window"] = cases["device_method"].notna().map({True: False, False: None})
     if "clock_throttled" not in cases.columns and {"clock_note", "sm_clock_mhz"} <= set(cases):
         notes = cases["clock_note"].map(lambda v: v if isinstance(v, str) else "")
         read = pd.to_numeric(cases["sm_clock_mhz"], errors="coerce").notna()
-        cases["clock_throttled"] = (notes != "").where(read, None)
+        new["clock_throttled"] = (notes != "").where(read, None)
         names = notes.map(lambda n: [w for w in n.split("; ") if not w.startswith("sm clock")])
         joined = names.map(lambda words: clocks.REASON_SEP.join(w for w in words if w))
         # as a new run's column reads back: empty where no reason was set
-        cases["throttle_reasons"] = joined.where(read & (joined != ""), None)
-    return cases
+        new["throttle_reasons"] = joined.where(read & (joined != ""), None)
+    # added at once: a wide table (a run with counters) read column by column is fragmented, and
+    # inserting into it one column at a time warns
+    return pd.concat([cases, pd.DataFrame(new, index=cases.index)], axis=1) if new else cases
 
 
 def _fold_repeats(cases: pd.DataFrame) -> pd.DataFrame:
