@@ -750,6 +750,7 @@ def _what_is_there(report) -> str:
 def explain(ref, fmt, profiles, case, variant, verbose, history, force) -> None:
     """Findings, bottlenecks and verdicts for a run (default: the newest) or a .ncu-rep report."""
     from profkit import explain as ex
+    from profkit import findings
     from profkit.explain import hotlines, render
 
     root = runs_root(profiles, ref)
@@ -759,7 +760,7 @@ def explain(ref, fmt, profiles, case, variant, verbose, history, force) -> None:
         hot = hotlines.for_report(obj.kernels, obj.source_lines)
     else:
         earlier = [_history_run(obj, h, root, force) for h in history] if history else None
-        report = ex.explain_run(obj, earlier)
+        report = findings.for_run(obj, earlier)
         hot = hotlines.for_run(obj)
         if damage_line(obj) and fmt != "json":
             click.echo(damage_line(obj))

@@ -358,7 +358,7 @@ def upgrade(manifest: dict, cases: pd.DataFrame) -> pd.DataFrame:
     if "device_p50_ms" in cases.columns:
         timed = cases["device_p50_ms"].notna()
         cases["device_method"] = timed.map({True: SCHEMA1_METHOD, False: None})
-        cases["host_in_window"] = timed.map({True: True, False: None})
+        cases["host_in_window"] = _as_read(pd.Series(True, index=cases.index).where(timed))
     # what schema 1 never measured stays empty, so every reader sees one set of columns
     for col in SCHEMA2_ONLY:
         if col not in cases.columns:
@@ -373,18 +373,27 @@ def _structured_fields(cases: pd.DataFrame) -> pd.DataFrame:
     Runs that recorded no clocks keep them empty."""
     new = {}
     if "host_in_window" not in cases.columns and "device_method" in cases.columns:
-        new["host_in_window"] = cases["device_method"].notna().map({True: False, False: None})
+        timed = cases["device_method"].notna()
+        new["host_in_window"] = _as_read(pd.Series(False, index=cases.index).where(timed))
     if "clock_throttled" not in cases.columns and {"clock_note", "sm_clock_mhz"} <= set(cases):
         notes = cases["clock_note"].map(lambda v: v if isinstance(v, str) else "")
         read = pd.to_numeric(cases["sm_clock_mhz"], errors="coerce").notna()
-        new["clock_throttled"] = (notes != "").where(read, None)
+        new["clock_throttled"] = _as_read((notes != "").where(read))
         names = notes.map(lambda n: [w for w in n.split("; ") if not w.startswith("sm clock")])
         joined = names.map(lambda words: clocks.REASON_SEP.join(w for w in words if w))
         # as a new run's column reads back: empty where no reason was set
-        new["throttle_reasons"] = joined.where(read & (joined != ""), None)
+        new["throttle_reasons"] = _as_read(joined.where(read & (joined != "")))
     # added at once: a wide table (a run with counters) read column by column is fragmented, and
     # inserting into it one column at a time warns
     return pd.concat([cases, pd.DataFrame(new, index=cases.index)], axis=1) if new else cases
+
+
+def _as_read(column: pd.Series) -> pd.Series:
+    """A derived column typed as the same values read back from a CSV (empty cells NaN): bool
+    when none is empty, float when all are."""
+    if column.isna().all():
+        return pd.Series(float("nan"), index=column.index)
+    return column.infer_objects()
 
 
 def _fold_repeats(cases: pd.DataFrame) -> pd.DataFrame:

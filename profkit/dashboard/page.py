@@ -35,8 +35,9 @@ from profkit.dashboard import (
 )
 from profkit.dashboard.common import timed
 from profkit.errors import ProfkitError
-from profkit.explain import Finding, explain_run
+from profkit.explain import Finding
 from profkit.explain.steps import as_timed_frame
+from profkit.findings import for_run
 from profkit.measure import stats
 from profkit.store import Run
 
@@ -582,7 +583,7 @@ def write_dashboard(
     """Compute the findings, build the page, then write it (and, when shared, plotly.js beside
     it where missing or different) atomically: a failed build or write leaves existing files."""
     runs = [runs] if isinstance(runs, Run) else list(runs)
-    findings = {run.run_id: list(explain_run(run)) for run in runs}
+    findings = {run.run_id: list(for_run(run)) for run in runs}
     page = build_dashboard(runs, findings, history_runs, plotlyjs)  # before touching the disk
     path = Path(path)
     if plotlyjs == "shared":

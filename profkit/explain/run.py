@@ -49,10 +49,6 @@ _TIMING = ("device_p50_ms", "device_iqr_ms", "device_p95_ms", "pct_peak_bw", "st
 
 
 def explain_run(run: Run, history_runs: Sequence[Run] | None = None) -> Report:
-    if run.manifest.get("kind") == "profile":  # a workload's kernel groups (profkit profile)
-        from profkit.workload.explain import explain_profile
-
-        return explain_profile(run)
     mode = str(run.manifest.get("mode") or ("interpret" if _interpreted(run) else "gpu"))
     report = Report(source=run.run_id, mode=mode)
     device = Device.of(run.manifest)
