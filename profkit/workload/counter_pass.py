@@ -22,14 +22,14 @@ import pandas as pd
 
 from profkit import store
 from profkit.counters import ncu
+from profkit.counters.sourcepass import DURATION, SECTIONS, regex_escape
 from profkit.errors import ProfkitError
 from profkit.explain.library import short_name
-from profkit.sourcepass import DURATION, SECTIONS, regex_escape
 from profkit.workload.program import child_environ
 from profkit.workload.timing_pass import RANGE_SEP, Region, listed, range_names
 
 if TYPE_CHECKING:
-    from profkit.report import ReportTables
+    from profkit.counters.ncu_rep import ReportTables
 
 _PASSES_RE = re.compile(r"==PROF== Profiling .* - (\d+) pass(?:es)?")
 
@@ -146,7 +146,8 @@ def source_run(
     selection: Selection, program_argv: list[str], writer: store.RunWriter, *, timeout_s: float
 ) -> ncu.CounterPass:
     """The source pass: the same window again, with SourceCounters and WarpStateStats and the
-    source imported (profkit.sourcepass's sections), so the chosen launches get their hot lines."""
+    source imported (profkit.counters.sourcepass's sections), so the chosen launches get their hot
+    lines."""
     with child_environ():
         return ncu.run_counter_pass(
             program_argv,

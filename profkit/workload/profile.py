@@ -230,7 +230,7 @@ def _counters(program, opts, writer, console, acts, region, table):
 
 def _source(selection, program, writer, console, opts, matched) -> dict:
     """Source lines for the chosen launches; a failure is recorded, never fatal."""
-    from profkit.report import read_report
+    from profkit.counters.ncu_rep import read_report
 
     console.print("source pass: ncu with SourceCounters over the same launches ...")
     with console.status("ncu is profiling source lines ..."):
