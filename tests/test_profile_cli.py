@@ -312,7 +312,7 @@ def test_ctrl_c_stops_the_child_and_leaves_no_run(tmp_path: Path) -> None:
 def test_ctrl_c_during_ncu_stops_ncu_and_its_program(tmp_path: Path, fake_ncu_on_path) -> None:
     pid_file = tmp_path / "pid"
     driver = (
-        "from pathlib import Path; from profkit import ncu\n"
+        "from pathlib import Path; from profkit.counters import ncu\n"
         f"ncu.run_counter_pass(['python3', 'x.py'], Path({str(tmp_path / 'r')!r}))\n"
     )
     env = {**os.environ, "FAKE_NCU_MODE": "sleep", "FAKE_NCU_CHILD_PID": str(pid_file)}
