@@ -71,11 +71,9 @@ def test_no_module_imports_itself_back_at_import_time() -> None:
 
 # Known, each left to the work that owns it (not this test's to hide: a new cycle fails it):
 # explain's own, with the explain refactor (issue 21: "inside profkit/explain/, the renames and the
-# cycle together"); the profile run's dashboard view, which borrows page.py's html helpers while
-# page.py hands it the profile runs (both merged in session 9, after the packages moved).
+# cycle together").
 KNOWN = [
     ["profkit.explain.evidence", "profkit.explain.model", "profkit.explain.phrases"],
-    ["profkit.dashboard.page", "profkit.workload.dashboard"],
 ]
 
 

@@ -7,9 +7,9 @@ Finding objects: the table takes plain rows, so a change of the findings API tou
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 
+from profkit.dashboard.html import esc
 from profkit.explain import Finding, as_bool
 from profkit.store import Run
 
@@ -61,20 +61,16 @@ def _gpu(case) -> str:
     return "" if case["gpu"].startswith("none") else case["gpu"]
 
 
-def _e(value: object) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
-
-
 def verdict_blocks(findings: Sequence[Finding]) -> str:
     """The kernel's verdicts, one block per lab variant, for the top of the run's section."""
     parts = []
     for f in findings:
         if f.kind != "verdict":
             continue
-        step = f"<p class='next'>next: {_e(f.next_step)}</p>" if f.next_step else ""
+        step = f"<p class='next'>next: {esc(f.next_step)}</p>" if f.next_step else ""
         parts.append(
-            f"<div class='verdict'><p><strong>{_e(f.subject)}: {_e(f.verdict)}</strong></p>"
-            f"<p>{_e(f.text)}</p>{step}</div>"
+            f"<div class='verdict'><p><strong>{esc(f.subject)}: {esc(f.verdict)}</strong></p>"
+            f"<p>{esc(f.text)}</p>{step}</div>"
         )
     return "\n".join(parts)
 
@@ -89,20 +85,20 @@ def findings_table(rows: Sequence[dict[str, str]]) -> str:
     selects = []
     for key in shown:
         options = "".join(
-            f"<option value='{_e(v)}'>{_e(v)}</option>"
+            f"<option value='{esc(v)}'>{esc(v)}</option>"
             for v in sorted({r[key] for r in rows if r[key]})
         )
         selects.append(
-            f"<label>{_e(key)} <select class='filter' data-key='{_e(key)}'>"
+            f"<label>{esc(key)} <select class='filter' data-key='{esc(key)}'>"
             f"<option value=''>{ALL}</option>{options}</select></label>"
         )
     columns = [(k, h) for k, h in COLUMNS if k not in several or k in shown]
-    head = "".join(f"<th>{_e(h)}</th>" for _, h in columns)
+    head = "".join(f"<th>{esc(h)}</th>" for _, h in columns)
     body = []
     for r in rows:
-        attrs = " ".join(f"data-{k}='{_e(r[k])}'" for k in shown)
+        attrs = " ".join(f"data-{k}='{esc(r[k])}'" for k in shown)
         cls = " class='incorrect'" if r.get("incorrect") else ""
-        cells = "".join(f"<td>{_e(r[k])}</td>" for k, _ in columns)
+        cells = "".join(f"<td>{esc(r[k])}</td>" for k, _ in columns)
         body.append(f"<tr{cls} {attrs}>{cells}</tr>")
     return (
         f"<div class='filters' id='findings-filters'>{''.join(selects)} "

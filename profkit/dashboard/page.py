@@ -8,18 +8,13 @@ still opens offline.
 
 from __future__ import annotations
 
-import html
-import json
 import os
 import secrets
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from functools import cache
 from pathlib import Path
 
-import plotly.graph_objects as go
-import plotly.io as pio
 import plotly.offline
 
 from profkit.dashboard import (
@@ -34,6 +29,15 @@ from profkit.dashboard import (
     sweep,
 )
 from profkit.dashboard.common import timed
+from profkit.dashboard.html import (
+    TEMPLATE_VAR,
+    esc,
+    no_counters,
+    note,
+    plot_div,
+    script_json,
+    template,
+)
 from profkit.errors import ProfkitError
 from profkit.explain import Finding
 from profkit.explain.steps import as_timed_frame
@@ -42,47 +46,6 @@ from profkit.measure import stats
 from profkit.store import Run
 
 PLOTLY_ASSET = "plotly.min.js"
-PLOT_CONFIG = {"displaylogo": False, "responsive": True}
-TEMPLATE = "plotly_white"  # every view's theme (common.py and the views set it)
-TEMPLATE_VAR = "PROFKIT_TEMPLATE"
-# JSON inside <script>: these characters could end the script or open markup, so they are written
-# as JSON escapes (same value once parsed)
-_SCRIPT_SAFE = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028"}
-
-
-def _e(value: object) -> str:
-    return html.escape("" if value is None else str(value))
-
-
-def _json(value: object) -> str:
-    out = json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
-    for char, escaped in _SCRIPT_SAFE.items():
-        out = out.replace(char, escaped)
-    return out
-
-
-@cache
-def _template() -> dict:
-    """Every figure's theme (plotly_white) as plotly writes it: sent once per page, not per plot."""
-    return json.loads(pio.to_json(go.Figure(layout={"template": TEMPLATE})))["layout"]["template"]
-
-
-def plot_div(fig: go.Figure, div_id: str) -> str:
-    """A figure as a div with a fixed id and the script that draws it (plotly.js and the page's
-    TEMPLATE_JS loaded first)."""
-    spec = json.loads(pio.to_json(fig, validate=False))  # plotly's encoder: NaN -> null
-    layout = spec.get("layout", {})
-    if layout.get("template") == _template():
-        layout = {k: v for k, v in layout.items() if k != "template"}
-        layout_js = f"Object.assign({{template:{TEMPLATE_VAR}}},{_json(layout)})"
-    else:
-        layout_js = _json(layout)
-    height = int(fig.layout.height or 450)
-    return (
-        f'<div id="{div_id}" class="plotly-graph-div" style="height:{height}px;width:100%"></div>'
-        f"<script>Plotly.newPlot({_json(div_id)},{_json(spec.get('data', []))},"
-        f"{layout_js},{_json(PLOT_CONFIG)});</script>"
-    )
 
 
 # --- sections of one run ---------------------------------------------------------------------
@@ -106,7 +69,7 @@ def _header(run: Run) -> str:
         said = "read with --force, what survives: " + "; ".join(run.damage)
         items.insert(0, ("DAMAGED RUN", said))
     rows = "".join(
-        f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in items if v is not None and v != ""
+        f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in items if v is not None and v != ""
     )
     return f"<dl class='meta'>{rows}</dl>"
 
@@ -118,10 +81,6 @@ def _matmul(ceil: dict) -> str | None:
     return f"{ceil['matmul_tflops']:g} TFLOP/s{dtype}"
 
 
-def _note(text: str) -> str:
-    return f"<p class='note'>{_e(text)}</p>"
-
-
 def _speedup_summary(points: Sequence[speedup.Speedup]) -> str:
     """Per lab-baseline pair and dtype: the range of speedups and how many shapes it won."""
     groups: dict[tuple[str, str, str], list[speedup.Speedup]] = {}
@@ -131,9 +90,9 @@ def _speedup_summary(points: Sequence[speedup.Speedup]) -> str:
     for (lab, base, dtype), ps in groups.items():
         best = max(ps, key=lambda p: p.speedup)
         rows.append(
-            f"<tr><td>{_e(lab)} over {_e(base)}</td><td>{_e(dtype)}</td>"
+            f"<tr><td>{esc(lab)} over {esc(base)}</td><td>{esc(dtype)}</td>"
             f"<td>{min(p.speedup for p in ps):.2f}x .. {best.speedup:.2f}x</td>"
-            f"<td>{best.speedup:.2f}x at {_e(best.shape)}</td><td>{_outcomes(ps)}</td></tr>"
+            f"<td>{best.speedup:.2f}x at {esc(best.shape)}</td><td>{_outcomes(ps)}</td></tr>"
         )
     head = "<tr><th>pair</th><th>dtype</th><th>range</th><th>largest</th><th>outcomes</th></tr>"
     return f"<table class='summary'><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
@@ -162,9 +121,9 @@ def _best_peer(
         closest = min(ps, key=lambda p: p.speedup)
         peers = ", ".join(f"{b} {n}" for b, n in Counter(p.baseline for p in ps).items())
         rows.append(
-            f"<tr><td>{_e(lab)}</td><td>{_e(dtype)}</td><td>{_e(peers)}</td>"
-            f"<td>{_outcomes(ps)}</td><td>{closest.speedup:.3g}x over {_e(closest.baseline)} at "
-            f"{_e(closest.shape)} ({_e(closest.outcome)})</td></tr>"
+            f"<tr><td>{esc(lab)}</td><td>{esc(dtype)}</td><td>{esc(peers)}</td>"
+            f"<td>{_outcomes(ps)}</td><td>{closest.speedup:.3g}x over {esc(closest.baseline)} at "
+            f"{esc(closest.shape)} ({esc(closest.outcome)})</td></tr>"
         )
     head = (
         "<tr><th>lab variant</th><th>dtype</th><th>best peer (cases)</th><th>outcomes</th>"
@@ -172,7 +131,7 @@ def _best_peer(
     )
     fig = speedup.speedup_figure(run, best, measure, over="its best peer per case")
     return (
-        _note(
+        note(
             "Against the best peer per case: at each dtype and shape, the baseline with the "
             f"lowest {p50} there; the colour and the legend name it."
         )
@@ -184,12 +143,12 @@ def _best_peer(
 def _timing_note(run: Run) -> str:
     """Why a run's timing views are empty, said once above them."""
     if run.interpret:
-        return _note(
+        return note(
             "Correctness run through Triton's interpreter (no GPU): each variant was checked "
             "against the float64 reference and nothing was timed, so the timing views are empty."
         )
     if timed(run.cases).empty:
-        return _note("No case of this run has a device time: the timing views are empty.")
+        return note("No case of this run has a device time: the timing views are empty.")
     return ""
 
 
@@ -208,10 +167,10 @@ def _run_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
     points = speedup.speedups(judged)
     fig = speedup.speedup_figure(judged, points, measure)
     if fig is None:
-        body = _note("No lab variant and baseline were both timed at the same dtype and shape.")
+        body = note("No lab variant and baseline were both timed at the same dtype and shape.")
     else:
         body = (
-            _note(
+            note(
                 f"Speedup = baseline {p50} / lab {p50} (above 1: the lab variant is faster); "
                 f"error bars: {speedup.methods_note(points, measure)} A difference is called only "
                 f"when the interval excludes 1 and the gap is at least "
@@ -229,11 +188,11 @@ def _run_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
 
     fig, missing = roofline.roofline_figure(run)
     if fig is None:
-        body = _note("No timed case has a FLOP model: no roofline.")
+        body = note("No timed case has a FLOP model: no roofline.")
     else:
-        notes = "".join(_note(f"Roof not drawn: {m}.") for m in missing)
+        notes = "".join(note(f"Roof not drawn: {m}.") for m in missing)
         body = (
-            _note(
+            note(
                 "Every timed case is a point: x the spec's FLOPs per byte moved (DRAM bytes "
                 "measured by ncu where the run has counters, else the spec's minimum bytes), y "
                 "the spec's FLOPs over the device p50. Solid roofs were measured by this run; "
@@ -250,9 +209,9 @@ def _run_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
     reason = host.missing_reason(run)
     fig = None if reason else host.host_figure(run)
     body = (
-        _note(f"Not drawn: {reason}.")
+        note(f"Not drawn: {reason}.")
         if fig is None
-        else _note(
+        else note(
             "Host cost (dispatch + launch of one call, back-to-back loop) against device time "
             "(graph replay, L2 flushed). Above the diagonal the host costs more than the GPU."
         )
@@ -262,9 +221,9 @@ def _run_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
 
     fig = launches.launches_figure(run)
     body = (
-        _note("No case launched more than one kernel (or the run has no kernels.csv).")
+        note("No case launched more than one kernel (or the run has no kernels.csv).")
         if fig is None
-        else _note(
+        else note(
             "Cases with more than one kernel launch: Nsight Compute's duration of each launch, "
             "stacked in launch order (colour: the kernel), beside the case's device p50 from the "
             "timing pass (|). ncu serialises launches and flushes caches between them, so the "
@@ -277,7 +236,7 @@ def _run_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
         out.append(
             (
                 "Hot source lines",
-                _note(
+                note(
                     "Per case, its dominant launch profiled again with ncu's SourceCounters "
                     "(`capture --source`): warp-state samples, instructions, global sectors per "
                     "request against the ideal (wasted) and local-memory (spill) instructions, "
@@ -290,7 +249,7 @@ def _run_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
     out.append(
         (
             "Device time per shape",
-            _note(
+            note(
                 "p50 per case, error bars p5..p95 (log scale). Lab kernels: warm colours, "
                 "diamonds, solid bars; baselines: cool colours, circles, hatched bars. A black x "
                 "marks a case that failed the reference check: it has no timing."
@@ -306,13 +265,13 @@ def _run_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
     )
     counters = sweep.counter_figures(run)
     if counters:
-        body = _note(
+        body = note(
             "Nsight Compute, one value per case over all its launches (bytes and kernels summed, "
             "percentages weighted by launch duration). The dashed line is the spec's minimum "
             "bytes: DRAM bytes above it are traffic that fusion could save."
         ) + "".join(plot_div(f, f"{prefix}-plot-counters{i}") for i, f in enumerate(counters))
     else:
-        body = _no_counters(run)
+        body = no_counters(run)
     out.append(("Hardware counters", body))
     return out
 
@@ -323,9 +282,9 @@ def _step_run_counters(run: Run, prefix: str) -> list[tuple[str, str]]:
     shape, copy bandwidth) are left out: they read one call's device time, not measured here."""
     fig = launches.launches_figure(run)
     body = (
-        _note("No profiled step in this run (no kernels.csv): no per-launch drill-down.")
+        note("No profiled step in this run (no kernels.csv): no per-launch drill-down.")
         if fig is None
-        else _note(
+        else note(
             "The launches of one step per profiled case (the eager and fused variants, run "
             "by profkit.worker under Nsight Compute): each launch's ncu duration, stacked in "
             "launch order (colour: the kernel). ncu serialises launches and flushes caches "
@@ -336,10 +295,10 @@ def _step_run_counters(run: Run, prefix: str) -> list[tuple[str, str]]:
     out = [("Per-launch drill-down", body)]
     counters = sweep.counter_figures(run)
     body = (
-        _note("Nsight Compute, one value per profiled case over all the launches of its step.")
+        note("Nsight Compute, one value per profiled case over all the launches of its step.")
         + "".join(plot_div(f, f"{prefix}-plot-counters{i}") for i, f in enumerate(counters))
         if counters
-        else _no_counters(run)
+        else no_counters(run)
     )
     out.append(("Hardware counters", body))
     return out
@@ -352,7 +311,7 @@ def _step_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
     if dist is None:
         return []
     caveat = run.manifest.get("note")
-    body = _note(
+    body = note(
         "Step latency (cases.csv step_p50_ms..step_p99_ms): device events around each step on "
         "its stream, a synchronize after each, so it includes the GPU's wait for the host's "
         "launches; not one call's device time, not host-timed. Per case, from its stored "
@@ -365,7 +324,7 @@ def _step_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
         out.append(
             (
                 "Where the tail comes from",
-                _note(
+                note(
                     "From the probed run (a second run with device events between stages, "
                     "probe.* samples): over the steps at or above the "
                     f"p{step_latency.TAIL_PCT} of the "
@@ -380,7 +339,7 @@ def _step_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
         out.append(
             (
                 "Dynamic replay by batch bucket",
-                _note(
+                note(
                     "Dynamic replay's step latency per batch bucket, for each dynamically "
                     "replayed variant (its manifest section: each timed step's batch, padded to "
                     "its bucket): p50 per bucket, each bucket's share of all steps and of the "
@@ -393,27 +352,18 @@ def _step_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
     return out
 
 
-def _no_counters(run: Run) -> str:
-    counters = run.manifest.get("counters") or {}
-    if run.timing_only:
-        why = counters.get("reason") or f"counters status: {counters.get('status', 'unknown')}"
-    else:  # the pass ran, but none of the plotted metrics came back (see metrics_na)
-        why = "cases.csv holds none of the counter columns plotted here"
-    return _note(f"No hardware counters in this run: {why}")
-
-
 # --- history ----------------------------------------------------------------------------------
 
 
 def _history_section(h: history.History, prefix: str) -> str:
     if not h.runs:
-        return _note(f"No timed run of {h.kernel} is stored (interpret runs time nothing).")
+        return note(f"No timed run of {h.kernel} is stored (interpret runs time nothing).")
     if len(h.runs) < 2:
-        return _note(
+        return note(
             f"One timed run of {h.kernel} stored up to this page's run: nothing to compare yet."
         )
     parts = [
-        _note(
+        note(
             f"{len(h.runs)} runs of {h.kernel}, oldest first. Each step compares every case "
             "timed in both runs (later / earlier device p50, 95% interval); only cases beyond "
             f"noise are listed, at most {history.MOVED_SHOWN}: the lab's own cases first, then "
@@ -426,12 +376,12 @@ def _history_section(h: history.History, prefix: str) -> str:
     for step in h.steps:
         counts = ", ".join(f"{n} {o}" for o, n in step.counts.items())
         parts.append(
-            f"<h4>{_e(step.before.run_id)} &rarr; {_e(step.after.run_id)}</h4>"
-            f"<p>cases, later against earlier: {_e(counts)}</p>"
+            f"<h4>{esc(step.before.run_id)} &rarr; {esc(step.after.run_id)}</h4>"
+            f"<p>cases, later against earlier: {esc(counts)}</p>"
         )
         if step.changes:
             rows = "".join(
-                f"<tr><td>{_e(w)}</td><td>{_e(a)}</td><td>{_e(b)}</td></tr>"
+                f"<tr><td>{esc(w)}</td><td>{esc(a)}</td><td>{esc(b)}</td></tr>"
                 for w, a, b in step.changes
             )
             parts.append(
@@ -440,17 +390,17 @@ def _history_section(h: history.History, prefix: str) -> str:
             )
         else:
             parts.append(
-                _note(
+                note(
                     "Same environment and options in both manifests: what moved them is the "
                     "code (the manifests do not version the kernel source)."
                 )
             )
         if step.moved:
             rows = "".join(
-                f"<tr><td>{_e(m['case'])}{'' if m['lab'] else ' (baseline)'}</td>"
+                f"<tr><td>{esc(m['case'])}{'' if m['lab'] else ' (baseline)'}</td>"
                 f"<td>{m['before_ms'] * 1e3:.4g}</td><td>{m['after_ms'] * 1e3:.4g}</td>"
                 f"<td>{m['ratio']:.3g}x [{m['ci_low']:.3g}, {m['ci_high']:.3g}]</td>"
-                f"<td>{_e(m['outcome'])}</td><td>{_e(m['method'])}</td></tr>"
+                f"<td>{esc(m['outcome'])}</td><td>{esc(m['method'])}</td></tr>"
                 for m in step.moved[: history.MOVED_SHOWN]
             )
             parts.append(
@@ -502,16 +452,18 @@ def build_dashboard(
     for i, run in enumerate(runs):
         prefix = f"run{i}"
         sections = _run_sections(run, prefix)
-        nav.append(f"<a href='#{prefix}'>{_e(run.run_id)}</a>")
+        nav.append(f"<a href='#{prefix}'>{esc(run.run_id)}</a>")
         level = 3 if several else 2
         body.append(
             f"<section class='run' id='{prefix}'>"
-            f"{'<h2>' + _e(run.run_id) + '</h2>' if several else ''}"
+            f"{'<h2>' + esc(run.run_id) + '</h2>' if several else ''}"
             f"{_header(run)}\n{_timing_note(run)}"
             f"{findings_view.verdict_blocks(findings.get(run.run_id, ()))}"
         )
         for title, content in sections:
-            body.append(f"<h{level} id='{prefix}-{_slug(title)}'>{_e(title)}</h{level}>\n{content}")
+            body.append(
+                f"<h{level} id='{prefix}-{_slug(title)}'>{esc(title)}</h{level}>\n{content}"
+            )
         body.append("</section>")
     kernels = list(dict.fromkeys(str(r.manifest.get("kernel")) for r in runs))
     body.append("<h2 id='history'>History</h2>")
@@ -520,7 +472,7 @@ def build_dashboard(
     earlier = [r for r in history_runs if history.created(r) <= newest]
     for j, kernel in enumerate(kernels):
         h = history.history(kernel, [*earlier, *runs])
-        body.append(f"<h3>{_e(kernel)}</h3>\n{_history_section(h, f'history{j}')}")
+        body.append(f"<h3>{esc(kernel)}</h3>\n{_history_section(h, f'history{j}')}")
     rows = [
         row for run in runs for row in findings_view.finding_rows(run, findings.get(run.run_id, ()))
     ]
@@ -528,16 +480,16 @@ def build_dashboard(
     body.append(findings_view.findings_table(rows))
     nav += ["<a href='#history'>history</a>", "<a href='#findings-and-next-steps'>findings</a>"]
     title = "profkit dashboard: " + ", ".join(r.run_id for r in runs)
-    h1 = _e(runs[0].run_id) if not several else _e(f"{len(runs)} runs: {', '.join(kernels)}")
+    h1 = esc(runs[0].run_id) if not several else esc(f"{len(runs)} runs: {', '.join(kernels)}")
     if plotlyjs == "inline":
         lib = f"<script>{plotly.offline.get_plotlyjs()}</script>"
     else:
         lib = f'<script src="{PLOTLY_ASSET}"></script>'
     return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title>
+<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>
 <style>{STYLE}</style>
 {lib}
-<script>var {TEMPLATE_VAR} = {_json(_template())};</script>
+<script>var {TEMPLATE_VAR} = {script_json(template())};</script>
 </head>
 <body>
 <h1>{h1}</h1>

@@ -4,9 +4,9 @@ profkit.explain.hotlines (the same figures `explain --case` prints)."""
 
 from __future__ import annotations
 
-import html
 import math
 
+from profkit.dashboard.html import esc
 from profkit.explain.hotlines import TOP_LINES, by_case, table_rows
 from profkit.store import Run
 
@@ -20,10 +20,6 @@ HEADERS = (
     ("spill inst", "spill instructions"),
     ("source", "source"),
 )
-
-
-def _e(value: object) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
 
 
 def has_lines(run: Run) -> bool:
@@ -40,10 +36,10 @@ def source_section(run: Run) -> str:
     blocks = []
     for case in cases:
         lines = found[case]
-        notes = "".join(f"<p class='note'>{_e(n)}</p>" for n in lines.notes)
-        head = "".join(f"<th>{_e(h)}</th>" for _, h in HEADERS)
+        notes = "".join(f"<p class='note'>{esc(n)}</p>" for n in lines.notes)
+        head = "".join(f"<th>{esc(h)}</th>" for _, h in HEADERS)
         rows = "".join(
-            "<tr>" + "".join(f"<td>{_e(_cell(k, r[k]))}</td>" for k, _ in HEADERS) + "</tr>"
+            "<tr>" + "".join(f"<td>{esc(_cell(k, r[k]))}</td>" for k, _ in HEADERS) + "</tr>"
             for r in table_rows(lines)
         )
         table = (
@@ -52,8 +48,8 @@ def source_section(run: Run) -> str:
             else ""
         )
         blocks.append(
-            f"<h4>{_e(case)}: {_e(lines.kernel_name)} (launch {_e(lines.launch)})</h4>"
-            f"<p>{_e(lines.headline)}</p>{notes}{table}"
+            f"<h4>{esc(case)}: {esc(lines.kernel_name)} (launch {esc(lines.launch)})</h4>"
+            f"<p>{esc(lines.headline)}</p>{notes}{table}"
         )
     return "\n".join(blocks)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from profkit.dashboard import sweep
+from profkit.dashboard.html import no_counters, note, plot_div
 from profkit.store import Run
 from profkit.workload.explain import explain_profile, kind_of
 
@@ -15,8 +16,6 @@ GROUPS_DRAWN = 25  # the rest hold little time and would crowd the chart
 
 
 def profile_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
-    from profkit.dashboard.page import _no_counters, _note, plot_div
-
     report = explain_profile(run)
     headline = report.notes.get(str(run.manifest.get("kernel")), "")
     found = {f.case: f for f in report.findings}
@@ -47,8 +46,8 @@ def profile_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
     )
     shown = f"the top {len(top)} of" if len(run.cases) > len(top) else "all"
     body = (
-        _note(headline)
-        + _note(
+        note(headline)
+        + note(
             f"Kernel groups ranked by device time ({shown} {len(run.cases)} groups); hover for "
             "each one's launches, mean and p95 duration and bottleneck."
         )
@@ -56,10 +55,10 @@ def profile_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
     )
     counters = sweep.counter_figures(run)
     counter_body = (
-        _note("Nsight Compute, the profiled launch(es) of each group.")
+        note("Nsight Compute, the profiled launch(es) of each group.")
         + "".join(plot_div(f, f"{prefix}-plot-counters{i}") for i, f in enumerate(counters))
         if counters
-        else _no_counters(run)
+        else no_counters(run)
     )
     return [("Kernel groups", body), ("Hardware counters", counter_body)]
 
