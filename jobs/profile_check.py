@@ -23,7 +23,7 @@ import pandas as pd
 from profkit import store
 from profkit.counters import ncu
 from profkit.counters.ncu_rep import read_report
-from profkit.explain.library import short_name
+from profkit.explain.kernel_family import short_name
 from profkit.workload import profile, timing_pass
 from profkit.workload.program import child_environ, parse_program
 

@@ -31,6 +31,7 @@ from profkit.cli import cli
 from profkit.dashboard import findings_view, history, host, launches, page, roofline, speedup
 from profkit.errors import ProfkitError
 from profkit.explain import Finding, explain_run
+from profkit.explain.phrases import finding_text
 from profkit.measure import stats
 
 ROOT = Path(__file__).parents[1]
@@ -126,7 +127,7 @@ def test_header_names_the_run_and_puts_the_verdict_first() -> None:
     assert verdicts
     first_plot = text.index("plotly-graph-div")
     for f in verdicts:
-        assert 0 <= text.index(html.escape(f.text)) < first_plot
+        assert 0 <= text.index(html.escape(finding_text(f))) < first_plot
 
 
 def test_one_copy_of_plotlyjs_and_every_view_drawn_once() -> None:
@@ -448,7 +449,7 @@ def test_findings_table_lists_every_finding_with_its_filters() -> None:
     table = text[text.index("<table class='findings'") :]
     assert table.count("<tr ") + table.count("<tr class='incorrect' ") == len(findings)
     for f in findings:
-        assert html.escape(f.text) in table
+        assert html.escape(finding_text(f)) in table
     rows = findings_view.finding_rows(run, findings)
     df = cases().set_index("case")
     for r, f in zip(rows, findings, strict=True):

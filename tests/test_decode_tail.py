@@ -16,6 +16,7 @@ from stored_runs import explained, run_path
 
 from profkit import store
 from profkit.explain import Cause, Kind, explain_run
+from profkit.explain.phrases import finding_text
 from profkit.measure import step_latency
 
 RUN_ID = "decode-20261130-184819-vm-acb534"
@@ -83,12 +84,12 @@ def test_explain_quotes_the_split_and_the_inherent_mix():
     assert ev["split_stage1_us"] == pytest.approx(want["copy_in"] * 1000)
     assert ev["split_stage2_us"] == pytest.approx(want["launch"] * 1000)
     assert f"exceed the bucket's own stage medians by copy_in {want['copy_in'] * 1e3:.1f} us" in (
-        " ".join(f.text.split())
+        " ".join(finding_text(f).split())
     )
     at_median = frame().groupby("bucket")["device"].transform("median")
     mix = at_median.quantile(0.95) / at_median.median()
     assert ev["inherent_mix_p95_over_p50_ratio"] == pytest.approx(mix)
-    assert f"inherent mix {mix:.2f}" in f.text
+    assert f"inherent mix {mix:.2f}" in finding_text(f)
     padding = next(r for r in f.reasons if r.cause == Cause.PADDING)
     assert [s["bucket"] for s in padding.detail["tail_split"]][:2] == ["all", 32]
 

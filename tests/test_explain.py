@@ -33,8 +33,10 @@ from profkit.explain import (
     explain_run,
     format_value,
 )
-from profkit.explain import library as lib
+from profkit.explain import kernel_family as lib
 from profkit.explain import run as explain_run_module
+from profkit.explain.as_json import finding_dict
+from profkit.explain.phrases import finding_text, first_step_text, next_step_text
 from profkit.explain.render import render_terminal, to_json, to_markdown
 
 CEILINGS = {"copy_gbps": 4000.0, "matmul_tflops": 800.0, "matmul_dtype": "bfloat16"}
@@ -153,7 +155,7 @@ def test_at_the_large_copy_roof_says_only_fewer_bytes(share: float, at_roof: boo
     assert f.evidence["same_size_roof"] == "unknown"  # no same-size copy in this run
     assert f.evidence["pct_of_copy_pct"] == pytest.approx(share)
     if at_roof:
-        assert "judged against the large one" in f.text
+        assert "judged against the large one" in finding_text(f)
 
 
 def test_a_same_size_copy_is_the_roof_where_measured() -> None:
@@ -164,7 +166,7 @@ def test_a_same_size_copy_is_the_roof_where_measured() -> None:
     assert f.evidence["pct_of_same_size_copy_pct"] == pytest.approx(97.0)
     assert f.evidence["pct_of_copy_pct"] == pytest.approx(85.0)
     assert "same_size_roof" not in f.evidence
-    assert "97.0% of a same-size device copy (85.0% of the large copy)" in f.text
+    assert "97.0% of a same-size device copy (85.0% of the large copy)" in finding_text(f)
 
 
 @pytest.mark.parametrize(("share", "at_roof"), [(95.0, True), (94.9, False)])
@@ -239,7 +241,7 @@ def test_cache_bound_names_the_busy_level() -> None:
                  l1_throughput_pct=90.0, l2_throughput_pct=40.0)  # fmt: skip
     assert f.unit == Unit.L1
     (r,) = [r for r in f.reasons if r.cause == Cause.CACHE_BOUND]
-    assert r.detail["level"] == "l1" and "L1" in f.text
+    assert r.detail["level"] == "l1" and "L1" in finding_text(f)
 
 
 @pytest.mark.parametrize(("ratio", "extra"), [(1.25, True), (1.24, False)])
@@ -336,7 +338,9 @@ def test_fp32_cublas_gemm_on_fma_is_told_tf32_never_tl_dot() -> None:
     (f,) = list(explain_launches(kernels, None))
     assert f.unit == Unit.FMA and causes(f)[0] == Cause.FP32_GEMM_ON_FMA
     assert actions(f)[0] == Action.USE_TF32 and Action.USE_TENSOR_CORES not in actions(f)
-    assert "set_float32_matmul_precision" in f.next_step and "tl.dot" not in f.next_step
+    assert "set_float32_matmul_precision" in first_step_text(f) and "tl.dot" not in first_step_text(
+        f
+    )
 
 
 def test_a_user_matmul_off_the_tensor_cores_is_told_tl_dot() -> None:
@@ -354,7 +358,9 @@ def test_an_elementwise_kernel_is_never_told_to_use_tensor_cores() -> None:
     f = one_case(**COMPUTE, tensor_pipe_pct=0.0, xu_pipe_pct=85.0, fma_pipe_pct=20.0)
     assert f.unit == Unit.XU and causes(f)[0] == Cause.PIPE_BUSY
     assert actions(f) == [Action.CHEAPER_MATH]  # an elementwise chain: precision, fast math
-    assert "tl.dot" not in f.text + f.next_step and "Tensor" not in f.next_step
+    assert "tl.dot" not in finding_text(f) + first_step_text(f) and "Tensor" not in first_step_text(
+        f
+    )
 
 
 def test_a_matmul_far_under_its_tensor_roof_is_under_fed() -> None:
@@ -411,7 +417,9 @@ def test_full_memory_queues_under_the_latency_line_are_memory_bound(l2, lg, expe
     if expected == Bottleneck.MEMORY:
         assert f.evidence["sol_bottleneck"] == "latency"
         assert f.evidence["memory_queue_stall_share_pct"] == pytest.approx(46 / 91 * 100)
-        assert "SOL reads latency" in f.text and "full memory queues, L2 at" in f.text
+        assert "SOL reads latency" in finding_text(
+            f
+        ) and "full memory queues, L2 at" in finding_text(f)
 
 
 @pytest.mark.parametrize(
@@ -504,10 +512,10 @@ def test_a_chain_is_judged_by_where_its_time_goes_never_by_averages() -> None:
     assert (top["bottleneck"], top["launches"]) == ("memory", 2)
     assert top["share_pct"] == pytest.approx(74.0)
     assert (top["dram_min_pct"], top["dram_max_pct"]) == (88.0, 90.0)
-    assert "74.0% in 2 memory-bound launches at 88-90% DRAM" in f.text
+    assert "74.0% in 2 memory-bound launches at 88-90% DRAM" in finding_text(f)
     assert Cause.EXTRA_PASSES in causes(f) and actions(f)[0] == Action.FUSE
     assert {x.family for x in f.launches} == {"aten_elementwise", "aten_reduce"}
-    d = f.to_dict()
+    d = finding_dict(f)
     assert [x["launch"] for x in d["launches"]] == [0, 1, 2, 3]
     assert d["launches"][0]["name"] == "vectorized_elementwise_kernel"
 
@@ -548,7 +556,7 @@ def test_a_lab_kernels_shape_rules_are_not_set_aside_as_library_code() -> None:
     # a case's rules are judged with the case's own family: a lab kernel named like ATen's
     # layer norm is the user's Triton code, though a bare report (lab unknown) could only go
     # by the name
-    from profkit.explain import rules as rules_mod
+    from profkit.explain import ncu_rules as rules_mod
 
     launch = {"launch": 0, "kernel_name": "cunn_SoftMaxForward", **LATENCY}
     table = rule_rows(
@@ -625,8 +633,8 @@ def test_host_bound_case_is_a_finding_of_its_own() -> None:
     assert h.bottleneck == Bottleneck.HOST and causes(h) == [Cause.HOST_BOUND]
     assert h.evidence["host_us"] == 38.0 and h.evidence["device_us"] == pytest.approx(1.6)
     assert actions(h) == [Action.CUDA_GRAPH]
-    assert "38 us against 1.6 us" in h.text
-    assert "reduce-overhead" in h.next_step and "CUDA graph" in h.next_step
+    assert "38 us against 1.6 us" in finding_text(h)
+    assert "reduce-overhead" in first_step_text(h) and "CUDA graph" in first_step_text(h)
 
 
 @pytest.mark.parametrize("columns", [{"host_us": 10.0}, {}])
@@ -647,7 +655,7 @@ def test_the_verdict_keeps_gpu_and_eager_loop_comparisons_apart() -> None:
     (split,) = [r for r in v.reasons if r.detail.get("split")]
     assert v.evidence["split_gpu_ratio_x"] == pytest.approx(2.625)
     assert ("On the GPU triton is 2.6x faster than native at float16 1x4096; in an eager loop "
-            "native wins, 16 us against 38 us per call.") in v.text  # fmt: skip
+            "native wins, 16 us against 38 us per call.") in finding_text(v)  # fmt: skip
 
 
 # --- verdicts on device-time statistics --------------------------------------------------------
@@ -715,7 +723,7 @@ def test_an_interpret_run_is_a_correctness_run() -> None:
     report = explain_run(run_of(rows, manifest={"mode": "interpret"}))
     (v,) = [f for f in report if f.kind == Kind.VERDICT]
     assert v.verdict == Verdict.CORRECTNESS_ONLY
-    assert v.text == "Correctness run: 2/2 correct, no timing."
+    assert finding_text(v) == "Correctness run: 2/2 correct, no timing."
     assert not [f for f in report if f.kind == Kind.CASE]  # correct cases are not failures
 
 
@@ -804,8 +812,8 @@ def test_every_number_in_a_case_text_is_in_its_evidence() -> None:
         if f.kind not in (Kind.CASE, Kind.HOST) or f.launches:
             continue
         quoted = {format_value(k, v) for k, v in f.evidence.items()}
-        for number in re.findall(r"\d[\d.]*(?: ?(?:ms|us|MB|GB|KB|GB/s|%|x))?", f.text):
-            assert any(number in q for q in quoted), (number, f.text)
+        for number in re.findall(r"\d[\d.]*(?: ?(?:ms|us|MB|GB|KB|GB/s|%|x))?", finding_text(f)):
+            assert any(number in q for q in quoted), (number, finding_text(f))
 
 
 def render(report, width: int = 80, **kw) -> str:
@@ -864,7 +872,7 @@ def test_a_library_gemm_short_of_busy_gets_shape_advice_never_tile_advice() -> N
                              **COMPUTE, "tensor_pipe_pct": 60.0}])  # fmt: skip
     (f,) = list(explain_launches(kernels, None))
     assert causes(f)[0] == Cause.TENSOR_UNDERFED and actions(f) == [Action.LIBRARY_SHAPES]
-    assert "library GEMM" in f.text
+    assert "library GEMM" in finding_text(f)
 
 
 def test_a_gemm_beside_a_small_reduction_is_judged_as_the_gemm() -> None:
@@ -930,10 +938,12 @@ def test_a_sibling_moving_the_same_bytes_faster_refutes_the_copy_roof() -> None:
     assert step.detail["sibling"] == "compile" and step.detail["same"] == "bytes"
     assert {d["key"] for d in step.detail["differs"]} == {"achieved_occupancy_pct",
                                                          "registers_per_thread"}  # fmt: skip
-    assert "only moving fewer bytes helps" not in f.text and "will not help" not in f.next_step
-    assert "compile moves the same bytes in 93.3% of its time" in f.text
-    assert "the same-size copy is not the roof at this size" in f.text
-    assert "achieved occupancy 90.7% against 56.8%" in f.next_step
+    assert "only moving fewer bytes helps" not in finding_text(
+        f
+    ) and "will not help" not in first_step_text(f)
+    assert "compile moves the same bytes in 93.3% of its time" in finding_text(f)
+    assert "the same-size copy is not the roof at this size" in finding_text(f)
+    assert "achieved occupancy 90.7% against 56.8%" in first_step_text(f)
     # the fastest variant itself is still at the roof
     g = case_of([mine, sibling], "compile")
     assert Cause.AT_ROOF in causes(g) and actions(g)[0] == Action.FEWER_BYTES
@@ -987,7 +997,7 @@ def test_a_matmul_with_too_few_tiles_is_told_more_programs_never_larger_tiles(
     assert small.detail == {"matmul": True} and "dram_throughput_pct" in small.keys
     (step,) = [s for s in f.next if s.action == Action.MORE_PROGRAMS]
     assert step.detail["grid_size"] == 128 and step.detail["waves_per_sm"] == 0.485
-    text = step.to_dict()["text"]
+    text = next_step_text(step)
     assert "split-K" in text and "not larger tiles" in text
     assert "grid 128" in text and "waves per SM 0.485" in text
     assert f"DRAM {sol['dram_throughput_pct']:.1f}%" in text
@@ -1030,9 +1040,9 @@ def test_a_sibling_doing_the_same_flops_as_fast_replaces_do_less_math(
     assert causes(f)[0] == Cause.TENSOR_BUSY and f.unit == Unit.TENSOR
     assert Action.LESS_MATH not in actions(f) and actions(f)[0] == Action.MATCH_SIBLING
     assert f.next[0].detail["outcome"] == outcome and f.next[0].detail["same"] == "flops"
-    assert "do less math" not in f.next_step and "cublas" in f.next_step
+    assert "do less math" not in first_step_text(f) and "cublas" in first_step_text(f)
     said = "in 81.0% of its time" if outcome == "slower" else "in the same time"
-    assert f"cublas does the same FLOPs {said}" in f.text
+    assert f"cublas does the same FLOPs {said}" in finding_text(f)
     # cuBLAS itself: compute-bound on the Tensor pipe, never memory-bound (L1/shared)
     g = case_of([mine, other], "cublas")
     assert g.bottleneck == Bottleneck.COMPUTE and g.unit == Unit.TENSOR
@@ -1064,9 +1074,9 @@ def test_a_loss_decided_on_throttled_cases_says_so() -> None:
     assert v.evidence["throttle_reasons"] == "sw_power_cap"
     assert v.evidence["min_sm_clock_mhz"] == 1410.0
     assert v.evidence["worst_loss_throttled"] == ["triton"]
-    assert "slower than compile at float16 4096x8192 (triton ran throttled)." in v.text
-    assert "deciding 1 of its 1 wins and losses: those gaps may be the clock" in v.text
-    assert "(sw_power_cap; SM down to 1410 MHz)" in v.text
+    assert "slower than compile at float16 4096x8192 (triton ran throttled)." in finding_text(v)
+    assert "deciding 1 of its 1 wins and losses: those gaps may be the clock" in finding_text(v)
+    assert "(sw_power_cap; SM down to 1410 MHz)" in finding_text(v)
     (c,) = v.comparisons
     assert c.throttled and c.to_dict()["clock_notes"]["baseline"] is None
     lab = next(f for f in report if f.kind == Kind.CASE and f.variant == "triton")
@@ -1085,7 +1095,7 @@ def test_runs_without_clock_notes_say_nothing_of_clocks(note: object) -> None:
         rows = [{k: v for k, v in r.items() if k not in clocks} for r in rows]
     report = explain_run(run_of(rows))
     for f in report:
-        assert Cause.THROTTLED not in causes(f) and "throttled" not in f.text
+        assert Cause.THROTTLED not in causes(f) and "throttled" not in finding_text(f)
     assert "clock_notes" not in report.verdicts[0].comparisons[0].to_dict()
 
 
@@ -1097,7 +1107,7 @@ def test_compute_roof_is_taken_at_the_clock_the_case_was_timed_at() -> None:
                  ncu_sm_clock_mhz=1500.0, sm_clock_mhz=1800.0)  # fmt: skip
     assert f.evidence["roof_clock_mhz"] == 1800.0
     assert f.evidence["pipe_roof_tflops"] == pytest.approx(SM_COUNT * 1800e6 * 4096 / 1e12)
-    assert "roof at 1800 MHz" in f.text
+    assert "roof at 1800 MHz" in finding_text(f)
 
 
 def test_hfma2_mma_moves_are_not_tensor_core_math() -> None:

@@ -32,6 +32,7 @@ from profkit.explain import (
     explain_run,
 )
 from profkit.explain.history import notebook_ruled_out
+from profkit.explain.phrases import finding_text, first_step_text, next_step_text
 from profkit.explain.render import render_terminal
 from profkit.measure import stats
 from profkit.spec import lab_dir
@@ -119,8 +120,10 @@ def test_eager_chain_is_split_by_launch_not_averaged(run_id: str, dtype: str) ->
         share = sum(r.ncu_duration_ms for r in memory) / total * 100
         lo = min(r.dram_throughput_pct for r in memory)
         hi = max(r.dram_throughput_pct for r in memory)
-        assert f"{share:.1f}% in {len(memory)} memory-bound launch" in f.text
-        assert f"at {lo:.0f}-{hi:.0f}% DRAM" in f.text or f"at {lo:.0f}% DRAM" in f.text
+        assert f"{share:.1f}% in {len(memory)} memory-bound launch" in finding_text(f)
+        assert f"at {lo:.0f}-{hi:.0f}% DRAM" in finding_text(
+            f
+        ) or f"at {lo:.0f}% DRAM" in finding_text(f)
     assert [s.action for s in f.next] == [Action.FUSE]
     assert Cause.EXTRA_PASSES in [r.cause for r in f.reasons]
 
@@ -145,8 +148,8 @@ def test_native_re_read_is_found_from_dram_reads(run_id: str) -> None:
     assert Cause.EXTRA_READS in [x.cause for x in f.reasons]
     assert f.evidence["dram_bytes_read"] == r.dram_bytes_read
     assert f.evidence["fewest_bytes_read"] == floor
-    assert f"It reads {r.dram_bytes_read / 1e6:.1f} MB from DRAM" in f.text
-    assert f"{r.dram_bytes_read / floor:.1f}x the {floor / 1e6:.1f} MB" in f.text
+    assert f"It reads {r.dram_bytes_read / 1e6:.1f} MB from DRAM" in finding_text(f)
+    assert f"{r.dram_bytes_read / floor:.1f}x the {floor / 1e6:.1f} MB" in finding_text(f)
     if run_id == NEWEST:  # the figures: 99.5 MB against a 67.1 MB input
         assert f"{r.dram_bytes_read / 1e6:.1f}/{floor / 1e6:.1f}" == "99.5/67.1"
 
@@ -192,14 +195,14 @@ def test_no_elementwise_kernel_is_sent_to_the_tensor_cores(run_id: str) -> None:
         assert not TENSOR_ACTIONS & {s.action for s in f.next}, f.subject
         for launch in f.launches:
             assert launch.family in ELEMENTWISE_FAMILIES
-        assert "tl.dot" not in f.text
+        assert "tl.dot" not in finding_text(f)
 
 
 @pytest.mark.parametrize("run_id", RUNS)
 def test_no_step_restates_slower(run_id: str) -> None:
     for f in findings(run_id):
         for step in f.next:
-            text = step.to_dict()["text"]
+            text = next_step_text(step)
             assert "slower" not in text and "fewer loads in flight" not in text
 
 
@@ -403,7 +406,7 @@ def test_cublas_gemm_is_bound_on_the_tensor_pipe_and_gets_library_advice() -> No
     assert f.subject.startswith("nvjet") and f.evidence["family"] == "cublas"
     assert f.bottleneck == Bottleneck.COMPUTE and f.unit == Unit.TENSOR
     assert [s.action for s in f.next] == [Action.LIBRARY_SHAPES]
-    assert "tl.dot" not in f.next_step
+    assert "tl.dot" not in first_step_text(f)
     # NVIDIA's occupancy estimate (81%) and "two blocks per SM" are kept, but set aside
     by_rule = {r.rule: r for r in f.nvidia_rules}
     occupancy = by_rule["TheoreticalOccupancy"]
@@ -451,8 +454,8 @@ def test_rmsnorm_fp32_4096_is_not_at_the_roof_while_compile_moves_the_same_bytes
     assert f.evidence["sibling_time_share_pct"] == pytest.approx(
         sib.device_p50_ms / mine.device_p50_ms * 100, rel=0.01
     )
-    assert "only moving fewer bytes helps" not in f.text
-    assert "compile moves the same bytes in 93.2% of its time" in f.text
+    assert "only moving fewer bytes helps" not in finding_text(f)
+    assert "compile moves the same bytes in 93.2% of its time" in finding_text(f)
 
 
 def test_no_case_at_the_roof_has_a_sibling_moving_as_much_measurably_faster() -> None:
@@ -490,7 +493,7 @@ def test_decode_matmuls_short_of_tiles_get_no_tile_advice_when_cublas_runs_as_fe
         (grid,) = [x for x in f.reasons if x.cause == Cause.SMALL_GRID]
         assert grid.detail.get("refuted") and f.evidence["sibling_variant"] == "cublas"
         assert Action.MORE_PROGRAMS not in [s.action for s in f.next]
-        assert "the grid is not what limits it" in f.text
+        assert "the grid is not what limits it" in finding_text(f)
         checked += 1
     assert checked == 4  # M=128: both dtypes, both lab variants
 
@@ -505,7 +508,7 @@ def test_a_busy_tensor_pipe_is_compute_bound_on_the_tensor_cores_in_the_matmul_r
         assert f.reasons[0].cause == Cause.TENSOR_BUSY
     f = found(MATMUL_H200, "cublas", "float16", "16384x4096x14336")
     assert f.evidence["sol_bottleneck"] == "memory"  # ncu's SOL alone said memory (L1/shared)
-    assert "memory-bound" not in f.text
+    assert "memory-bound" not in finding_text(f)
 
 
 def test_no_lab_matmul_is_told_less_math_while_a_sibling_is_as_fast() -> None:
@@ -525,7 +528,7 @@ def test_no_lab_matmul_is_told_less_math_while_a_sibling_is_as_fast() -> None:
     assert pointed >= 4
     f = found(MATMUL_H200, "triton", "bfloat16", "16384x4096x14336")
     assert f.next[0].action == Action.MATCH_SIBLING and f.next[0].detail["sibling"] == "cublas"
-    assert "do less math" not in f.next[0].to_dict()["text"]
+    assert "do less math" not in next_step_text(f.next[0])
 
 
 def test_throttled_matmul_cases_are_said_in_verdicts_and_cases() -> None:
@@ -536,7 +539,7 @@ def test_throttled_matmul_cases_are_said_in_verdicts_and_cases() -> None:
     for r in df[noted].itertuples():
         f = found(MATMUL_H200, r.variant, r.dtype, r.shape)
         assert Cause.THROTTLED in [x.cause for x in f.reasons] and f.evidence["clock_note"]
-        assert "It ran throttled" in f.text
+        assert "It ran throttled" in finding_text(f)
     for r in df[~noted].itertuples():
         f = found(MATMUL_H200, r.variant, r.dtype, r.shape)
         assert Cause.THROTTLED not in [x.cause for x in f.reasons]
@@ -544,15 +547,17 @@ def test_throttled_matmul_cases_are_said_in_verdicts_and_cases() -> None:
     (why,) = [x for x in v.reasons if x.cause == Cause.THROTTLED]
     assert v.evidence["throttled_comparisons"] == sum(c.throttled for c in v.comparisons) == 14
     assert v.evidence["throttle_reasons"] == "sw_power_cap"
-    assert "those gaps may be the clock, not the code" in v.text
+    assert "those gaps may be the clock, not the code" in finding_text(v)
     assert v.evidence["worst_loss_throttled"] == ["cublas"]
-    assert "at bfloat16 128x8192x8192 (cublas ran throttled)." in v.text  # the worst loss
+    assert "at bfloat16 128x8192x8192 (cublas ran throttled)." in finding_text(v)  # the worst loss
 
 
 @pytest.mark.parametrize("run_id", [*RUNS, RMSNORM_H200])
 def test_runs_at_full_clocks_or_without_clock_notes_say_nothing_of_throttling(run_id: str) -> None:
     for f in findings(run_id):
-        assert Cause.THROTTLED not in [x.cause for x in f.reasons] and "throttled" not in f.text
+        assert Cause.THROTTLED not in [
+            x.cause for x in f.reasons
+        ] and "throttled" not in finding_text(f)
 
 
 def test_ties_with_intervals_clear_of_one_are_counted_apart() -> None:
@@ -565,8 +570,12 @@ def test_ties_with_intervals_clear_of_one_are_counted_apart() -> None:
     assert v.evidence["ties_slower_cases"] == len(slower)
     big = [c for c in slower if int(c.shape) >= 1 << 26]
     assert len(big) == 6  # fp32, fp16 and bf16 at 2^26 and 2^28
-    assert f"Of the ties, {len(slower)} slower" in v.text and "real but negligible" in v.text
-    assert "measurably slower" not in v.text  # read as a contradiction beside "under the floor"
+    assert f"Of the ties, {len(slower)} slower" in finding_text(
+        v
+    ) and "real but negligible" in finding_text(v)
+    assert "measurably slower" not in finding_text(
+        v
+    )  # read as a contradiction beside "under the floor"
     assert run.samples is not None
 
 
@@ -578,7 +587,9 @@ def test_a_matmul_stalled_on_its_pipeline_is_told_to_deepen_it() -> None:
     stall = next(r for r in f.reasons if r.cause == Cause.STALL)
     assert stall.detail["stall"] == "barrier"
     assert f.next[0].action == Action.DEEPER_PIPELINE
-    assert "reduce within warps" not in f.text + " ".join(s.to_dict()["text"] for s in f.next)
+    assert "reduce within warps" not in finding_text(f) + " ".join(
+        next_step_text(s) for s in f.next
+    )
 
 
 # --- a short stream as fast as a copy of its bytes (vector_add run 9f781f) -----------------------

@@ -21,8 +21,9 @@ from stored_runs import run_path
 
 from profkit import store
 from profkit.explain import Cause, Kind, explain_run
+from profkit.explain.decode_steps import has_step_latency, step_findings
+from profkit.explain.phrases import finding_text
 from profkit.explain.render import render_terminal, to_json, to_markdown
-from profkit.explain.steps import has_step_latency, step_findings
 
 ROOT = Path(__file__).parents[1]
 DECODE = run_path("decode-20261130-164018-vm-d2d4")
@@ -71,8 +72,8 @@ def test_distribution_is_the_widest_tail_case(variant):
     assert ev["p95_over_p50_min_ratio"] == pytest.approx(mine["step_p95_over_p50"].min())
     assert ev["step_cases"] == len(mine)
     # labelled as step latency, with what it measures
-    assert f.text.startswith("Step latency (events around each step")
-    assert "not one call's device time" in f.text
+    assert finding_text(f).startswith("Step latency (events around each step")
+    assert "not one call's device time" in finding_text(f)
     assert f.reasons[0].cause == Cause.STEP_LATENCY
     assert len(f.reasons[0].detail["cases"]) == len(mine)
 
@@ -90,7 +91,7 @@ def test_tail_stage_from_the_probes(variant):
     assert ev["commonest_tail_stage"] in set(commonest[commonest == commonest.max()].index)
     causes = [r.cause for r in step_of(variant).reasons]
     assert Cause.TAIL_STAGE in causes
-    assert f"{top['tail_stage']} runs" in step_of(variant).text
+    assert f"{top['tail_stage']} runs" in finding_text(step_of(variant))
 
 
 def test_dynamic_padding_and_tail_bucket():
@@ -109,14 +110,14 @@ def test_dynamic_padding_and_tail_bucket():
     assert [b["label"] for b in padding.detail["buckets"]] == [b["label"] for b in buckets]
     # within a bucket the ratio is below the whole run's: the text says where the tail is
     assert row["within_bucket_p95_over_p50"] < row["step_p95_over_p50"]
-    assert "moving between buckets" in f.text
+    assert "moving between buckets" in finding_text(f)
     # the tail bucket's own median against the run's, and each bucket's own p95/p50
     assert ev["tail_bucket_p50_over_run_ratio"] == pytest.approx(top["p50_ms"] / row["step_p50_ms"])
     within = [b["p95_over_p50"] for b in buckets]
     assert ev["bucket_p95_over_p50_min_ratio"] == pytest.approx(min(within))
     assert ev["bucket_p95_over_p50_max_ratio"] == pytest.approx(max(within))
     assert ev["tail_bucket_p50_over_run_ratio"] > 1
-    assert "the larger bucket's extra work" in f.text
+    assert "the larger bucket's extra work" in finding_text(f)
     # no other variant is padded
     assert all(Cause.PADDING not in [r.cause for r in step_of(v).reasons] for v in ("graph",))
 
@@ -186,8 +187,8 @@ def test_constructed_table_without_probes_or_padding():
     a, b = found
     assert a.shape == "2x1" and a.evidence["p95_over_p50_ratio"] == pytest.approx(1.5)
     assert [r.cause for r in a.reasons] == [Cause.STEP_LATENCY]
-    assert "Where the tail comes from" not in a.text and "Padding" not in a.text
-    assert b.evidence["step_cases"] == 1 and "over 1 cases" not in b.text
+    assert "Where the tail comes from" not in finding_text(a) and "Padding" not in finding_text(a)
+    assert b.evidence["step_cases"] == 1 and "over 1 cases" not in finding_text(b)
 
 
 def test_constructed_table_no_p99_is_not_a_step_run():
@@ -202,7 +203,7 @@ def test_constructed_padding_without_a_bucket_table():
     assert f.evidence["pad_waste_pct"] == pytest.approx(25.0)
     assert "tail_bucket" not in f.evidence
     # within a bucket wider than overall: no claim that the walk between buckets makes the tail
-    assert "moving between buckets" not in f.text
+    assert "moving between buckets" not in finding_text(f)
 
 
 def test_stored_step_latency_is_read_under_the_step_names():

@@ -19,6 +19,7 @@ from stored_runs import DATA_RUNS
 
 from profkit import store
 from profkit.explain import Kind, explain_run
+from profkit.explain.phrases import finding_text, next_step_text
 
 ROOT = Path(__file__).parents[1]
 SUITE = ROOT / "tests" / "explain_suite.py"
@@ -87,10 +88,14 @@ def problems(e: dict, run: store.Run, found: tuple) -> list[str]:
     if "verdict" in e or "outcome" in e:
         (v,) = [f for f in found if f.kind == Kind.VERDICT and f.variant == e["variant"]]
         if "verdict" in e:
-            return [] if str(v.verdict) == e["verdict"] else [f"verdict {v.verdict}: {v.text}"]
+            return (
+                []
+                if str(v.verdict) == e["verdict"]
+                else [f"verdict {v.verdict}: {finding_text(v)}"]
+            )
         outcomes = [c.outcome for c in v.comparisons if e["dtype"] in ("*", c.dtype)]
         ok = outcomes and all(o == e["outcome"] for o in outcomes)
-        return [] if ok else [f"outcomes {outcomes} at {e['dtype']}: {v.text}"]
+        return [] if ok else [f"outcomes {outcomes} at {e['dtype']}: {finding_text(v)}"]
     cases = [f for f in found if f.kind == Kind.CASE and _matches(f, e)]
     if not cases:
         return [f"no case of {e['kernel']} {e['variant']} {e.get('dtype')} {e.get('shape')}"]
@@ -104,7 +109,7 @@ def problems(e: dict, run: store.Run, found: tuple) -> list[str]:
                 pytest.skip(f"{f.subject}: {cause} needs {missing}, not captured (n/a: {na})")
         named = {str(r.cause) for r in f.reasons}
         steps = {str(s.action) for s in f.next}
-        said = f"{f.subject}: {f.text} | next: {[s.to_dict()['text'] for s in f.next]}"
+        said = f"{f.subject}: {finding_text(f)} | next: {[next_step_text(s) for s in f.next]}"
         if e.get("host"):
             hosted = [h for h in found if h.kind == Kind.HOST and h.case == f.case]
             if not hosted or str(hosted[0].next[0].action) != "cuda_graph":

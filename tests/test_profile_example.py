@@ -15,7 +15,7 @@ from stored_runs import PROFILE_EXAMPLE, run_path
 
 from profkit import store
 from profkit.cli import cli
-from profkit.explain.library import short_name
+from profkit.explain.kernel_family import short_name
 from profkit.workload import profile, timing_pass
 from profkit.workload.explain import explain_profile, kind_of
 

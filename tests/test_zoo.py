@@ -23,7 +23,8 @@ os.environ["TRITON_INTERPRET"] = "1"  # before the zoo's modules are imported be
 
 from profkit import store  # noqa: E402
 from profkit.explain import Action, Bottleneck, Cause, Kind, Unit  # noqa: E402
-from profkit.explain.model import Finding, Reason, Step  # noqa: E402
+from profkit.explain.model import Finding, NextStep, Reason  # noqa: E402
+from profkit.explain.phrases import finding_text
 from profkit.spec import format_shape, load_module_specs  # noqa: E402
 
 ROOT = Path(__file__).parents[1]
@@ -167,7 +168,9 @@ def problems(e: dict, found: tuple) -> list[str]:
         named = {str(r.cause) for r in f.reasons}
         steps = [str(s.action) for s in f.next]
         unjudged = getattr(f, "not_measured", [])  # causes whose counters were not collected
-        said = f"{f.subject}: {f.text} | next: {steps} | not measured: {unjudged or 'none'}"
+        said = (
+            f"{f.subject}: {finding_text(f)} | next: {steps} | not measured: {unjudged or 'none'}"
+        )
         if e.get("host"):
             host = [h for h in found if h.kind == Kind.HOST and h.case == f.case]
             if not host or not host[0].next or str(host[0].next[0].action) != "cuda_graph":
@@ -215,20 +218,23 @@ def test_the_checker_fails_each_way_it_should() -> None:
     def finding(**kw) -> Finding:
         base = dict(subject="zoo_x v", kind=Kind.CASE, kernel="zoo_x", variant="v", case="c",
                     dtype="float32", shape="64", bottleneck=Bottleneck.MEMORY, unit=Unit.DRAM,
-                    reasons=[Reason(Cause.AT_ROOF)], next=[Step(Action.FEWER_BYTES)])  # fmt: skip
+                    reasons=[Reason(Cause.AT_ROOF)],
+                    next=[NextStep(Action.FEWER_BYTES)])  # fmt: skip
         return Finding(**{**base, **kw})
 
     assert problems(e, (finding(),)) == []
-    assert problems(e, (finding(next=[Step(Action.CUT_INSTRUCTIONS)]),)) == []
+    assert problems(e, (finding(next=[NextStep(Action.CUT_INSTRUCTIONS)]),)) == []
     misses = {
         "bottleneck": finding(bottleneck=Bottleneck.COMPUTE),
         "unit": finding(unit=Unit.L2),
         "causes": finding(reasons=[Reason(Cause.SHORT_OF_ROOF)]),
-        "first step": finding(next=[Step(Action.PAD_SHARED), Step(Action.FEWER_BYTES)]),
+        "first step": finding(next=[NextStep(Action.PAD_SHARED), NextStep(Action.FEWER_BYTES)]),
         "false alarm in causes": finding(
             reasons=[Reason(Cause.AT_ROOF), Reason(Cause.UNCOALESCED)]
         ),
-        "false alarm in steps": finding(next=[Step(Action.FEWER_BYTES), Step(Action.COALESCE)]),
+        "false alarm in steps": finding(
+            next=[NextStep(Action.FEWER_BYTES), NextStep(Action.COALESCE)]
+        ),
         "no case finding": finding(variant="other"),
     }
     for why, f in misses.items():

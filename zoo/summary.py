@@ -17,6 +17,7 @@ from pathlib import Path
 
 from profkit import store
 from profkit.explain import Kind, explain_run
+from profkit.explain.as_json import finding_dict
 
 EXPECTED = Path(__file__).with_name("EXPECTED")
 
@@ -67,7 +68,7 @@ def main(runs_dir: Path, out_dir: Path | None) -> None:
             continue
         if out_dir:
             (out_dir / f"{run.run_id}.explain.json").write_text(
-                json.dumps([f.to_dict() for f in found])
+                json.dumps([finding_dict(f) for f in found])
             )
         for f in found:
             if f.kind != Kind.CASE:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from profkit.dashboard.html import esc
 from profkit.explain import Finding, as_bool
+from profkit.explain.phrases import finding_text, first_step_text
 from profkit.store import Run
 
 COLUMNS = (  # (row key, header)
@@ -46,8 +47,8 @@ def finding_rows(run: Run, findings: Sequence[Finding]) -> list[dict[str, str]]:
                 "gpu": _gpu(case),
                 "kind": str(f.kind),
                 "bottleneck": str((f.verdict if f.kind == "verdict" else f.bottleneck) or ""),
-                "finding": f.text,
-                "next_step": f.next_step or "",
+                "finding": finding_text(f),
+                "next_step": first_step_text(f) or "",
                 "incorrect": "" if case is None or as_bool(case["correct"]) else "1",
             }
         )
@@ -67,10 +68,11 @@ def verdict_blocks(findings: Sequence[Finding]) -> str:
     for f in findings:
         if f.kind != "verdict":
             continue
-        step = f"<p class='next'>next: {esc(f.next_step)}</p>" if f.next_step else ""
+        next_step = first_step_text(f)
+        step = f"<p class='next'>next: {esc(next_step)}</p>" if next_step else ""
         parts.append(
             f"<div class='verdict'><p><strong>{esc(f.subject)}: {esc(f.verdict)}</strong></p>"
-            f"<p>{esc(f.text)}</p>{step}</div>"
+            f"<p>{esc(finding_text(f))}</p>{step}</div>"
         )
     return "\n".join(parts)
 

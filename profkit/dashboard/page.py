@@ -40,7 +40,7 @@ from profkit.dashboard.html import (
 )
 from profkit.errors import ProfkitError
 from profkit.explain import Finding
-from profkit.explain.steps import as_timed_frame
+from profkit.explain.decode_steps import as_timed_frame
 from profkit.findings import for_run
 from profkit.measure import stats
 from profkit.store import Run

@@ -15,8 +15,8 @@ from profkit import thresholds as th
 from profkit.explain import shape
 from profkit.explain.context import Context, Said
 from profkit.explain.evidence import Evidence, num
-from profkit.explain.library import GEMM, LIBRARY
-from profkit.explain.model import Action, Cause, Reason, Step, Unit
+from profkit.explain.kernel_family import GEMM, LIBRARY
+from profkit.explain.model import Action, Cause, NextStep, Reason, Unit
 from profkit.explain.roofs import busiest_pipe, on_tensor_cores, tensor_pct
 from profkit.explain.siblings import sibling_step
 
@@ -48,30 +48,32 @@ def pipe_detail(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
         ev.put(key, tensor)
         if tensor >= th.TENSOR_BUSY_PCT:
             if ctx.family in LIBRARY:
-                return Reason(Cause.TENSOR_BUSY, [key]), [Step(Action.LIBRARY_SHAPES, [key])]
+                return Reason(Cause.TENSOR_BUSY, [key]), [NextStep(Action.LIBRARY_SHAPES, [key])]
             # a sibling doing the same FLOPs in the same or less time: less math is not the gap
             found = ctx.siblings.same_flops_not_slower() if ctx.siblings else None
             if found is not None:
                 more, step = sibling_step(m, found, ev, "flops")
                 said = "faster" if found[1].outcome == "slower" else "same"
                 return Reason(Cause.TENSOR_BUSY, [key, *more], {"sibling": said}), [step]
-            return Reason(Cause.TENSOR_BUSY, [key]), [Step(Action.LESS_MATH, [key])]
+            return Reason(Cause.TENSOR_BUSY, [key]), [NextStep(Action.LESS_MATH, [key])]
         library = ctx.family in GEMM or ctx.family in LIBRARY
         if tensor < th.TENSOR_IDLE_PCT and gemm and library:
             if ctx.dtype == "float32":
-                return Reason(Cause.FP32_GEMM_ON_FMA, [key]), [Step(Action.USE_TF32, [key])]
-            return Reason(Cause.MATMUL_OFF_TENSOR, [key]), [Step(Action.LIBRARY_SHAPES, [key])]
+                return Reason(Cause.FP32_GEMM_ON_FMA, [key]), [NextStep(Action.USE_TF32, [key])]
+            return Reason(Cause.MATMUL_OFF_TENSOR, [key]), [NextStep(Action.LIBRARY_SHAPES, [key])]
         if gemm and library:  # on the Tensor Cores, short of busy: its shape, not its code
             return Reason(Cause.TENSOR_UNDERFED, [key], {"library": True}), [
-                Step(Action.LIBRARY_SHAPES, [key])
+                NextStep(Action.LIBRARY_SHAPES, [key])
             ]
         if not on_tensor_cores(m) and gemm:  # a user kernel with no MMA instructions at all
             if ctx.dtype == "float32":
                 return Reason(Cause.MATMUL_OFF_TENSOR, [key], {"fp32": True}), [
-                    Step(Action.USE_TF32, [key]),
-                    Step(Action.USE_TENSOR_CORES, [key]),
+                    NextStep(Action.USE_TF32, [key]),
+                    NextStep(Action.USE_TENSOR_CORES, [key]),
                 ]
-            return Reason(Cause.MATMUL_OFF_TENSOR, [key]), [Step(Action.USE_TENSOR_CORES, [key])]
+            return Reason(Cause.MATMUL_OFF_TENSOR, [key]), [
+                NextStep(Action.USE_TENSOR_CORES, [key])
+            ]
         if gemm and not library and shape.grid_too_small(m, ctx):
             # too few tiles for the SMs: larger tiles would make fewer still
             return shape.small_grid(m, ctx, ev)
@@ -83,12 +85,12 @@ def pipe_detail(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
                 roof is None and tensor < th.TENSOR_BUSY_PCT / 2
             ):
                 keys = [key] + (["pct_of_pipe_roof_pct"] if roof is not None else [])
-                return Reason(Cause.TENSOR_UNDERFED, keys), [Step(Action.FEED_TENSOR, keys)]
+                return Reason(Cause.TENSOR_UNDERFED, keys), [NextStep(Action.FEED_TENSOR, keys)]
     pipe = busiest_pipe(m)
     if pipe is not None and pipe[0] != Unit.TENSOR and pipe[2] >= th.PIPE_BUSY_PCT:
         unit, col, value = pipe
         ev.put(col, value)
         return Reason(Cause.PIPE_BUSY, [col], {"pipe": str(unit)}), [
-            Step(Action.CUT_INSTRUCTIONS, [col], {"pipe": str(unit)})
+            NextStep(Action.CUT_INSTRUCTIONS, [col], {"pipe": str(unit)})
         ]
     return None

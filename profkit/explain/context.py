@@ -7,12 +7,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from profkit.explain.library import Family
-from profkit.explain.model import Action, Reason, Step
+from profkit.explain.kernel_family import Family
+from profkit.explain.model import Action, NextStep, Reason
 from profkit.explain.roofs import Device
 from profkit.explain.siblings import Siblings
 
-Said = tuple[Reason, list[Step]]
+Said = tuple[Reason, list[NextStep]]
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ from profkit.explain import catalogue, compute, memory, shape, stalls
 from profkit.explain.catalogue import KernelKind, Outcome, kernel_kind
 from profkit.explain.context import Context, Said
 from profkit.explain.evidence import Evidence, num
-from profkit.explain.library import ELEMENTWISE, GEMM, LIBRARY, Family
-from profkit.explain.model import Action, Bottleneck, Cause, Reason, Step, Unit
+from profkit.explain.kernel_family import ELEMENTWISE, GEMM, LIBRARY, Family
+from profkit.explain.model import Action, Bottleneck, Cause, NextStep, Reason, Unit
 from profkit.explain.record import LaunchRecord
 from profkit.explain.roofs import compute_roof, memory_roof, tensor_pct
 from profkit.explain.siblings import sibling_step
@@ -42,7 +42,7 @@ class Diagnosis:
     bottleneck: Bottleneck | None
     unit: Unit | None
     reasons: list[Reason] = field(default_factory=list)
-    steps: list[Step] = field(default_factory=list)
+    steps: list[NextStep] = field(default_factory=list)
     evidence: Evidence = field(default_factory=Evidence)
     ruled_out: list[dict] = field(default_factory=list)
     # the catalogue's causes whose evidence this row does not hold (judged neither way)
@@ -192,7 +192,7 @@ def diagnose(m: Mapping, ctx: Context) -> Diagnosis | None:
     diagnosis = Diagnosis(kind, unit, [r for r, _ in said], evidence=ev)
     diagnosis.not_measured = catalogue.not_measured(outcomes)
     steps = [step for _, steps in said for step in steps]
-    diagnosis.steps, diagnosis.ruled_out = fit_steps(steps, ctx)
+    diagnosis.steps, diagnosis.ruled_out = fit_next_steps(steps, ctx)
     diagnosis.steps, under = worth_taking(diagnosis.steps, kind, ev, num(m, "device_p50_ms"), ctx)
     diagnosis.ruled_out += under
     return diagnosis
@@ -227,7 +227,7 @@ def _tensor_short(ctx: Context, ev: Evidence) -> Said | None:
         return None  # a library GEMM's shape is its user's lever: its own cause says so
     # judged on the busy share against TENSOR_BUSY_PCT (its roof share can sit in cuBLAS's range)
     keys = [next(k for k in ("tensor_any_pct", "tensor_pipe_pct") if k in ev)]
-    return Reason(Cause.TENSOR_UNDERFED, keys, {"busy": True}), [Step(Action.FEED_TENSOR, keys)]
+    return Reason(Cause.TENSOR_UNDERFED, keys, {"busy": True}), [NextStep(Action.FEED_TENSOR, keys)]
 
 
 def _every_sm_busy(m: Mapping, ctx: Context) -> bool:
@@ -259,7 +259,7 @@ def _said(outcomes: list[Outcome], cause: Cause, kernel: KernelKind, ev: Evidenc
     keys = list(hit.evidence)
     action = hit.entry.remedy(kernel)
     detail = {"pipe": str(hit.entry.unit)} if cause == Cause.PIPE_BUSY else {}
-    return Reason(cause, keys, detail), [Step(action, keys, detail)] if action else []
+    return Reason(cause, keys, detail), [NextStep(action, keys, detail)] if action else []
 
 
 def _pipe_said(outcomes: list[Outcome], kernel: KernelKind, ev: Evidence) -> Said | None:
@@ -295,7 +295,7 @@ def sibling_gap_us(ctx: Context, ms: float | None) -> float | None:
 
 
 def worth_taking(
-    steps: list[Step], kind: Bottleneck | None, ev: Evidence, ms: float | None, ctx: Context
+    steps: list[NextStep], kind: Bottleneck | None, ev: Evidence, ms: float | None, ctx: Context
 ) -> tuple[list, list]:
     """Each tuning step states the gain it can bring (to the roof, or to a faster sibling);
     where that gain is under the practical floor the step is withheld, and the case says that
@@ -313,9 +313,9 @@ def worth_taking(
         elif gain < floor:
             withheld.append({"action": str(step.action), "why": "under_floor", "gain_us": gain})
         else:
-            kept.append(Step(step.action, step.because, {**step.detail, "gain_us": gain}))
+            kept.append(NextStep(step.action, step.because, {**step.detail, "gain_us": gain}))
     if withheld and not kept:
-        kept.append(Step(Action.FEWER_BYTES, ["headroom_us"], {"under_floor": True}))
+        kept.append(NextStep(Action.FEWER_BYTES, ["headroom_us"], {"under_floor": True}))
     return kept, withheld
 
 
@@ -388,9 +388,9 @@ def _why_short(m: Mapping, ctx: Context, ev: Evidence) -> list[Said | None]:
         if achieved is not None:
             ev.put("achieved_occupancy_pct", achieved)
         keys = [k for k in ("theoretical_occupancy_pct", "achieved_occupancy_pct") if k in ev]
-    steps = [Step(Action.BYTES_IN_FLIGHT, keys)]
+    steps = [NextStep(Action.BYTES_IN_FLIGHT, keys)]
     if not stalls.has_stalls(m):
-        steps.append(Step(Action.PROFILE_STALLS, []))
+        steps.append(NextStep(Action.PROFILE_STALLS, []))
     return [(Reason(Cause.NO_CAUSE_SEEN, keys, {"short_of_roof": True}), steps)]
 
 
@@ -406,14 +406,16 @@ def _stall_shared(m: Mapping, sibling: Mapping, reason: str) -> bool:
 
 def _nothing_seen(m: Mapping) -> Said:
     step = (
-        Step(Action.PROFILE_STALLS) if not stalls.has_stalls(m) else _open("WarpStateStats")[1][0]
+        NextStep(Action.PROFILE_STALLS)
+        if not stalls.has_stalls(m)
+        else _open("WarpStateStats")[1][0]
     )
     return Reason(Cause.NO_CAUSE_SEEN), [step]
 
 
 def _open(section: str) -> Said:
     return Reason(Cause.NO_CAUSE_SEEN, [], {"section": section}), [
-        Step(Action.OPEN_NCU, [], {"section": section})
+        NextStep(Action.OPEN_NCU, [], {"section": section})
     ]
 
 
@@ -444,9 +446,9 @@ _CODE_STEPS = frozenset(
 )
 
 
-def fit_steps(steps: list[Step], ctx: Context) -> tuple[list[Step], list[dict]]:
+def fit_next_steps(steps: list[NextStep], ctx: Context) -> tuple[list[NextStep], list[dict]]:
     """Library kernels get library advice; ruled-out steps are withheld; no step twice."""
-    out: list[Step] = []
+    out: list[NextStep] = []
     withheld: list[dict] = []
     for step in steps:
         if ctx.family in LIBRARY and step.action in _CODE_STEPS:
@@ -455,7 +457,7 @@ def fit_steps(steps: list[Step], ctx: Context) -> tuple[list[Step], list[dict]]:
                 action = Action.FUSE
             if ctx.family == Family.LIGER:  # Triton code the user calls, not tunes
                 action = Action.LIBRARY_OPTIONS
-            step = Step(action, step.because, {"library": str(ctx.family)})
+            step = NextStep(action, step.because, {"library": str(ctx.family)})
         if step.action in ctx.ruled_out:
             withheld.append({"action": str(step.action), "why": ctx.ruled_out[step.action]})
             continue

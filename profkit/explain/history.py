@@ -17,9 +17,9 @@ from pathlib import Path
 import pandas as pd
 
 from profkit import thresholds as th
+from profkit.explain.decode_steps import as_timed_frame
 from profkit.explain.evidence import Evidence, as_bool, num, timed, where
 from profkit.explain.model import Action, Finding, Kind
-from profkit.explain.steps import as_timed_frame
 from profkit.measure import stats
 from profkit.store import Run, is_run, load
 
@@ -78,7 +78,7 @@ def history_finding(
     run: Run, previous: Run, variant: str
 ) -> tuple[Finding | None, dict[Action, str]]:
     """What changed for one lab variant against the previous run, and the steps it rules out."""
-    # step-latency runs are compared on step latency (explain.steps.as_timed_frame)
+    # step-latency runs are compared on step latency (explain.decode_steps.as_timed_frame)
     now, before = (as_timed_frame(r.cases).astype({"variant": str}) for r in (run, previous))
     pairs = _pairs(now, before, variant)
     if not pairs:

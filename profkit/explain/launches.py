@@ -16,7 +16,7 @@ from profkit import thresholds as th
 from profkit.explain.context import Context
 from profkit.explain.diagnose import diagnose
 from profkit.explain.evidence import Evidence, num, text
-from profkit.explain.library import launch_family, short_name
+from profkit.explain.kernel_family import launch_family, short_name
 from profkit.explain.model import Bottleneck, Cause, Launch, Reason
 
 # counters quoted per launch

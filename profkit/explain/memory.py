@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from profkit import thresholds as th
 from profkit.explain.context import Context, Said
 from profkit.explain.evidence import Evidence, num
-from profkit.explain.model import Action, Cause, Reason, Step, Unit
+from profkit.explain.model import Action, Cause, NextStep, Reason, Unit
 from profkit.explain.roofs import MEMORY_LEVELS, memory_roof, near_copy_line
 from profkit.explain.siblings import sibling_step
 
@@ -67,7 +67,7 @@ def dram_level(m: Mapping, ctx: Context, ev: Evidence, *, chain: bool = False) -
         if found is not None:
             more, step = sibling_step(m, found, ev, "bytes")
             return Reason(Cause.SIBLING_FASTER, [*keys, *more]), [step]
-        step = Step(Action.FUSE if chain else Action.FEWER_BYTES, keys)
+        step = NextStep(Action.FUSE if chain else Action.FEWER_BYTES, keys)
         return Reason(Cause.AT_ROOF, keys), [step]
     return Reason(Cause.SHORT_OF_ROOF, keys), []
 
@@ -91,9 +91,9 @@ def at_size_roof(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
         # cost, and graphs or fusing it with its neighbours remove it, not fewer bytes
         ev.put("ncu_duration_ms", duration)
         return Reason(Cause.AT_SIZE_ROOF, [*keys, "ncu_duration_ms"], {"launch": True}), [
-            Step(Action.CUDA_GRAPH, ["ncu_duration_ms"])
+            NextStep(Action.CUDA_GRAPH, ["ncu_duration_ms"])
         ]
-    return Reason(Cause.AT_SIZE_ROOF, keys), [Step(Action.FEWER_BYTES, keys)]
+    return Reason(Cause.AT_SIZE_ROOF, keys), [NextStep(Action.FEWER_BYTES, keys)]
 
 
 def cache_bound(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
@@ -110,7 +110,7 @@ def cache_bound(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
     # more often than the work needs, so keeping it on chip (registers, shared-memory tiles)
     # or moving fewer bytes is the step; launch tuning would not lift that level's roof
     return Reason(Cause.CACHE_BOUND, keys, {"level": str(unit) if unit else "cache"}), [
-        Step(Action.FEWER_BYTES, keys, {"level": str(unit) if unit else "cache"})
+        NextStep(Action.FEWER_BYTES, keys, {"level": str(unit) if unit else "cache"})
     ]
 
 
@@ -136,8 +136,8 @@ def extra_reads(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
     count = num(m, "kernel_count") or 1
     if count > 1:
         ev.put("kernel_count", count)
-        return Reason(Cause.EXTRA_PASSES, [*keys, "kernel_count"]), [Step(Action.FUSE, keys)]
-    return Reason(Cause.EXTRA_READS, keys), [Step(Action.REMOVE_EXTRA_READS, keys)]
+        return Reason(Cause.EXTRA_PASSES, [*keys, "kernel_count"]), [NextStep(Action.FUSE, keys)]
+    return Reason(Cause.EXTRA_READS, keys), [NextStep(Action.REMOVE_EXTRA_READS, keys)]
 
 
 def chain_traffic(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
@@ -152,7 +152,7 @@ def chain_traffic(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
     ev.put("bytes", min_bytes)
     ev.put("dram_over_model_x", dram_bytes / min_bytes)
     keys = ["kernel_count", "dram_bytes", "bytes", "dram_over_model_x"]
-    return Reason(Cause.EXTRA_PASSES, keys), [Step(Action.FUSE, keys)]
+    return Reason(Cause.EXTRA_PASSES, keys), [NextStep(Action.FUSE, keys)]
 
 
 def data_in_l2(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
@@ -186,7 +186,7 @@ def uncoalesced(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
     if requests:
         ev.put("sectors_per_request_ratio", ld / requests)
         keys = list(dict.fromkeys([*keys, "sectors_per_request_ratio"]))
-    return Reason(Cause.UNCOALESCED, keys), [Step(Action.COALESCE, keys)]
+    return Reason(Cause.UNCOALESCED, keys), [NextStep(Action.COALESCE, keys)]
 
 
 def bank_conflicts(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
@@ -200,7 +200,7 @@ def bank_conflicts(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
     ev.put("shared_wavefronts", wavefronts)
     ev.put("bank_conflict_share_pct", share * 100)
     keys = ["shared_bank_conflicts", "shared_wavefronts", "bank_conflict_share_pct"]
-    return Reason(Cause.BANK_CONFLICTS, keys), [Step(Action.PAD_SHARED, keys)]
+    return Reason(Cause.BANK_CONFLICTS, keys), [NextStep(Action.PAD_SHARED, keys)]
 
 
 def hierarchy_facts(m: Mapping, ev: Evidence) -> None:

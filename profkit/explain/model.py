@@ -1,9 +1,10 @@
 """What explain decides, as data: enums for the bottleneck, the limiting unit, the cause, the
 verdict and the next step, and the dataclasses that carry them with their evidence.
 
-Nothing here writes English: `profkit.explain.phrases` turns each cause and step into words, and
-`profkit.explain.render` lays findings out for a terminal, markdown or JSON. `to_dict` gives the
-JSON schema documented in docs/explain-schema.md (SCHEMA_VERSION).
+Nothing here writes English, and nothing here imports what does: `profkit.explain.phrases` turns
+each finding, cause and next step into words, `profkit.explain.as_json` writes a report in the
+JSON schema documented in docs/explain-schema.md (SCHEMA_VERSION), and `profkit.explain.render`
+lays findings out for a terminal or markdown.
 """
 
 from __future__ import annotations
@@ -103,7 +104,7 @@ class Verdict(StrEnum):
 
 
 class Action(StrEnum):
-    """A next step, by what it asks for; its words live in phrases.STEPS."""
+    """A next step, by what it asks for; its words live in phrases.NEXT_STEPS."""
 
     FEWER_BYTES = "fewer_bytes"  # fuse, reuse on chip: at the roof
     FUSE = "fuse"  # a chain of kernels: fuse them
@@ -142,22 +143,12 @@ class Action(StrEnum):
 
 
 @dataclass
-class Step:
+class NextStep:
     """A next step and the evidence keys (of the finding that carries it) that support it."""
 
     action: Action
     because: list[str] = field(default_factory=list)
     detail: dict = field(default_factory=dict)  # words' parameters: {"section": ...}
-
-    def to_dict(self) -> dict:
-        from profkit.explain.phrases import step_text
-
-        return {
-            "action": str(self.action),
-            "because": list(self.because),
-            "detail": {k: plain(v) for k, v in self.detail.items()},
-            "text": step_text(self),
-        }
 
 
 @dataclass
@@ -167,16 +158,6 @@ class Reason:
     cause: Cause
     keys: list[str] = field(default_factory=list)
     detail: dict = field(default_factory=dict)
-
-    def to_dict(self, evidence: dict) -> dict:
-        from profkit.explain.phrases import reason_text
-
-        return {
-            "cause": str(self.cause),
-            "evidence": list(self.keys),
-            "detail": {k: plain(v) for k, v in self.detail.items()},
-            "text": reason_text(self, evidence),
-        }
 
 
 @dataclass
@@ -213,7 +194,7 @@ class Launch:
 
     launch: int | None
     name: str  # demangled, shortened
-    family: str  # library.Family value
+    family: str  # kernel_family.Family value
     case: str | None
     share_pct: float | None
     bottleneck: Bottleneck | None
@@ -221,22 +202,9 @@ class Launch:
     evidence: dict = field(default_factory=dict)
     reasons: list[Reason] = field(default_factory=list)
 
-    def to_dict(self) -> dict:
-        return {
-            "launch": self.launch,
-            "name": self.name,
-            "family": self.family,
-            "case": self.case,
-            "share_pct": plain(self.share_pct),
-            "bottleneck": _s(self.bottleneck),
-            "unit": _s(self.unit),
-            "evidence": {k: plain(v) for k, v in self.evidence.items()},
-            "reasons": [r.to_dict(self.evidence) for r in self.reasons],
-        }
-
 
 @dataclass
-class Comparison:
+class BaselineComparison:
     """A lab case against a baseline at one dtype and shape, on device time."""
 
     dtype: str
@@ -299,53 +267,14 @@ class Finding:
     verdict: Verdict | None = None  # kind VERDICT only
     reasons: list[Reason] = field(default_factory=list)
     evidence: dict = field(default_factory=dict)
-    next: list[Step] = field(default_factory=list)
+    next: list[NextStep] = field(default_factory=list)
     launches: list[Launch] = field(default_factory=list)
-    comparisons: list[Comparison] = field(default_factory=list)
+    comparisons: list[BaselineComparison] = field(default_factory=list)
     tally: dict = field(default_factory=dict)  # verdict: {baseline: {outcome: count}}
     nvidia_rules: list[RuleResult] = field(default_factory=list)
     ruled_out: list[dict] = field(default_factory=list)  # steps withheld: {action, why}
     # catalogue causes this finding could not judge: their counters were not collected
     not_measured: list[str] = field(default_factory=list)
-
-    @property
-    def text(self) -> str:
-        from profkit.explain.phrases import finding_text
-
-        return finding_text(self)
-
-    @property
-    def next_step(self) -> str | None:
-        from profkit.explain.phrases import step_text
-
-        return step_text(self.next[0]) if self.next else None
-
-    def to_dict(self) -> dict:
-        out = {
-            "subject": self.subject,
-            "kind": str(self.kind),
-            "kernel": self.kernel,
-            "variant": self.variant,
-            "case": self.case,
-            "dtype": self.dtype,
-            "shape": self.shape,
-            "bottleneck": _s(self.bottleneck),
-            "unit": _s(self.unit),
-            "verdict": _s(self.verdict),
-            "reasons": [r.to_dict(self.evidence) for r in self.reasons],
-            "evidence": {k: plain(v) for k, v in self.evidence.items()},
-            "next": [s.to_dict() for s in self.next],
-            "text": self.text,
-            "nvidia_rules": [r.to_dict() for r in self.nvidia_rules],
-            "ruled_out": list(self.ruled_out),
-            "not_measured": list(self.not_measured),
-        }
-        if self.launches:
-            out["launches"] = [launch.to_dict() for launch in self.launches]
-        if self.kind == Kind.VERDICT:
-            out["comparisons"] = [c.to_dict() for c in self.comparisons]
-            out["tally"] = self.tally
-        return out
 
 
 @dataclass
@@ -369,15 +298,6 @@ class Report:
     def __len__(self) -> int:
         return len(self.verdicts) + len(self.findings)
 
-    def to_dict(self) -> dict:
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "source": self.source,
-            "mode": self.mode,
-            "notes": dict(self.notes),
-            "findings": [f.to_dict() for f in self],
-        }
-
 
 def plain(value: object) -> object:
     """numpy scalars to Python ones, NaN to None: evidence must survive json.dumps."""
@@ -386,7 +306,3 @@ def plain(value: object) -> object:
     if isinstance(value, float) and math.isnan(value):
         return None
     return value
-
-
-def _s(value: StrEnum | None) -> str | None:
-    return None if value is None else str(value)

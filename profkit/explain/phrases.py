@@ -10,7 +10,7 @@ import string
 from collections.abc import Mapping
 
 from profkit.explain.evidence import format_value
-from profkit.explain.model import Action, Cause, Finding, Kind, Reason, Step, Verdict
+from profkit.explain.model import Action, Cause, Finding, Kind, NextStep, Reason, Verdict
 from profkit.measure import stats
 
 _STALL_WORDS = {
@@ -587,7 +587,7 @@ def _time_in_launches(d: Mapping, ev: Mapping) -> str:
 
 # --- steps ----------------------------------------------------------------------------------------
 
-STEPS: dict[Action, str] = {
+NEXT_STEPS: dict[Action, str] = {
     Action.FEWER_BYTES: "move fewer bytes: fuse it with the ops around it or keep data on chip; "
     "launch tuning will not help",
     Action.FUSE: "fuse the kernels into one (torch.compile or a fused kernel) so the data "
@@ -652,7 +652,7 @@ STEPS: dict[Action, str] = {
 }
 
 
-def step_text(step: Step) -> str:
+def next_step_text(step: NextStep) -> str:
     d = step.detail
     if step.action == Action.FUSE and d.get("library"):
         text = (
@@ -660,7 +660,7 @@ def step_text(step: Step) -> str:
             "(torch.compile or a fused kernel) rather than tune it"
         )
     elif step.action == Action.LIBRARY_SHAPES and d.get("library"):
-        text = STEPS[Action.LIBRARY_SHAPES]
+        text = NEXT_STEPS[Action.LIBRARY_SHAPES]
     elif step.action == Action.CUT_INSTRUCTIONS and d.get("pipe"):
         text = (
             f"cut instructions on the {str(d['pipe']).upper()} pipe (fewer conversions and "
@@ -702,7 +702,7 @@ def step_text(step: Step) -> str:
             "floor, so only fewer bytes (fusing with its neighbours) or fewer launches help"
         )
     else:
-        text = STEPS[step.action]
+        text = NEXT_STEPS[step.action]
     if d.get("gain_us") is not None:
         text += f" (up to {format_value('_us', d['gain_us'])} to gain)"
     if d.get("where") and d.get("tie"):
@@ -780,6 +780,11 @@ def finding_text(f: Finding) -> str:
         parts.append(f"{STEP_LATENCY_WORDS[0].upper()}{STEP_LATENCY_WORDS[1:]}.")
     parts += [reason_text(r, ev) for r in f.reasons]
     return " ".join(p for p in parts if p)
+
+
+def first_step_text(f: Finding) -> str | None:
+    """The words of a finding's first next step, None when it has none."""
+    return next_step_text(f.next[0]) if f.next else None
 
 
 def history_text(f: Finding) -> str:

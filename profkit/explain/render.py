@@ -16,9 +16,10 @@ from rich.console import Console
 from rich.text import Text
 
 from profkit.explain import source_render
+from profkit.explain.as_json import report_dict
 from profkit.explain.hotlines import SourceLines
 from profkit.explain.model import Finding, Kind, Report, Unit, Verdict
-from profkit.explain.phrases import reason_text, step_text
+from profkit.explain.phrases import finding_text, next_step_text, reason_text
 from profkit.spec import DTYPE_ALIASES
 
 _VERDICT_STYLE = {
@@ -265,13 +266,13 @@ def _summary(out: _Out, group: list[Finding], hot: SourceLines | None = None) ->
             _VERDICT_STYLE.get(v.verdict, "bold"),
         )
         out.priority = _P_VERDICT
-        out.para(v.text)
+        out.para(finding_text(v))
         history = next(
             (f for f in group if f.kind == Kind.HISTORY and f.variant == v.variant), None
         )
         out.priority = _P_HISTORY
         if history is not None:
-            out.para(history.text, first="history: ")
+            out.para(finding_text(history), first="history: ")
         mine = {(f.dtype, f.shape): f for f in cases if f.variant == v.variant}
         out.priority = _P_LOSSES
         _losses(out, v, mine)
@@ -292,7 +293,7 @@ def _summary(out: _Out, group: list[Finding], hot: SourceLines | None = None) ->
             steps = [*steps, hosted[0].next[0]][: MAX_STEPS + 1]
         for i, step in enumerate(steps, 1):
             out.priority = _P_STEP1 if i == 1 else _P_STEPS
-            out.para(step_text(step), first=f"next {i}: ", style="bold" if i == 1 else "")
+            out.para(next_step_text(step), first=f"next {i}: ", style="bold" if i == 1 else "")
         withheld = _withheld(group, v.variant)
         out.priority = _P_WITHHELD
         for item in withheld:
@@ -309,7 +310,7 @@ def _steps(out: _Out, group: list[Finding]) -> None:
             out.priority = _P_HEAD
             out.head(f.subject, label(f), "cyan")
             out.priority = _P_VERDICT
-            out.para(f.text)
+            out.para(finding_text(f))
     out.priority = _P_LAUNCHES
     for f in group:
         if f.kind == Kind.CASE and f.launches:
@@ -394,9 +395,9 @@ def _one_line(f: Finding) -> str:
 
 def _launch_line(out: _Out, f: Finding) -> None:
     out.head(f.subject, label(f), _BOTTLENECK_STYLE.get(str(f.bottleneck), "dim"))
-    out.para(f.text)
+    out.para(finding_text(f))
     if f.next:
-        out.para(step_text(f.next[0]), first="next: ", style="bold")
+        out.para(next_step_text(f.next[0]), first="next: ", style="bold")
 
 
 def _hot_line(out: _Out, hot: SourceLines | None, f: Finding | None) -> None:
@@ -417,7 +418,7 @@ def _full(
 ) -> None:
     style = _VERDICT_STYLE.get(f.verdict) or _BOTTLENECK_STYLE.get(str(f.bottleneck), "dim")
     out.head(f.subject, label(f).upper() if f.kind == Kind.VERDICT else label(f), style)
-    out.para(f.text)
+    out.para(finding_text(f))
     for label_, line in facts(f.evidence):
         out.para(line, indent=4, first=f"{label_}: ", style="dim")
     if f.not_measured:  # honest confidence: causes this capture could not judge either way
@@ -438,7 +439,7 @@ def _full(
         if rules and hot is not None:
             source_render.print_lines(out.para, hot.of(f))
     for i, step in enumerate(f.next, 1):
-        out.para(step_text(step), first=f"next {i}: ", style="bold" if i == 1 else "")
+        out.para(next_step_text(step), first=f"next {i}: ", style="bold" if i == 1 else "")
     for item in f.ruled_out:
         out.para(withheld_text(item), first="withheld: ", style="dim")
     if rules:
@@ -533,17 +534,17 @@ def to_markdown(
             lines += [f"*Note:* {notes[kernel]}", ""]
         for f in group:
             if f.kind == Kind.VERDICT:
-                lines += [f"**{f.subject}: {label(f)}.** {f.text}", ""]
-                lines += [f"- *Next:* {step_text(s)}" for s in f.next]
+                lines += [f"**{f.subject}: {label(f)}.** {finding_text(f)}", ""]
+                lines += [f"- *Next:* {next_step_text(s)}" for s in f.next]
                 lines.append("")
             elif f.kind == Kind.HISTORY:
-                lines += [f"*History:* {f.text}", ""]
+                lines += [f"*History:* {finding_text(f)}", ""]
             elif f.kind == Kind.STEPS:
-                lines += [f"**{f.subject}: {label(f)}.** {f.text}", ""]
+                lines += [f"**{f.subject}: {label(f)}.** {finding_text(f)}", ""]
             elif verbose or f.kind in (Kind.HOST, Kind.LAUNCH) or f.reasons:
-                lines.append(f"- **{f.subject}** ({label(f)}): {f.text}")
+                lines.append(f"- **{f.subject}** ({label(f)}): {finding_text(f)}")
                 if f.next:
-                    lines.append(f"  - *Next:* {step_text(f.next[0])}")
+                    lines.append(f"  - *Next:* {next_step_text(f.next[0])}")
                 lines += source_render.markdown(hot, f)
                 if verbose:
                     lines += [
@@ -562,7 +563,7 @@ def to_markdown(
 def to_json(report: Report | Iterable[Finding], hot: SourceLines | None = None) -> str:
     if not isinstance(report, Report):
         report = Report(findings=list(report))
-    out = report.to_dict()
+    out = report_dict(report)
     if hot is not None and hot.measured:  # one entry per launch with hot lines
         out["source_lines"] = hot.to_list()
     return json.dumps(out, indent=2)

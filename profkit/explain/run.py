@@ -13,10 +13,9 @@ from dataclasses import dataclass, replace
 import pandas as pd
 
 from profkit import thresholds as th
-from profkit.explain import history, host, launches, rules
-from profkit.explain import steps as step_latency
+from profkit.explain import decode_steps, history, host, launches, ncu_rules
 from profkit.explain.context import Context
-from profkit.explain.diagnose import diagnose, fit_steps
+from profkit.explain.diagnose import diagnose, fit_next_steps
 from profkit.explain.evidence import (
     Evidence,
     as_bool,
@@ -27,16 +26,16 @@ from profkit.explain.evidence import (
     timed,
     where,
 )
-from profkit.explain.library import Family, family
+from profkit.explain.kernel_family import Family, family
 from profkit.explain.memory import chain_traffic, dram_level
 from profkit.explain.model import (
     Action,
     Cause,
     Finding,
     Kind,
+    NextStep,
     Reason,
     Report,
-    Step,
 )
 from profkit.explain.roofs import Device, device_of_row, memory_roof
 from profkit.explain.shape import launch_overhead
@@ -56,7 +55,7 @@ def explain_run(run: Run, history_runs: Sequence[Run] | None = None) -> Report:
     cases = run.cases.astype({"dtype": str, "shape": str, "variant": str, "kernel": str})
     earlier = history.history_runs(run, history_runs)
     notebook_dir = _notebook_dir()
-    tables = _Tables(launches.by_case(run.kernels), rules.by_launch(run.rules))
+    tables = _Tables(launches.by_case(run.kernels), ncu_rules.by_launch(run.rules))
     for kernel, group in cases.groupby("kernel", sort=False):
         rows = group.to_dict("records")
         notebook = history.notebook_ruled_out(str(kernel), notebook_dir)
@@ -73,7 +72,7 @@ def explain_run(run: Run, history_runs: Sequence[Run] | None = None) -> Report:
         suspect = any(as_bool(r.get("baseline")) for r in rows) and not any(
             as_bool(r.get("correct")) for r in rows
         )
-        steps: dict[tuple[str, str], list[Step]] = {}
+        steps: dict[tuple[str, str], list[NextStep]] = {}
         for row in rows:
             variant = str(row["variant"])
             others = [r for r in rows if where(r) == where(row) and str(r["variant"]) != variant]
@@ -94,19 +93,19 @@ def explain_run(run: Run, history_runs: Sequence[Run] | None = None) -> Report:
             hosted = host.host_finding(row, finding.subject)
             if hosted is not None:
                 report.findings.append(hosted)
-        if step_latency.has_step_latency(group):
+        if decode_steps.has_step_latency(group):
             # the same comparison against the baseline, on step latency (its samples are the
             # run's `device` kind); the verdict says which measure it weighed
             judged = verdicts(
-                str(kernel), step_latency.as_timed(rows), steps, run.samples, mode, on_device=False
+                str(kernel), decode_steps.as_timed(rows), steps, run.samples, mode, on_device=False
             )
             for v in judged:
                 v.evidence["measure"] = "step latency"
             report.verdicts += judged
-            report.findings += step_latency.step_findings(
+            report.findings += decode_steps.step_findings(
                 str(kernel), rows, run.manifest, run.samples
             )
-            note = step_latency.kernel_note(run.manifest)
+            note = decode_steps.kernel_note(run.manifest)
             if note:
                 report.notes[str(kernel)] = note
         else:
@@ -114,10 +113,10 @@ def explain_run(run: Run, history_runs: Sequence[Run] | None = None) -> Report:
     return report
 
 
-def _suspect_reference(step: Step) -> Step:
+def _suspect_reference(step: NextStep) -> NextStep:
     if step.action != Action.FIX_CORRECTNESS:
         return step
-    return Step(step.action, step.because, {**step.detail, "suspect": "reference"})
+    return NextStep(step.action, step.because, {**step.detail, "suspect": "reference"})
 
 
 def _interpreted(run: Run) -> bool:
@@ -211,7 +210,7 @@ def case_finding(row: Mapping, ctx: Context, tables: _Tables, no_counters: str |
         f.reasons, f.next, f.ruled_out = diagnosis.reasons, diagnosis.steps, diagnosis.ruled_out
         f.not_measured = diagnosis.not_measured
     ev.put("family", str(ctx.family))
-    f.nvidia_rules = rules.case_rules(tables.rules, rows, lab)
+    f.nvidia_rules = ncu_rules.case_rules(tables.rules, rows, lab)
     f.evidence = dict(ev)
     _throttled(f, row)
     return f
@@ -247,7 +246,7 @@ def _chain(
             shares[x.unit] = shares.get(x.unit, 0.0) + (x.share_pct or 0.0)
     f.unit = max(shares, key=lambda u: shares[u]) if shares else None
     f.reasons = [where_time]
-    steps: list[Step] = []
+    steps: list[NextStep] = []
     top, top_row = max(zip(f.launches, rows, strict=True), key=lambda p: p[0].share_pct or 0.0)
     if (top.share_pct or 0.0) >= th.DOMINANT_LAUNCH_PCT:
         model = {k: row.get(k) for k in ("bytes", "flops", "device_p50_ms", "copy_gbps_same_size")}
@@ -264,10 +263,10 @@ def _chain(
             f.reasons.append(said[0])
             steps += said[1]
     if not steps:
-        steps.append(Step(Action.FUSE, ["launches"]))
+        steps.append(NextStep(Action.FUSE, ["launches"]))
     fam = {x.family for x in f.launches}
     lib = Family.ATEN_ELEMENTWISE if fam & {str(Family.ATEN_ELEMENTWISE)} else ctx.family
-    f.next, f.ruled_out = fit_steps(steps, replace(ctx, family=lib if not lab else ctx.family))
+    f.next, f.ruled_out = fit_next_steps(steps, replace(ctx, family=lib if not lab else ctx.family))
 
 
 def _not_judged(f: Finding, row: Mapping, ev: Evidence) -> None:
@@ -282,7 +281,7 @@ def _not_judged(f: Finding, row: Mapping, ev: Evidence) -> None:
         ev.put("first_failure_rel_err", num(row, "rel_err"))
     cause = Cause.UNTIMED if correct else Cause.INCORRECT
     f.reasons = [Reason(cause, ["first_failure", "first_failure_error"])]
-    f.next = [Step(Action.FIX_CORRECTNESS, ["first_failure"])] if not correct else []
+    f.next = [NextStep(Action.FIX_CORRECTNESS, ["first_failure"])] if not correct else []
     f.evidence = dict(ev)
 
 
@@ -298,9 +297,9 @@ def _timing_only(f: Finding, row: Mapping, ctx: Context, ev: Evidence, reason: s
         f.next = said[1]
     elif said and said[0].cause == Cause.SIBLING_FASTER:
         f.reasons.append(said[0])
-        f.next = [*said[1], Step(Action.CAPTURE_COUNTERS, ["counters_reason"])]
+        f.next = [*said[1], NextStep(Action.CAPTURE_COUNTERS, ["counters_reason"])]
     else:
-        f.next = [Step(Action.CAPTURE_COUNTERS, ["counters_reason"])]
+        f.next = [NextStep(Action.CAPTURE_COUNTERS, ["counters_reason"])]
     f.evidence = dict(ev)
 
 
@@ -316,7 +315,7 @@ def explain_launches(
     """One finding per kernel launch of a report (kernels.csv-like: counters, no timing)."""
     device = Device.of(manifest or {"ceilings": ceilings or {}})
     report = Report(source="report", mode="report")
-    rule_index = rules.by_launch(rule_table)
+    rule_index = ncu_rules.by_launch(rule_table)
     for row in kernels.to_dict("records"):
         name = text(row, "kernel_name") or "kernel"
         fam = family(name)
@@ -340,7 +339,7 @@ def explain_launches(
             unit=diagnosis.unit if diagnosis else None,
             reasons=diagnosis.reasons if diagnosis else [],
             next=diagnosis.steps if diagnosis else [],
-            nvidia_rules=rules.launch_rules(rule_index, row),
+            nvidia_rules=ncu_rules.launch_rules(rule_index, row),
             not_measured=diagnosis.not_measured if diagnosis else [],
         )
         if launch is not None:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from profkit import thresholds as th
 from profkit.explain.context import Context, Said
 from profkit.explain.evidence import Evidence, num, nums
-from profkit.explain.model import Action, Cause, Reason, Step
+from profkit.explain.model import Action, Cause, NextStep, Reason
 
 
 def grid_too_small(m: Mapping, ctx: Context) -> bool:
@@ -45,8 +45,8 @@ def launch_overhead(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
     ev.put("kernel_count", count)
     ev.put("mean_kernel_ms", duration / count)
     return Reason(Cause.LAUNCH_OVERHEAD, ["kernel_count", "mean_kernel_ms"]), [
-        Step(Action.CUDA_GRAPH, ["kernel_count", "mean_kernel_ms"]),
-        Step(Action.FUSE, ["kernel_count"]),
+        NextStep(Action.CUDA_GRAPH, ["kernel_count", "mean_kernel_ms"]),
+        NextStep(Action.FUSE, ["kernel_count"]),
     ]
 
 
@@ -68,7 +68,7 @@ def small_grid(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
         ev.put("ncu_duration_ms", num(m, "ncu_duration_ms"))
         keys.append("ncu_duration_ms")
         return Reason(Cause.SMALL_GRID, keys, {"short": True}), [
-            Step(Action.CUDA_GRAPH, ["ncu_duration_ms"])
+            NextStep(Action.CUDA_GRAPH, ["ncu_duration_ms"])
         ]
     if ctx.matmul_like(m):
         # a sibling as fast or faster on as few programs refutes "too few": the grid is not the
@@ -88,9 +88,9 @@ def small_grid(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
             keys.append("dram_throughput_pct")
         detail = {"matmul": True, **{k: ev[k] for k in keys if k != "wave_fill_pct"}}
         return Reason(Cause.SMALL_GRID, keys, {"matmul": True}), [
-            Step(Action.MORE_PROGRAMS, keys, detail)
+            NextStep(Action.MORE_PROGRAMS, keys, detail)
         ]
-    return Reason(Cause.SMALL_GRID, keys), [Step(Action.MORE_PROGRAMS, keys)]
+    return Reason(Cause.SMALL_GRID, keys), [NextStep(Action.MORE_PROGRAMS, keys)]
 
 
 def tail_effect(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
@@ -101,7 +101,7 @@ def tail_effect(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
     ev.put("waves_per_sm", waves)
     ev.put("tail_idle_pct", round(idle * 100, 2))
     return Reason(Cause.TAIL, ["waves_per_sm", "tail_idle_pct"]), [
-        Step(Action.WHOLE_WAVES, ["waves_per_sm", "tail_idle_pct"])
+        NextStep(Action.WHOLE_WAVES, ["waves_per_sm", "tail_idle_pct"])
     ]
 
 
@@ -115,7 +115,7 @@ def low_occupancy(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
     if achieved < th.LOW_OCCUPANCY_RATIO * theoretical:
         ev.put("achieved_occupancy_pct", achieved)
         ev.put("theoretical_occupancy_pct", theoretical)
-        return Reason(Cause.LOW_OCCUPANCY, keys), [Step(Action.BALANCE_WORK, keys)]
+        return Reason(Cause.LOW_OCCUPANCY, keys), [NextStep(Action.BALANCE_WORK, keys)]
     if theoretical < th.LOW_THEORETICAL_OCCUPANCY_PCT:
         ev.put("achieved_occupancy_pct", achieved)
         ev.put("theoretical_occupancy_pct", theoretical)
@@ -127,7 +127,9 @@ def low_occupancy(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
             # one large-tile CTA per SM is how tl.dot and cuBLAS kernels keep operands in
             # registers and shared memory: a fact, not the step (their stalls say which is)
             return Reason(Cause.LOW_THEORETICAL_OCCUPANCY, keys), []
-        return Reason(Cause.LOW_THEORETICAL_OCCUPANCY, keys), [Step(Action.RAISE_OCCUPANCY, keys)]
+        return Reason(Cause.LOW_THEORETICAL_OCCUPANCY, keys), [
+            NextStep(Action.RAISE_OCCUPANCY, keys)
+        ]
     return None
 
 
@@ -136,7 +138,7 @@ def short_kernel(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
         return None
     ev.put("ncu_duration_ms", num(m, "ncu_duration_ms"))
     return Reason(Cause.SHORT_KERNEL, ["ncu_duration_ms"]), [
-        Step(Action.CUDA_GRAPH, ["ncu_duration_ms"])
+        NextStep(Action.CUDA_GRAPH, ["ncu_duration_ms"])
     ]
 
 

@@ -16,7 +16,7 @@ import pandas as pd
 
 from profkit import thresholds as th
 from profkit.explain.evidence import Evidence, num, timed
-from profkit.explain.model import Action, Step
+from profkit.explain.model import Action, NextStep
 from profkit.measure import stats
 
 # launch and traffic facts compared with a sibling: (column, is an occupancy)
@@ -100,7 +100,7 @@ def _moves_as_much(row: Mapping, other: Mapping) -> bool:
 
 def sibling_step(
     row: Mapping, found: tuple[Mapping, stats.MedianRatio], ev: Evidence, same: str
-) -> tuple[list[str], Step]:
+) -> tuple[list[str], NextStep]:
     """Record the sibling in the evidence and build the step that points at it; `same` is what
     the two share ("bytes" or "flops"). Returns the evidence keys and the step."""
     other, c = found
@@ -127,7 +127,7 @@ def sibling_step(
         # the facts held by both and found alike: with no difference, the gap is in the code
         "compared": [] if differs else facts_in_common(row, other),
     }
-    return keys, Step(Action.MATCH_SIBLING, keys, detail)
+    return keys, NextStep(Action.MATCH_SIBLING, keys, detail)
 
 
 def facts_in_common(row: Mapping, other: Mapping) -> list[str]:

@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from profkit import thresholds as th
 from profkit.explain.context import Context, Said
 from profkit.explain.evidence import Evidence, num
-from profkit.explain.model import Action, Cause, Reason, Step
+from profkit.explain.model import Action, Cause, NextStep, Reason
 
 # stall reason -> the step that addresses it
-STEPS: dict[str, Action] = {
+NEXT_STEPS: dict[str, Action] = {
     "long_scoreboard": Action.HIDE_LATENCY,  # waiting on global/local memory
     "lg_throttle": Action.WIDER_LOADS,  # the global-memory queue is full of small requests
     "barrier": Action.FEWER_BARRIERS,
@@ -33,7 +33,7 @@ STEPS: dict[str, Action] = {
 
 def stall_columns(m: Mapping) -> dict[str, float]:
     out = {}
-    for reason in [*STEPS, "not_selected"]:
+    for reason in [*NEXT_STEPS, "not_selected"]:
         value = num(m, f"stall_{reason}_pct")
         if value is not None:
             out[reason] = value
@@ -57,12 +57,12 @@ def dominant_stall(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
     if ctx.matmul_like(m) and reason in ("barrier", "long_scoreboard"):
         # in a tiled tl.dot loop these are the waits for the next stage's tiles, not a
         # reduction's barriers: the remedy is a deeper pipeline, not fewer block-wide syncs
-        return Reason(Cause.STALL, keys, detail), [Step(Action.DEEPER_PIPELINE, keys, detail)]
-    if STEPS[reason] == Action.OPEN_NCU:
+        return Reason(Cause.STALL, keys, detail), [NextStep(Action.DEEPER_PIPELINE, keys, detail)]
+    if NEXT_STEPS[reason] == Action.OPEN_NCU:
         return Reason(Cause.STALL, keys, detail), [
-            Step(Action.OPEN_NCU, keys, {"section": "WarpStateStats"})
+            NextStep(Action.OPEN_NCU, keys, {"section": "WarpStateStats"})
         ]
-    return Reason(Cause.STALL, keys, detail), [Step(STEPS[reason], keys, detail)]
+    return Reason(Cause.STALL, keys, detail), [NextStep(NEXT_STEPS[reason], keys, detail)]
 
 
 def stall_share(m: Mapping, reason: str) -> float | None:

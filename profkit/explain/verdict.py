@@ -15,14 +15,23 @@ from collections.abc import Mapping
 import pandas as pd
 
 from profkit.explain.evidence import Evidence, as_bool, num, text, timed, where
-from profkit.explain.model import Action, Cause, Comparison, Finding, Kind, Reason, Step, Verdict
+from profkit.explain.model import (
+    Action,
+    BaselineComparison,
+    Cause,
+    Finding,
+    Kind,
+    NextStep,
+    Reason,
+    Verdict,
+)
 from profkit.measure import stats
 from profkit.measure.clocks import REASON_SEP
 
 
-def compare(lab: Mapping, base: Mapping, samples: pd.DataFrame | None) -> Comparison:
+def compare(lab: Mapping, base: Mapping, samples: pd.DataFrame | None) -> BaselineComparison:
     c = stats.compare_cases(lab, base, samples)
-    return Comparison(
+    return BaselineComparison(
         dtype=str(lab["dtype"]),
         shape=str(lab["shape"]),
         baseline=str(base["variant"]),
@@ -38,7 +47,7 @@ def compare(lab: Mapping, base: Mapping, samples: pd.DataFrame | None) -> Compar
     )
 
 
-def loop_outcome(c: Comparison) -> str | None:
+def loop_outcome(c: BaselineComparison) -> str | None:
     """The eager-loop comparison: faster/slower beyond the practical floor, else noise."""
     if c.lab_loop_us is None or c.baseline_loop_us is None or c.baseline_loop_us <= 0:
         return None
@@ -51,7 +60,7 @@ def loop_outcome(c: Comparison) -> str | None:
 def verdicts(
     kernel: str,
     rows: list[dict],
-    steps: Mapping[tuple[str, str], list[Step]],
+    steps: Mapping[tuple[str, str], list[NextStep]],
     samples: pd.DataFrame | None,
     mode: str = "gpu",
     on_device: bool = True,
@@ -82,7 +91,7 @@ def _verdict(
     variant: str,
     lab: list[dict],
     base: list[dict],
-    steps: Mapping[tuple[str, str], list[Step]],
+    steps: Mapping[tuple[str, str], list[NextStep]],
     samples: pd.DataFrame | None,
     mode: str,
     several: bool,
@@ -157,7 +166,7 @@ def _verdict(
     return f
 
 
-def _sub_floor(comparisons: list[Comparison], ev: Evidence) -> None:
+def _sub_floor(comparisons: list[BaselineComparison], ev: Evidence) -> None:
     """Ties whose interval excludes 1 all on one side: a measurable gap under the practical
     floor. Several of them in one direction is a pattern a tie count would hide."""
     for side, test in (("slower", lambda c: c.ci_low > 1), ("faster", lambda c: c.ci_high < 1)):
@@ -170,14 +179,16 @@ def _sub_floor(comparisons: list[Comparison], ev: Evidence) -> None:
             ev.put(f"ties_{side}_baseline", worst.baseline)
 
 
-def _throttled_sides(c: Comparison, variant: str) -> list[str] | None:
+def _throttled_sides(c: BaselineComparison, variant: str) -> list[str] | None:
     """Which sides of a comparison ran throttled (None when neither did)."""
     sides = [who for who, note in ((variant, c.lab_clock_note),
              (c.baseline, c.baseline_clock_note)) if note]  # fmt: skip
     return sides or None
 
 
-def _throttled(f: Finding, comparisons: list[Comparison], rows: list[dict], ev: Evidence) -> None:
+def _throttled(
+    f: Finding, comparisons: list[BaselineComparison], rows: list[dict], ev: Evidence
+) -> None:
     """How many comparisons, and how many of the wins and losses, rest on a case that ran at
     reduced clocks: those gaps may be the clock, not the code. Runs without clock_note say
     nothing."""
@@ -222,10 +233,10 @@ def _failed(f: Finding, failed: list[dict], ev: Evidence, base: list[dict]) -> N
         keys.append("baseline_failed_cases")
     f.reasons = [Reason(cause, keys, {"suspect": "reference"} if suspect else {})]
     detail = {"suspect": "reference"} if suspect else {}
-    f.next = [Step(Action.FIX_CORRECTNESS, ["first_failure"], detail)]
+    f.next = [NextStep(Action.FIX_CORRECTNESS, ["first_failure"], detail)]
 
 
-def _loop_split(f: Finding, comparisons: list[Comparison], ev: Evidence) -> None:
+def _loop_split(f: Finding, comparisons: list[BaselineComparison], ev: Evidence) -> None:
     """Where the GPU comparison and the eager-loop comparison disagree, keep the widest such
     case: both are said, apart."""
     split = [
@@ -263,17 +274,17 @@ def _loop_split(f: Finding, comparisons: list[Comparison], ev: Evidence) -> None
 
 def _steps(
     variant: str,
-    losses: list[Comparison],
-    comparisons: list[Comparison],
-    steps: Mapping[tuple[str, str], list[Step]],
+    losses: list[BaselineComparison],
+    comparisons: list[BaselineComparison],
+    steps: Mapping[tuple[str, str], list[NextStep]],
     on_device: bool = True,
-) -> list[Step]:
+) -> list[NextStep]:
     """The steps of the cases where it loses, worst loss first; with no loss, those of the case
     closest to losing. Each step says where it comes from. A loss in device time (measured by
     graph replay, the host not in it) is not told to cut the host cost: its CUDA-graph step says
     what reaches device time instead."""
     order = losses or sorted(comparisons, key=lambda c: -c.ratio)[:1]
-    out: list[Step] = []
+    out: list[NextStep] = []
     for c in order:
         for step in steps.get((variant, c.where), []):
             if all(s.action != step.action for s in out):
@@ -282,5 +293,5 @@ def _steps(
                     detail["tie"] = True  # the closest case: no device-time gap to close
                 elif on_device and step.action == Action.CUDA_GRAPH:
                     detail["device_loss"] = True
-                out.append(Step(step.action, step.because, detail))
+                out.append(NextStep(step.action, step.because, detail))
     return out[:4]

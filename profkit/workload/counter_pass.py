@@ -24,7 +24,7 @@ from profkit import store
 from profkit.counters import ncu
 from profkit.counters.sourcepass import DURATION, SECTIONS, regex_escape
 from profkit.errors import ProfkitError
-from profkit.explain.library import short_name
+from profkit.explain.kernel_family import short_name
 from profkit.workload.program import child_environ
 from profkit.workload.timing_pass import RANGE_SEP, Region, listed, range_names
 

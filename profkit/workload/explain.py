@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from profkit.explain import launches, rules
+from profkit.explain import launches, ncu_rules
 from profkit.explain.context import Context
 from profkit.explain.evidence import num
-from profkit.explain.library import Family, family
-from profkit.explain.model import Action, Finding, Report, Step, Unit
-from profkit.explain.phrases import step_text
+from profkit.explain.kernel_family import Family, family
+from profkit.explain.model import Action, Finding, NextStep, Report, Unit
+from profkit.explain.phrases import next_step_text
 from profkit.explain.roofs import Device
 from profkit.explain.run import _no_counters, _Tables, case_finding
 from profkit.store import Run
@@ -58,7 +58,7 @@ def explain_profile(run: Run) -> Report:
     device = Device.of(run.manifest)
     by_case = launches.by_case(run.kernels)
     # one profiled launch stands for its group: a group's launches are one kernel, not a chain
-    tables = _Tables({c: rows[:1] for c, rows in by_case.items()}, rules.by_launch(run.rules))
+    tables = _Tables({c: rows[:1] for c, rows in by_case.items()}, ncu_rules.by_launch(run.rules))
     no_counters = _no_counters(run)
     rows = run.cases.sort_values("rank").to_dict("records")
     found: dict[str, Finding] = {}
@@ -111,7 +111,7 @@ def headline(rows: list[dict], found: Mapping[str, Finding], manifest: Mapping) 
     if gap is not None and gap > first:
         said.append(
             f"the GPU is idle {gap:.0f}% of {where} (host gaps): "
-            f"{step_text(Step(Action.CUDA_GRAPH, ['host_gap_pct']))}"
+            f"{next_step_text(NextStep(Action.CUDA_GRAPH, ['host_gap_pct']))}"
         )
     for kind, members in ranked[:HEADLINE_BUCKETS]:
         share = sum(_share(r) for r, _ in members)
@@ -129,7 +129,7 @@ def headline(rows: list[dict], found: Mapping[str, Finding], manifest: Mapping) 
                 text += f" ({profiled} of them profiled)"
         advised = [(r, f) for r, f in members if f is not None and f.next]
         if advised:
-            text += f": {step_text(max(advised, key=lambda m: _share(m[0]))[1].next[0])}"
+            text += f": {next_step_text(max(advised, key=lambda m: _share(m[0]))[1].next[0])}"
         said.append(text)
     text = "; ".join(said)
     text = text[:1].upper() + text[1:] + "."

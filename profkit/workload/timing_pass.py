@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from profkit.errors import ProfkitError
-from profkit.explain.library import LIBRARY, family, short_name
+from profkit.explain.kernel_family import LIBRARY, family, short_name
 from profkit.workload.trace import FORMAT, KERNEL_COLUMNS, RANGE_COLUMNS, RANGE_SEP, VERSION
 
 GROUP_BY = ("range", "op")

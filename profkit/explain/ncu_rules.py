@@ -16,7 +16,7 @@ import pandas as pd
 
 from profkit import thresholds as th
 from profkit.explain.evidence import num, text
-from profkit.explain.library import LIBRARY, family, is_persistent, launch_family
+from profkit.explain.kernel_family import LIBRARY, family, is_persistent, launch_family
 from profkit.explain.model import RuleResult
 from profkit.explain.roofs import tensor_pct
 from profkit.explain.shape import tail_idle
