@@ -672,7 +672,7 @@ def test_win_active_track_not_a_win() -> None:
     assert v.verdict == Verdict.WIN and v.tally == {
         "eager": {"faster": 1, "slower": 0, "noise": 0, "unstable": 0}
     }
-    (c,) = v.to_dict()["comparisons"]
+    (c,) = finding_dict(v)["comparisons"]
     assert set(c) >= {"dtype", "shape", "baseline", "ratio", "ci_low", "ci_high", "outcome",
                       "method"} and c["outcome"] == "faster"  # fmt: skip
     tie = [*fast, case("compile", baseline=True, device_p50_ms=0.0502)]
@@ -1081,7 +1081,8 @@ def test_a_loss_decided_on_throttled_cases_says_so() -> None:
     assert c.throttled and c.to_dict()["clock_notes"]["baseline"] is None
     lab = next(f for f in report if f.kind == Kind.CASE and f.variant == "triton")
     assert Cause.THROTTLED in causes(lab) and lab.evidence["sm_clock_mhz"] == 1410.0
-    assert "It ran throttled (sm clock 1410 of 1980 MHz; sw_power_cap, SM at 1410 MHz)" in lab.text
+    said = "It ran throttled (sm clock 1410 of 1980 MHz; sw_power_cap, SM at 1410 MHz)"
+    assert said in finding_text(lab)
     base = next(f for f in report if f.kind == Kind.CASE and f.variant == "compile")
     assert Cause.THROTTLED not in causes(base)
 

@@ -21,6 +21,7 @@ from plotly.subplots import make_subplots
 
 from profkit import peaks
 from profkit.dashboard.common import ROW_HEIGHT_PX, Field, column, hover, layout, text, timed
+from profkit.explain.record import LaunchRecord
 from profkit.explain.roofs import roof_kind
 from profkit.store import Run
 
@@ -101,7 +102,7 @@ def measured_kinds(run: Run, dtype: str) -> list[str]:
         return []
     cases = timed(run.cases)
     sub = cases[cases["dtype"].astype(str) == dtype]
-    kinds = [roof_kind(r, dtype)[0] for r in sub.to_dict("records")]
+    kinds = [roof_kind(LaunchRecord.of(r), dtype)[0] for r in sub.to_dict("records")]
     counted = pd.Series([k for k in kinds if k]).value_counts()
     return [str(k) for k in counted.index]
 

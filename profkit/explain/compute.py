@@ -9,28 +9,25 @@ Tensor pipe is pointed at a sibling that does the same FLOPs as fast, never told
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from profkit import thresholds as th
 from profkit.explain import shape
 from profkit.explain.context import Context, Said
-from profkit.explain.evidence import Evidence, num
+from profkit.explain.evidence import Evidence
 from profkit.explain.kernel_family import GEMM, LIBRARY
 from profkit.explain.model import Action, Cause, NextStep, Reason, Unit
-from profkit.explain.roofs import busiest_pipe, on_tensor_cores, tensor_pct
+from profkit.explain.record import LaunchRecord
+from profkit.explain.roofs import PIPES, busiest_pipe
 from profkit.explain.siblings import sibling_step
 
 
-def pipe_facts(m: Mapping, ev: Evidence) -> None:
+def pipe_facts(rec: LaunchRecord, ev: Evidence) -> None:
     """Every pipe's utilization, recorded for the detail view (no decision)."""
-    from profkit.explain.roofs import PIPES
-
-    for col, _ in PIPES:
-        ev.put(col, num(m, col))
+    for name, _ in PIPES:
+        ev.put(LaunchRecord.column(name), getattr(rec, name))
 
 
-def pipe_unit(m: Mapping, ev: Evidence) -> Unit | None:
-    pipe = busiest_pipe(m)
+def pipe_unit(rec: LaunchRecord, ev: Evidence) -> Unit | None:
+    pipe = busiest_pipe(rec)
     if pipe is None:
         return None
     unit, col, value = pipe
@@ -40,11 +37,12 @@ def pipe_unit(m: Mapping, ev: Evidence) -> Unit | None:
     return None
 
 
-def pipe_detail(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
-    tensor = tensor_pct(m)
-    gemm = ctx.family in GEMM or ctx.matmul_like(m)
+def pipe_detail(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
+    tensor = rec.tensor_pct
+    gemm = ctx.family in GEMM or ctx.matmul_like(rec)
     if tensor is not None:
-        key = "tensor_any_pct" if num(m, "tensor_any_pct") is not None else "tensor_pipe_pct"
+        # quoted under the field it was read from (the record's fields are their columns' names)
+        key = "tensor_any_pct" if rec.tensor_any_pct is not None else "tensor_pipe_pct"
         ev.put(key, tensor)
         if tensor >= th.TENSOR_BUSY_PCT:
             if ctx.family in LIBRARY:
@@ -52,7 +50,7 @@ def pipe_detail(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
             # a sibling doing the same FLOPs in the same or less time: less math is not the gap
             found = ctx.siblings.same_flops_not_slower() if ctx.siblings else None
             if found is not None:
-                more, step = sibling_step(m, found, ev, "flops")
+                more, step = sibling_step(rec, found, ev, "flops")
                 said = "faster" if found[1].outcome == "slower" else "same"
                 return Reason(Cause.TENSOR_BUSY, [key, *more], {"sibling": said}), [step]
             return Reason(Cause.TENSOR_BUSY, [key]), [NextStep(Action.LESS_MATH, [key])]
@@ -65,7 +63,7 @@ def pipe_detail(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
             return Reason(Cause.TENSOR_UNDERFED, [key], {"library": True}), [
                 NextStep(Action.LIBRARY_SHAPES, [key])
             ]
-        if not on_tensor_cores(m) and gemm:  # a user kernel with no MMA instructions at all
+        if not rec.on_tensor_cores and gemm:  # a user kernel with no MMA instructions at all
             if ctx.dtype == "float32":
                 return Reason(Cause.MATMUL_OFF_TENSOR, [key], {"fp32": True}), [
                     NextStep(Action.USE_TF32, [key]),
@@ -74,9 +72,9 @@ def pipe_detail(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
             return Reason(Cause.MATMUL_OFF_TENSOR, [key]), [
                 NextStep(Action.USE_TENSOR_CORES, [key])
             ]
-        if gemm and not library and shape.grid_too_small(m, ctx):
+        if gemm and not library and shape.grid_too_small(rec, ctx):
             # too few tiles for the SMs: larger tiles would make fewer still
-            return shape.small_grid(m, ctx, ev)
+            return shape.small_grid(rec, ctx, ev)
         if gemm and not library:
             # it issues MMAs: under-fed when far below the pipe's roof (or, without the clock to
             # compute that roof, when the pipe is idle most cycles)
@@ -86,7 +84,7 @@ def pipe_detail(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
             ):
                 keys = [key] + (["pct_of_pipe_roof_pct"] if roof is not None else [])
                 return Reason(Cause.TENSOR_UNDERFED, keys), [NextStep(Action.FEED_TENSOR, keys)]
-    pipe = busiest_pipe(m)
+    pipe = busiest_pipe(rec)
     if pipe is not None and pipe[0] != Unit.TENSOR and pipe[2] >= th.PIPE_BUSY_PCT:
         unit, col, value = pipe
         ev.put(col, value)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from profkit.explain.kernel_family import Family
 from profkit.explain.model import Action, NextStep, Reason
+from profkit.explain.record import LaunchRecord
 from profkit.explain.roofs import Device
 from profkit.explain.siblings import Siblings
 
@@ -25,11 +26,8 @@ class Context:
     # the other variants of the same case (a run's case only; None for a launch or a report)
     siblings: Siblings | None = field(default=None, compare=False)
 
-    def matmul_like(self, row: Mapping) -> bool:
+    def matmul_like(self, rec: LaunchRecord) -> bool:
         """A matrix product: it issues MMA instructions, or its model is a matmul's (an MxNxK
         shape doing 2MNK FLOPs). High FLOPs per byte alone is no matmul: an elementwise FMA
         chain has it too, and GEMM advice does not fit it."""
-        from profkit.explain.record import LaunchRecord
-
-        rec = LaunchRecord.of(row)
         return rec.mma_kind is not None or rec.matmul_shaped

@@ -16,11 +16,11 @@ from profkit import thresholds as th
 from profkit.explain import catalogue, compute, memory, shape, stalls
 from profkit.explain.catalogue import KernelKind, Outcome, kernel_kind
 from profkit.explain.context import Context, Said
-from profkit.explain.evidence import Evidence, num
+from profkit.explain.evidence import Evidence
 from profkit.explain.kernel_family import ELEMENTWISE, GEMM, LIBRARY, Family
 from profkit.explain.model import Action, Bottleneck, Cause, NextStep, Reason, Unit
 from profkit.explain.record import LaunchRecord
-from profkit.explain.roofs import compute_roof, memory_roof, tensor_pct
+from profkit.explain.roofs import compute_roof, memory_roof
 from profkit.explain.siblings import sibling_step
 from profkit.measure import stats
 
@@ -49,32 +49,32 @@ class Diagnosis:
     not_measured: list[str] = field(default_factory=list)
 
 
-def diagnose(m: Mapping, ctx: Context) -> Diagnosis | None:
+def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
     """None when the row has no throughput counters."""
-    mem_key = "memory_throughput_pct" if num(m, "memory_throughput_pct") is not None else None
-    mem_key = mem_key or "dram_throughput_pct"
-    mem, sm = num(m, mem_key), num(m, "sm_throughput_pct")
+    mem, mem_key = rec.memory_pct, "memory_throughput_pct"
+    if mem is None:
+        mem, mem_key = rec.dram_pct, "dram_throughput_pct"
+    sm = rec.sm_pct
     if mem is None or sm is None:
         return None
     ev = Evidence()
     ev.put(mem_key, mem)
     ev.put("sm_throughput_pct", sm)
     kind = classify(mem, sm)
-    tensor = tensor_pct(m)
+    tensor = rec.tensor_pct
     if tensor is not None and tensor >= th.TENSOR_BUSY_PCT and kind != Bottleneck.COMPUTE:
         # a Tensor pipe this busy is the limit: the L1/shared traffic that ncu's SOL weighs above
         # the SM's is the MMAs' own operand feed, not a separate memory bound
         ev.put("sol_bottleneck", str(kind))
         kind = Bottleneck.COMPUTE
-    if kind == Bottleneck.LATENCY and _memory_queues_full(m, ev):
+    if kind == Bottleneck.LATENCY and _memory_queues_full(rec, ev):
         ev.put("sol_bottleneck", str(kind))
         kind = Bottleneck.MEMORY
-    compute_roof(m, ctx.dtype, ctx.device, ev)
-    memory_roof(m, ctx.device, ev)
-    memory.hierarchy_facts(m, ev)
-    compute.pipe_facts(m, ev)
-    stalls.stall_facts(m, ev)
-    rec = LaunchRecord.of(m)
+    compute_roof(rec, ctx.dtype, ctx.device, ev)
+    memory_roof(rec, ctx.device, ev)
+    memory.hierarchy_facts(rec, ev)
+    compute.pipe_facts(rec, ev)
+    stalls.stall_facts(rec, ev)
     outcomes = catalogue.evaluate(rec)
     kernel = kernel_kind(rec, ctx.family in GEMM)
     ev.put("kernel_kind", str(kernel))
@@ -90,30 +90,30 @@ def diagnose(m: Mapping, ctx: Context) -> Diagnosis | None:
     if rec.ld_sectors_over_ideal is not None:
         coalescing = _said(outcomes, Cause.UNCOALESCED, kernel, ev)
     else:
-        coalescing = memory.uncoalesced(m, ctx, ev)
+        coalescing = memory.uncoalesced(rec, ctx, ev)
     found: list[Said | None] = []
     unit: Unit | None = None
-    chain = (num(m, "kernel_count") or 1) > 1
+    chain = (rec.kernel_count or 1) > 1
     if kind == Bottleneck.MEMORY:
-        unit = memory.busy_level(m, ev)
+        unit = memory.busy_level(rec, ev)
         # local-memory traffic refutes "reads its input more than once": spills are the re-reads;
         # so do sectors fetched beyond the ideal (a strided read pulls whole sectors from DRAM)
-        reads = None if spills or coalescing else memory.extra_reads(m, ctx, ev)
+        reads = None if spills or coalescing else memory.extra_reads(rec, ctx, ev)
         found += [
             *specific,
             # a matmul bound on its caches is one whose tiles are too small to reuse data; on
             # DRAM, a matrix-vector product by its model streams its weights: not its pipes
-            compute.pipe_detail(m, ctx, ev)
-            if ctx.matmul_like(m) and (unit != Unit.DRAM or _dense(m))
+            compute.pipe_detail(rec, ctx, ev)
+            if ctx.matmul_like(rec) and (unit != Unit.DRAM or _dense(rec))
             else None,
-            memory.chain_traffic(m, ctx, ev) if chain else reads,
+            memory.chain_traffic(rec, ctx, ev) if chain else reads,
             coalescing,
-            memory.bank_conflicts(m, ctx, ev),
-            memory.cache_bound(m, ctx, ev),
+            memory.bank_conflicts(rec, ctx, ev),
+            memory.cache_bound(rec, ctx, ev),
             # where the DRAM level stands first: re-reads served by the caches are a fact beside it
-            memory.dram_level(m, ctx, ev, chain=chain),
+            memory.dram_level(rec, ctx, ev, chain=chain),
             _said(outcomes, Cause.L2_REUSE, kernel, ev),
-            memory.data_in_l2(m, ctx, ev),
+            memory.data_in_l2(rec, ctx, ev),
         ]
         if any(s and s[0].cause == Cause.AT_ROOF for s in found):
             # at the copy roof only fewer bytes help: the other causes stay as facts
@@ -123,66 +123,66 @@ def diagnose(m: Mapping, ctx: Context) -> Diagnosis | None:
         short = any(s and s[0].cause in _SHORT for s in found)
         specific = any(s and s[1] and s[0].cause != Cause.SIBLING_FASTER for s in found)
         if short and not specific:
-            found += _why_short(m, ctx, ev)
+            found += _why_short(rec, ctx, ev)
     elif kind == Bottleneck.COMPUTE:
-        unit = compute.pipe_unit(m, ev)
+        unit = compute.pipe_unit(rec, ev)
         # GEMM steps only for kernels that issue MMAs or have a matmul's shape; any other busy
         # pipe gets its own kind's remedy (an FP64 elementwise chain is no matrix product)
-        busy = compute.pipe_detail(m, ctx, ev) if kernel == KernelKind.GEMM else None
+        busy = compute.pipe_detail(rec, ctx, ev) if kernel == KernelKind.GEMM else None
         if busy is None and unit == Unit.TENSOR and kernel == KernelKind.GEMM:
             busy = _tensor_short(ctx, ev)
         found += [
             *specific,
             busy or _pipe_said(outcomes, kernel, ev),
-            memory.bank_conflicts(m, ctx, ev),
+            memory.bank_conflicts(rec, ctx, ev),
             _said(outcomes, Cause.ISSUE_BOUND, kernel, ev),
-            stalls.dominant_stall(m, ctx, ev),
+            stalls.dominant_stall(rec, ctx, ev),
         ]
         if not any(found):
             found.append(_open("ComputeWorkloadAnalysis"))
     elif kind == Bottleneck.LATENCY:
-        causes = shape.shape_causes(m, ctx, ev)
+        causes = shape.shape_causes(rec, ctx, ev)
         if any(not r.detail.get("refuted") for r, _ in causes):  # a refuted grid is no launch bound
             unit = Unit.LAUNCH
         latency = _said(outcomes, Cause.MEMORY_LATENCY, kernel, ev)
-        if latency and _every_sm_busy(m, ctx):
+        if latency and _every_sm_busy(rec, ctx):
             # every SM holds a block: what the SMs lack is loads in flight, not work; the grid
             # under a wave is one way to that, said after it
             causes = [latency, *causes]
-        if coalescing and _memory_idle(m):
+        if coalescing and _memory_idle(rec):
             # wasted sectors cost no time while no memory level is busy: a fact, not a step
             coalescing = _without(coalescing, frozenset({Action.COALESCE, Action.INDEX_LOCALITY}))
         found += [
             *specific,
             *causes,
-            memory.chain_traffic(m, ctx, ev)
+            memory.chain_traffic(rec, ctx, ev)
             if chain
             else None
             if spills or coalescing
-            else memory.extra_reads(m, ctx, ev),
+            else memory.extra_reads(rec, ctx, ev),
             coalescing,
-            memory.bank_conflicts(m, ctx, ev),
-            compute.pipe_detail(m, ctx, ev) if ctx.matmul_like(m) else None,
+            memory.bank_conflicts(rec, ctx, ev),
+            compute.pipe_detail(rec, ctx, ev) if ctx.matmul_like(rec) else None,
             _said(outcomes, Cause.ISSUE_BOUND, kernel, ev),
             # long-scoreboard waits on an idle memory system: the latency, said once
-            latency or stalls.dominant_stall(m, ctx, ev),
+            latency or stalls.dominant_stall(rec, ctx, ev),
         ]
         if not any(found):
-            found.append(_nothing_seen(m))
-        found.append(memory.data_in_l2(m, ctx, ev))
+            found.append(_nothing_seen(rec))
+        found.append(memory.data_in_l2(rec, ctx, ev))
     else:  # balanced
         found += [
             *specific,
-            compute.pipe_detail(m, ctx, ev) if ctx.matmul_like(m) else None,
+            compute.pipe_detail(rec, ctx, ev) if ctx.matmul_like(rec) else None,
             coalescing,
-            memory.bank_conflicts(m, ctx, ev),
+            memory.bank_conflicts(rec, ctx, ev),
             _said(outcomes, Cause.ISSUE_BOUND, kernel, ev),
-            stalls.dominant_stall(m, ctx, ev),
+            stalls.dominant_stall(rec, ctx, ev),
         ]
         if not any(found):
             found.append(_open("ComputeWorkloadAnalysis"))
     if kind in (Bottleneck.LATENCY, Bottleneck.BALANCED):
-        roof = memory.at_size_roof(m, ctx, ev)
+        roof = memory.at_size_roof(rec, ctx, ev)
         if roof:  # a copy of the same bytes is no faster: its stalls and shape are a copy's too
             found = [roof, *(_without(s, _STREAM_STEPS) for s in found)]
     said: list[Said] = []
@@ -193,19 +193,19 @@ def diagnose(m: Mapping, ctx: Context) -> Diagnosis | None:
     diagnosis.not_measured = catalogue.not_measured(outcomes)
     steps = [step for _, steps in said for step in steps]
     diagnosis.steps, diagnosis.ruled_out = fit_next_steps(steps, ctx)
-    diagnosis.steps, under = worth_taking(diagnosis.steps, kind, ev, num(m, "device_p50_ms"), ctx)
+    diagnosis.steps, under = worth_taking(diagnosis.steps, kind, ev, rec.device_p50_ms, ctx)
     diagnosis.ruled_out += under
     return diagnosis
 
 
-def _memory_queues_full(m: Mapping, ev: Evidence) -> bool:
+def _memory_queues_full(rec: LaunchRecord, ev: Evidence) -> bool:
     """Under ncu's latency line on both SOL lines, yet a memory level at its high-throughput line
     and the warps waiting on full memory queues: the memory system refuses more requests, so it
     is the bound (a kernel short of loads in flight never fills those queues). ncu's SOL memory
     line does not count all of L2's work: a random 4-byte gather ran L2 at 87.6% under 59.85%."""
-    waits = {r: v for r, v in stalls.stall_columns(m).items() if r != "not_selected"}
+    waits = {r: v for r, v in stalls.known_stalls(rec).items() if r != "not_selected"}
     total = sum(waits.values())
-    levels = [(c, num(m, c)) for c in ("l1_throughput_pct", "l2_throughput_pct")]
+    levels = [(LaunchRecord.column(f), getattr(rec, f)) for f in ("l1_pct", "l2_pct")]
     levels = [(c, v) for c, v in levels if v is not None]
     if total <= 0 or not levels:
         return False
@@ -230,22 +230,21 @@ def _tensor_short(ctx: Context, ev: Evidence) -> Said | None:
     return Reason(Cause.TENSOR_UNDERFED, keys, {"busy": True}), [NextStep(Action.FEED_TENSOR, keys)]
 
 
-def _every_sm_busy(m: Mapping, ctx: Context) -> bool:
-    grid = num(m, "grid_size")
+def _every_sm_busy(rec: LaunchRecord, ctx: Context) -> bool:
+    grid = rec.grid_size
     return grid is not None and bool(ctx.device.sm_count) and grid >= ctx.device.sm_count
 
 
-def _memory_idle(m: Mapping) -> bool:
+def _memory_idle(rec: LaunchRecord) -> bool:
     """Every memory level measured under ncu's latency line (the zoo's pointer chase: 8x the
     ideal sectors at 9% DRAM and 17% L2, each load's round trip its whole cost)."""
-    cols = ("memory", "dram", "l2", "l1")
-    levels = [v for v in (num(m, f"{c}_throughput_pct") for c in cols) if v is not None]
+    levels = [v for v in (rec.memory_pct, rec.dram_pct, rec.l2_pct, rec.l1_pct) if v is not None]
     return bool(levels) and max(levels) < th.LATENCY_BOUND_PCT
 
 
-def _dense(m: Mapping) -> bool:
+def _dense(rec: LaunchRecord) -> bool:
     """FLOPs per byte of a matrix product, not of a matrix-vector one (M = 16 decode GEMMs)."""
-    flops, min_bytes = num(m, "flops"), num(m, "bytes")
+    flops, min_bytes = rec.model_flops, rec.model_bytes
     return bool(flops and min_bytes) and flops / min_bytes >= th.MATMUL_INTENSITY_FLOP_PER_BYTE
 
 
@@ -360,43 +359,44 @@ def _without(said: Said | None, actions: frozenset) -> Said | None:
     return (said[0], [s for s in said[1] if s.action not in actions]) if said else None
 
 
-def _why_short(m: Mapping, ctx: Context, ev: Evidence) -> list[Said | None]:
+def _why_short(rec: LaunchRecord, ctx: Context, ev: Evidence) -> list[Said | None]:
     """A stream short of the copy roof: the dominant stall where captured, else the launch shape,
     else more bytes in flight per thread."""
-    stall = stalls.dominant_stall(m, ctx, ev)
+    stall = stalls.dominant_stall(rec, ctx, ev)
     found = ctx.siblings.faster_same_bytes() if ctx.siblings else None
-    if stall and found and _stall_shared(m, found[0], stall[0].detail["stall"]):
+    if stall and found and _stall_shared(rec, found[0], stall[0].detail["stall"]):
         # the sibling that moves the same bytes faster waits as much on the same stall: that
         # stall does not explain the gap to it; what differs between the two does
         sibling = found[0]
-        share = stalls.stall_share(sibling, stall[0].detail["stall"])
+        share = stalls.stall_share(LaunchRecord.of(sibling), stall[0].detail["stall"])
         ev.put("sibling_stall_share_pct", share * 100)
-        more, step = sibling_step(m, found, ev, "bytes")
+        more, step = sibling_step(rec, found, ev, "bytes")
         detail = {**stall[0].detail, "shared_with": str(sibling.get("variant"))}
         return [(Reason(Cause.STALL, [*stall[0].keys, "sibling_stall_share_pct", *more], detail),
                  [step])]  # fmt: skip
     if stall:
         return [stall]
-    causes = [c for c in shape.shape_causes(m, ctx, ev) if c[0].cause != Cause.LAUNCH_OVERHEAD]
+    causes = [c for c in shape.shape_causes(rec, ctx, ev) if c[0].cause != Cause.LAUNCH_OVERHEAD]
     if causes:
         return causes
-    occupancy = num(m, "theoretical_occupancy_pct")
+    occupancy = rec.theoretical_occupancy_pct
     keys = []
     if occupancy is not None:
         ev.put("theoretical_occupancy_pct", occupancy)
-        achieved = num(m, "achieved_occupancy_pct")
+        achieved = rec.achieved_occupancy_pct
         if achieved is not None:
             ev.put("achieved_occupancy_pct", achieved)
         keys = [k for k in ("theoretical_occupancy_pct", "achieved_occupancy_pct") if k in ev]
     steps = [NextStep(Action.BYTES_IN_FLIGHT, keys)]
-    if not stalls.has_stalls(m):
+    if not stalls.has_stalls(rec):
         steps.append(NextStep(Action.PROFILE_STALLS, []))
     return [(Reason(Cause.NO_CAUSE_SEEN, keys, {"short_of_roof": True}), steps)]
 
 
-def _stall_shared(m: Mapping, sibling: Mapping, reason: str) -> bool:
+def _stall_shared(rec: LaunchRecord, sibling: Mapping, reason: str) -> bool:
     """The sibling's share of stalls on `reason` is at least this case's, less a few points."""
-    mine, theirs = stalls.stall_share(m, reason), stalls.stall_share(sibling, reason)
+    mine = stalls.stall_share(rec, reason)
+    theirs = stalls.stall_share(LaunchRecord.of(sibling), reason)
     return (
         mine is not None
         and theirs is not None
@@ -404,10 +404,10 @@ def _stall_shared(m: Mapping, sibling: Mapping, reason: str) -> bool:
     )
 
 
-def _nothing_seen(m: Mapping) -> Said:
+def _nothing_seen(rec: LaunchRecord) -> Said:
     step = (
         NextStep(Action.PROFILE_STALLS)
-        if not stalls.has_stalls(m)
+        if not stalls.has_stalls(rec)
         else _open("WarpStateStats")[1][0]
     )
     return Reason(Cause.NO_CAUSE_SEEN), [step]

@@ -18,13 +18,14 @@ from profkit.explain.diagnose import diagnose
 from profkit.explain.evidence import Evidence, num, text
 from profkit.explain.kernel_family import launch_family, short_name
 from profkit.explain.model import Bottleneck, Cause, Launch, Reason
+from profkit.explain.record import LaunchRecord
 
-# counters quoted per launch
+# counters quoted per launch (record fields; each quoted under its column's name)
 _LAUNCH_FACTS = (
-    "ncu_duration_ms",
-    "dram_throughput_pct",
-    "memory_throughput_pct",
-    "sm_throughput_pct",
+    "duration_ms",
+    "dram_pct",
+    "memory_pct",
+    "sm_pct",
     "achieved_occupancy_pct",
     "grid_size",
     "block_size",
@@ -47,18 +48,19 @@ def by_case(kernels: pd.DataFrame | None) -> dict[str, list[dict]]:
 
 
 def drill_down(rows: list[dict], ctx: Context, lab: bool = False) -> list[Launch]:
-    total = sum(num(r, "ncu_duration_ms") or 0.0 for r in rows)
+    records = [LaunchRecord.of(r) for r in rows]
+    total = sum(rec.duration_ms or 0.0 for rec in records)
     out = []
-    for row in rows:
+    for row, rec in zip(rows, records, strict=True):
         fam = launch_family(row, lab)
         lctx = replace(ctx, family=fam, read_floor=None, siblings=None)
         # a launch has no model of its own: judge its counters alone
-        bare = {k: v for k, v in row.items() if k not in ("bytes", "flops", "device_p50_ms")}
+        bare = replace(rec, model_bytes=None, model_flops=None, device_p50_ms=None)
         diagnosis = diagnose(bare, lctx)
         ev = Evidence(diagnosis.evidence if diagnosis else {})
-        for col in _LAUNCH_FACTS:
-            ev.put(col, num(row, col))
-        duration = num(row, "ncu_duration_ms")
+        for name in _LAUNCH_FACTS:
+            ev.put(LaunchRecord.column(name), getattr(rec, name))
+        duration = rec.duration_ms
         share = duration / total * 100 if duration is not None and total > 0 else None
         if share is not None:
             ev.put("share_pct", share)

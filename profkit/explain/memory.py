@@ -7,33 +7,34 @@ counted by DRAM, so summing them dilutes a re-read (F.rms_norm reads its input t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from profkit import thresholds as th
 from profkit.explain.context import Context, Said
-from profkit.explain.evidence import Evidence, num
+from profkit.explain.evidence import Evidence
 from profkit.explain.model import Action, Cause, NextStep, Reason, Unit
+from profkit.explain.record import SECTOR_BYTES, LaunchRecord
 from profkit.explain.roofs import MEMORY_LEVELS, memory_roof, near_copy_line
 from profkit.explain.siblings import sibling_step
 
-SECTOR_BYTES = 32
 
-
-def busy_level(m: Mapping, ev: Evidence) -> Unit | None:
+def busy_level(rec: LaunchRecord, ev: Evidence) -> Unit | None:
     """The memory level a memory-bound kernel is bound on. ncu's memory throughput (SOL) is the
     judge: DRAM when it is DRAM's level; a cache when it is well above DRAM's, then L1 or L2 by
     their own throughput. (L2's lts__throughput runs above DRAM's on a plain stream, 87% against
     70% on the fused RMSNorm, so it cannot name the level by itself.)"""
-    dram, mem = num(m, "dram_throughput_pct"), num(m, "memory_throughput_pct")
+    dram, mem = rec.dram_pct, rec.memory_pct
     if dram is None:
         return None
     if mem is None or mem - dram < th.CACHE_BOUND_GAP_PCT:
         return Unit.DRAM
-    return _cache_level(m, ev)[0]
+    return _cache_level(rec, ev)[0]
 
 
-def _cache_level(m: Mapping, ev: Evidence) -> tuple[Unit | None, str | None]:
-    levels = [(u, c, num(m, c)) for c, u in MEMORY_LEVELS if u != Unit.DRAM]
+def _cache_level(rec: LaunchRecord, ev: Evidence) -> tuple[Unit | None, str | None]:
+    levels = [
+        (u, LaunchRecord.column(name), getattr(rec, name))
+        for name, u in MEMORY_LEVELS
+        if u != Unit.DRAM
+    ]
     levels = [x for x in levels if x[2] is not None]
     if not levels:
         return None, None
@@ -42,12 +43,14 @@ def _cache_level(m: Mapping, ev: Evidence) -> tuple[Unit | None, str | None]:
     return unit, col
 
 
-def dram_level(m: Mapping, ctx: Context, ev: Evidence, *, chain: bool = False) -> Said | None:
+def dram_level(
+    rec: LaunchRecord, ctx: Context, ev: Evidence, *, chain: bool = False
+) -> Said | None:
     """At the roof (only fewer bytes help) or short of it. A case with timing is judged against
     the same-size copy (else the large one, saying so); a launch against ncu's DRAM peak. A case
     near the roof whose sibling moves as many bytes measurably faster is not at the roof."""
-    dram = num(m, "dram_throughput_pct")
-    share = memory_roof(m, ctx.device, ev)
+    dram = rec.dram_pct
+    share = memory_roof(rec, ctx.device, ev)
     if dram is not None:
         ev.put("dram_throughput_pct", dram)
     keys = [
@@ -56,7 +59,7 @@ def dram_level(m: Mapping, ctx: Context, ev: Evidence, *, chain: bool = False) -
         if k in ev
     ]
     if share is not None:
-        at_roof = round(share, 6) >= near_copy_line(m)  # float noise: 94.9999999 is 95
+        at_roof = round(share, 6) >= near_copy_line(rec)  # float noise: 94.9999999 is 95
     elif dram is not None:
         at_roof = round(dram, 6) >= th.NEAR_PEAK_DRAM_PCT
     else:
@@ -65,27 +68,27 @@ def dram_level(m: Mapping, ctx: Context, ev: Evidence, *, chain: bool = False) -
         # a sibling moving as many bytes measurably faster: the copy is not the roof here
         found = ctx.siblings.faster_same_bytes() if ctx.siblings else None
         if found is not None:
-            more, step = sibling_step(m, found, ev, "bytes")
+            more, step = sibling_step(rec, found, ev, "bytes")
             return Reason(Cause.SIBLING_FASTER, [*keys, *more]), [step]
         step = NextStep(Action.FUSE if chain else Action.FEWER_BYTES, keys)
         return Reason(Cause.AT_ROOF, keys), [step]
     return Reason(Cause.SHORT_OF_ROOF, keys), []
 
 
-def at_size_roof(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
+def at_size_roof(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
     """A case ncu calls latency-bound or balanced (a short stream) that runs as fast as a device
     copy of its bytes: at this size the copy's own fixed costs (launch, ramp, a partial wave)
     are the roof, so the launch-shape and latency steps its counters point to would not make it
     faster; a copy shows the same. Unless a sibling moves as many bytes measurably faster."""
-    if not num(m, "copy_gbps_same_size") or ctx.matmul_like(m):
+    if not rec.copy_gbps_same_size or ctx.matmul_like(rec):
         return None
-    share = memory_roof(m, ctx.device, ev)
-    if share is None or round(share, 6) < near_copy_line(m):  # dram_level's line
+    share = memory_roof(rec, ctx.device, ev)
+    if share is None or round(share, 6) < near_copy_line(rec):  # dram_level's line
         return None
     if ctx.siblings and ctx.siblings.faster_same_bytes() is not None:
         return None  # the copy is not the roof: dram_level's sibling finding says why
     keys = [k for k in ("pct_of_same_size_copy_pct", "pct_of_copy_pct") if k in ev]
-    duration = num(m, "ncu_duration_ms")
+    duration = rec.duration_ms
     if duration is not None and duration < th.SHORT_KERNEL_MS:
         # a kernel this short is as fast as a copy because both are a launch: the launch is the
         # cost, and graphs or fusing it with its neighbours remove it, not fewer bytes
@@ -96,15 +99,15 @@ def at_size_roof(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
     return Reason(Cause.AT_SIZE_ROOF, keys), [NextStep(Action.FEWER_BYTES, keys)]
 
 
-def cache_bound(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
+def cache_bound(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
     """The pressure is on L1/L2 or shared memory, not DRAM: ncu's memory throughput well above
     DRAM's."""
-    dram, mem = num(m, "dram_throughput_pct"), num(m, "memory_throughput_pct")
+    dram, mem = rec.dram_pct, rec.memory_pct
     if dram is None or mem is None or mem - dram < th.CACHE_BOUND_GAP_PCT:
         return None
     ev.put("memory_throughput_pct", mem)
     ev.put("dram_throughput_pct", dram)
-    unit, col = _cache_level(m, ev)
+    unit, col = _cache_level(rec, ev)
     keys = [col or "memory_throughput_pct", "dram_throughput_pct"]
     # bound on a cache's own bandwidth (its share of its peak): the data crosses that level
     # more often than the work needs, so keeping it on chip (registers, shared-memory tiles)
@@ -114,11 +117,11 @@ def cache_bound(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
     ]
 
 
-def extra_reads(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
+def extra_reads(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
     """DRAM reads well over what the case must read: the model's read bytes where the row has
     them, else the fewest any variant of the same case read (the measured one-pass floor)."""
-    read = num(m, "dram_bytes_read")
-    model = num(m, "bytes_read")
+    read = rec.dram_bytes_read
+    model = rec.model_bytes_read
     floor_key = "model_bytes_read"
     if model is None:
         model, floor_key = ctx.read_floor, "fewest_bytes_read"
@@ -129,20 +132,20 @@ def extra_reads(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
     ev.put("dram_bytes_read", read)
     ev.put(floor_key, model)
     ev.put("dram_read_over_floor_x", read / model)
-    write = num(m, "dram_bytes_write")
+    write = rec.dram_bytes_write
     if write is not None:
         ev.put("dram_bytes_write", write)  # quoted, not judged: L2 holds an unknown share
     keys = ["dram_bytes_read", floor_key, "dram_read_over_floor_x"]
-    count = num(m, "kernel_count") or 1
+    count = rec.kernel_count or 1
     if count > 1:
         ev.put("kernel_count", count)
         return Reason(Cause.EXTRA_PASSES, [*keys, "kernel_count"]), [NextStep(Action.FUSE, keys)]
     return Reason(Cause.EXTRA_READS, keys), [NextStep(Action.REMOVE_EXTRA_READS, keys)]
 
 
-def chain_traffic(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
+def chain_traffic(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
     """A chain of kernels moving several times the model's bytes: each pass crosses DRAM."""
-    count, dram_bytes, min_bytes = (num(m, k) for k in ("kernel_count", "dram_bytes", "bytes"))
+    count, dram_bytes, min_bytes = rec.kernel_count, rec.dram_bytes, rec.model_bytes
     if not count or count <= 1 or not dram_bytes or not min_bytes:
         return None
     if dram_bytes / min_bytes < th.EXCESS_DRAM_BYTES_RATIO:
@@ -155,8 +158,8 @@ def chain_traffic(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
     return Reason(Cause.EXTRA_PASSES, keys), [NextStep(Action.FUSE, keys)]
 
 
-def data_in_l2(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
-    dram_bytes, min_bytes = num(m, "dram_bytes"), num(m, "bytes")
+def data_in_l2(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
+    dram_bytes, min_bytes = rec.dram_bytes, rec.model_bytes
     if dram_bytes is None or not min_bytes or dram_bytes / min_bytes >= th.L2_RESIDENT_BYTES_RATIO:
         return None
     ev.put("dram_bytes", dram_bytes)
@@ -165,15 +168,15 @@ def data_in_l2(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
     return Reason(Cause.DATA_IN_L2, ["dram_bytes", "bytes", "dram_over_model_x"]), []
 
 
-def uncoalesced(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
+def uncoalesced(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
     """For rows without the requested bytes (the catalogue judges those against the ideal
     sectors): a stream's global sectors far beyond its model's bytes. A matmul re-reads its
     tiles from L2 by design, and sectors per request cannot tell a 128-bit load's ideal 16
     from scattered lanes, so neither is judged here: "not measured" rather than a guess."""
-    ld, st = num(m, "global_ld_sectors"), num(m, "global_st_sectors")
-    requests = num(m, "global_ld_requests")
-    min_bytes = num(m, "bytes")
-    if ld is None or not min_bytes or ctx.matmul_like(m):
+    ld, st = rec.global_ld_sectors, rec.global_st_sectors
+    requests = rec.global_ld_requests
+    min_bytes = rec.model_bytes
+    if ld is None or not min_bytes or ctx.matmul_like(rec):
         return None
     sector_bytes = (ld + (st or 0.0)) * SECTOR_BYTES
     ratio = sector_bytes / min_bytes
@@ -189,8 +192,8 @@ def uncoalesced(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
     return Reason(Cause.UNCOALESCED, keys), [NextStep(Action.COALESCE, keys)]
 
 
-def bank_conflicts(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
-    conflicts, wavefronts = num(m, "shared_bank_conflicts"), num(m, "shared_wavefronts")
+def bank_conflicts(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
+    conflicts, wavefronts = rec.shared_bank_conflicts, rec.shared_wavefronts
     if not conflicts or not wavefronts:
         return None
     share = conflicts / wavefronts
@@ -203,22 +206,20 @@ def bank_conflicts(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
     return Reason(Cause.BANK_CONFLICTS, keys), [NextStep(Action.PAD_SHARED, keys)]
 
 
-def hierarchy_facts(m: Mapping, ev: Evidence) -> None:
+def hierarchy_facts(rec: LaunchRecord, ev: Evidence) -> None:
     """Hit rates and throughput per level, recorded for the detail view (no decision)."""
-    for col in (
+    for name in (
         "l1_hit_pct",
         "l2_hit_pct",
-        "l1_throughput_pct",
-        "l2_throughput_pct",
-        "dram_throughput_pct",
+        "l1_pct",
+        "l2_pct",
+        "dram_pct",
         "dram_bytes_read",
         "dram_bytes_write",
     ):
-        value = num(m, col)
-        if value is not None:
-            ev.put(col, value)
-    ld, req = num(m, "global_ld_sectors"), num(m, "global_ld_requests")
+        ev.put(LaunchRecord.column(name), getattr(rec, name))
+    ld, req = rec.global_ld_sectors, rec.global_ld_requests
     if ld is not None and req:
         ev.put("sectors_per_request_ratio", ld / req)
-    for col in ("inst_executed", "global_ld_inst", "global_st_inst"):  # the instruction mix
-        ev.put(col, num(m, col))
+    for name in ("inst_executed", "global_ld_inst", "global_st_inst"):  # the instruction mix
+        ev.put(name, getattr(rec, name))

@@ -18,7 +18,7 @@ from profkit import thresholds as th
 from profkit.explain.evidence import num, text
 from profkit.explain.kernel_family import LIBRARY, family, is_persistent, launch_family
 from profkit.explain.model import RuleResult
-from profkit.explain.roofs import tensor_pct
+from profkit.explain.record import LaunchRecord
 from profkit.explain.shape import tail_idle
 
 QUOTED_TYPES = ("WARNING", "OPTIMIZATION")
@@ -61,14 +61,15 @@ def judge(rule: Mapping, launch: Mapping, lab: bool | None = None) -> RuleResult
     )
     title = result.title
     name = text(launch, "kernel_name") or ""
-    tensor, dram = tensor_pct(launch), num(launch, "dram_throughput_pct")
+    rec = LaunchRecord.of(launch)
+    tensor, dram = rec.tensor_pct, rec.dram_pct
     if result.rule in SHAPE_RULES or title == "Small Grid":
         if tensor is not None and tensor >= th.RULES_TENSOR_SATURATED_PCT:
             return _aside(result, "tensor_saturated", tensor_pct=tensor)
         if dram is not None and dram >= th.RULES_DRAM_SATURATED_PCT:
             return _aside(result, "dram_saturated", dram_throughput_pct=dram)
     if title == "Tail Effect" or "partial wave" in result.message.lower():
-        waves = num(launch, "waves_per_sm")
+        waves = rec.waves_per_sm
         idle = tail_idle(waves)
         if idle is not None and idle < th.TAIL_IDLE_SHARE:
             return _aside(
@@ -95,7 +96,7 @@ def case_rules(
     speedup, else the longest launch). lab as launch_rules."""
     best: dict[tuple[str, str], tuple[tuple[float, float], RuleResult]] = {}
     for launch in launches:
-        weight = num(launch, "ncu_duration_ms") or 0.0
+        weight = LaunchRecord.of(launch).duration_ms or 0.0
         for result in launch_rules(rules, launch, lab):
             key = (result.rule, result.title)
             score = result.speedup_pct if result.speedup_pct is not None else -1.0

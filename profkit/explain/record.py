@@ -27,8 +27,8 @@ _COLUMNS = {
     "l2_pct": "l2_throughput_pct",
     "duration_ms": "ncu_duration_ms",
     "model_bytes": "bytes",
+    "model_bytes_read": "bytes_read",
     "model_flops": "flops",
-    "tensor_pct": "tensor_any_pct",
 }
 
 
@@ -42,18 +42,24 @@ class LaunchRecord:
     duration_ms: float | None = None  # ncu's
     device_p50_ms: float | None = None  # the timing pass's
     model_bytes: float | None = None
+    model_bytes_read: float | None = None
     model_flops: float | None = None
+    copy_gbps_same_size: float | None = None  # the run's device copy of the case's own bytes
+    sm_clock_mhz: float | None = None  # sampled while the case was timed (NVML)
+    ncu_sm_clock_mhz: float | None = None  # the counter pass's
     # --- speed of light ---------------------------------------------------------------------------
     dram_pct: float | None = None
     memory_pct: float | None = None
     sm_pct: float | None = None
     l1_pct: float | None = None
     l2_pct: float | None = None
+    l1_hit_pct: float | None = None
     l2_hit_pct: float | None = None
+    dram_bytes: float | None = None
     dram_bytes_read: float | None = None
     dram_bytes_write: float | None = None
     # --- pipes ------------------------------------------------------------------------------------
-    tensor_pct: float | None = None
+    tensor_any_pct: float | None = None  # every MMA kind (older runs lack it)
     tensor_pipe_pct: float | None = None  # HMMA/HGMMA only
     tensor_imma_pct: float | None = None
     tensor_dmma_pct: float | None = None
@@ -67,6 +73,8 @@ class LaunchRecord:
     imma_inst: float | None = None
     issue_active_pct: float | None = None
     inst_executed: float | None = None
+    global_ld_inst: float | None = None
+    global_st_inst: float | None = None
     # --- global and local memory ------------------------------------------------------------------
     global_ld_sectors: float | None = None
     global_ld_requests: float | None = None
@@ -91,8 +99,17 @@ class LaunchRecord:
     waves_per_sm: float | None = None
     achieved_occupancy_pct: float | None = None
     theoretical_occupancy_pct: float | None = None
+    # --- the device, where a report's row carries it ------------------------------------------
+    sm_count: float | None = None
+    cc_major: float | None = None
+    cc_minor: float | None = None
     # --- stalls: reason -> share of active warps' cycles --------------------------------------
     stalls: Mapping[str, float] = field(default_factory=dict)
+
+    @staticmethod
+    def column(name: str) -> str:
+        """The stored column (and evidence key) a field is read from."""
+        return _COLUMNS.get(name, name)
 
     @classmethod
     def of(cls, row: Mapping) -> LaunchRecord:
@@ -103,8 +120,6 @@ class LaunchRecord:
             if f.name == "stalls":
                 continue
             values[f.name] = num(row, _COLUMNS.get(f.name, f.name))
-        if values["tensor_pct"] is None:  # older runs captured the HMMA pipe only
-            values["tensor_pct"] = values["tensor_pipe_pct"]
         stalls = {}
         for key in row:
             match = re.fullmatch(r"stall_(\w+)_pct", str(key))
@@ -120,6 +135,11 @@ class LaunchRecord:
         )
 
     # --- derived quantities, each from the fields above only -----------------------------------
+
+    @property
+    def tensor_pct(self) -> float | None:
+        """The Tensor pipe's busy share: every MMA kind where captured, else HMMA's (older runs)."""
+        return self.tensor_any_pct if self.tensor_any_pct is not None else self.tensor_pipe_pct
 
     @property
     def ld_sectors_over_ideal(self) -> float | None:
@@ -164,11 +184,53 @@ class LaunchRecord:
         return self.branch_targets_divergent / self.branch_targets
 
     @property
+    def on_tensor_cores(self) -> bool:
+        """Does the math run on the Tensor Cores (it issues MMAs)? ncu's tensor pipe also counts
+        HFMA2.MMA, which ptxas uses to move constants: kernels with no MMA read up to 4.1% there
+        (torch.softmax, run a879b0) while their FMA pipe does more; MMA math keeps the tensor
+        pipe busier than the FMA pipe. Without the all-types counter the IMMA and DMMA sub-pipes
+        count too (the HMMA counter alone misses an int8 or fp64 MMA)."""
+        tensor, fma = self.tensor_pct, self.fma_pipe_pct
+        shares = [v for v in (self.tensor_imma_pct, self.tensor_dmma_pct) if v]
+        if self.tensor_any_pct is None and shares:
+            tensor = max([tensor or 0.0, *shares])
+        return (
+            tensor is not None and tensor >= th.TENSOR_UNUSED_PCT and (fma is None or tensor >= fma)
+        )
+
+    @property
+    def tensor_subpipe(self) -> str | None:
+        """The Tensor sub-pipe doing the work ('hmma', 'imma', 'dmma'), or None when no sub-pipe
+        counter says: the busiest captured share at or above PIPE_IN_USE_PCT, else the most
+        instructions (GMMA is Hopper's warpgroup MMA on the HMMA path; fp8 wgmma shows on the
+        HMMA cycles counter, run ac8f22)."""
+        shares = {
+            p: v
+            for p, v in (
+                ("hmma", self.tensor_pipe_pct),
+                ("imma", self.tensor_imma_pct),
+                ("dmma", self.tensor_dmma_pct),
+            )
+            if v is not None
+        }
+        if shares:
+            busiest = max(shares, key=lambda p: shares[p])
+            if shares[busiest] >= th.PIPE_IN_USE_PCT:
+                return busiest
+        counts: dict[str, float] = {}
+        for p, v in (("hmma", self.hmma_inst), ("hmma", self.gmma_inst), ("imma", self.imma_inst)):
+            if v is not None:
+                counts[p] = counts.get(p, 0.0) + v
+        if counts and max(counts.values()) > 0:
+            return max(counts, key=lambda p: counts[p])
+        return None
+
+    @property
     def mma_kind(self) -> str | None:
         """Which Tensor Core instructions the launch issues: imma, dmma, hmma (mma.sync or
         wgmma) or None; from instruction counts where captured, else from the pipes' busy
         shares. HMMA counts ptxas's HFMA2.MMA constant moves too, so HMMA counts only when the
-        tensor pipe out-works the FMA pipe (explain.roofs.on_tensor_cores's rule)."""
+        tensor pipe out-works the FMA pipe (on_tensor_cores's rule)."""
         if self.imma_inst or (self.tensor_imma_pct or 0) >= 1.0:
             return "imma"
         if (self.tensor_dmma_pct or 0) >= 1.0:

@@ -25,8 +25,10 @@ from profkit import peaks
 from profkit import thresholds as th
 from profkit.explain.evidence import Evidence, num, text
 from profkit.explain.model import Unit
+from profkit.explain.record import LaunchRecord
 
-# pipe column -> the unit it names; the Tensor pipe reads the all-types counter where captured
+# record field (its column is the evidence key) -> the unit it names; the Tensor pipe reads the
+# all-types counter where captured
 PIPES: tuple[tuple[str, Unit], ...] = (
     ("tensor_any_pct", Unit.TENSOR),
     ("tensor_pipe_pct", Unit.TENSOR),
@@ -37,9 +39,9 @@ PIPES: tuple[tuple[str, Unit], ...] = (
     ("fp64_pipe_pct", Unit.FP64),
 )
 MEMORY_LEVELS: tuple[tuple[str, Unit], ...] = (
-    ("dram_throughput_pct", Unit.DRAM),
-    ("l2_throughput_pct", Unit.L2),
-    ("l1_throughput_pct", Unit.L1),
+    ("dram_pct", Unit.DRAM),
+    ("l2_pct", Unit.L2),
+    ("l1_pct", Unit.L1),
 )
 
 
@@ -68,9 +70,9 @@ class Device:
         )
 
 
-def device_of_row(row: Mapping, base: Device) -> Device:
+def device_of_row(rec: LaunchRecord, base: Device) -> Device:
     """The run's device, completed from a launch's own device attributes (reports)."""
-    sm, major, minor = num(row, "sm_count"), num(row, "cc_major"), num(row, "cc_minor")
+    sm, major, minor = rec.sm_count, rec.cc_major, rec.cc_minor
     cc = f"{int(major)}.{int(minor)}" if major is not None and minor is not None else None
     return Device(
         base.sm_count or (int(sm) if sm else None),
@@ -82,72 +84,25 @@ def device_of_row(row: Mapping, base: Device) -> Device:
     )
 
 
-def busiest_pipe(row: Mapping) -> tuple[Unit, str, float] | None:
+def busiest_pipe(rec: LaunchRecord) -> tuple[Unit, str, float] | None:
     """The pipe with the highest utilization among those captured (unit, column, value)."""
     found: dict[Unit, tuple[str, float]] = {}
-    for col, unit in PIPES:
-        value = num(row, col)
+    for name, unit in PIPES:
+        value = getattr(rec, name)
         if value is not None and unit not in found:
-            found[unit] = (col, value)
+            found[unit] = (LaunchRecord.column(name), value)
     if not found:
         return None
     unit, (col, value) = max(found.items(), key=lambda kv: kv[1][1])
     return unit, col, value
 
 
-def tensor_pct(row: Mapping) -> float | None:
-    any_type = num(row, "tensor_any_pct")
-    return any_type if any_type is not None else num(row, "tensor_pipe_pct")
-
-
-def on_tensor_cores(row: Mapping) -> bool:
-    """Does the case's math run on the Tensor Cores (it issues MMAs)? ncu's tensor pipe also
-    counts HFMA2.MMA, which ptxas uses to move constants: kernels with no MMA read up to 4.1%
-    there (torch.softmax, run a879b0) while their FMA pipe does more; MMA math keeps the tensor
-    pipe busier than the FMA pipe. Without the all-types counter the IMMA and DMMA sub-pipes
-    count too (the HMMA counter alone misses an int8 or fp64 MMA)."""
-    shares = [v for v in (num(row, c) for c in ("tensor_imma_pct", "tensor_dmma_pct")) if v]
-    tensor, fma = tensor_pct(row), num(row, "fma_pipe_pct")
-    if num(row, "tensor_any_pct") is None and shares:
-        tensor = max([tensor or 0.0, *shares])
-    return tensor is not None and tensor >= th.TENSOR_UNUSED_PCT and (fma is None or tensor >= fma)
-
-
-# Tensor sub-pipe -> its busy-share column; and the instruction counters that name it where the
-# share was not captured (sm__inst_executed_pipe_tensor_op_*: GMMA is Hopper's warpgroup MMA on
-# the HMMA path; fp8 wgmma shows on the HMMA cycles counter, run ac8f22)
-SUBPIPE_PCT = (
-    ("hmma", "tensor_pipe_pct"),
-    ("imma", "tensor_imma_pct"),
-    ("dmma", "tensor_dmma_pct"),
-)
-SUBPIPE_INST = (("hmma", "hmma_inst"), ("hmma", "gmma_inst"), ("imma", "imma_inst"))
-
-
-def tensor_subpipe(row: Mapping) -> str | None:
-    """The Tensor sub-pipe doing the work ('hmma', 'imma', 'dmma'), or None when no sub-pipe
-    counter says: the busiest captured share at or above PIPE_IN_USE_PCT, else the most
-    instructions."""
-    shares = {p: v for p, col in SUBPIPE_PCT if (v := num(row, col)) is not None}
-    if shares:
-        busiest = max(shares, key=lambda p: shares[p])
-        if shares[busiest] >= th.PIPE_IN_USE_PCT:
-            return busiest
-    counts: dict[str, float] = {}
-    for p, col in SUBPIPE_INST:
-        if (v := num(row, col)) is not None:
-            counts[p] = counts.get(p, 0.0) + v
-    if counts and max(counts.values()) > 0:
-        return max(counts, key=lambda p: counts[p])
-    return None
-
-
-def roof_kind(row: Mapping, dtype: str) -> tuple[str | None, str]:
+def roof_kind(rec: LaunchRecord, dtype: str) -> tuple[str | None, str]:
     """The peaks kind the case is judged against, from the pipe ncu measured (the label only
     names the HMMA kind, or stands in where no pipe counter was captured), and why."""
     label = peaks.LABEL_TENSOR_KIND.get(dtype)
-    if on_tensor_cores(row):
-        sub = tensor_subpipe(row)
+    if rec.on_tensor_cores:
+        sub = rec.tensor_subpipe
         if sub == "imma":
             return "tensor_int8", "IMMA pipe"
         if sub == "dmma":
@@ -159,16 +114,16 @@ def roof_kind(row: Mapping, dtype: str) -> tuple[str | None, str]:
         if label:
             return label, f"Tensor pipe (sub-pipe not captured), {dtype} label"
         return None, f"Tensor pipe with a {dtype or 'missing'} label: its MMA kind is unknown"
-    fp64, fma = num(row, "fp64_pipe_pct"), num(row, "fma_pipe_pct")
+    fp64, fma = rec.fp64_pipe_pct, rec.fma_pipe_pct
     if fp64 is None:
         return peaks.label_vector_kind(dtype), f"no FP64 pipe counter, {dtype or 'no'} label"
     works = fp64 >= th.PIPE_IN_USE_PCT and (dtype == "float64" or fma is None or fp64 >= fma)
     return ("fp64_fma", "FP64 pipe") if works else ("fp32_fma", "FMA pipe")
 
 
-def roof_clock(row: Mapping) -> float | None:
+def roof_clock(rec: LaunchRecord) -> float | None:
     """The clock the case was timed at, else the one ncu saw (module docstring)."""
-    return num(row, "sm_clock_mhz") or num(row, "ncu_sm_clock_mhz")
+    return rec.sm_clock_mhz or rec.ncu_sm_clock_mhz
 
 
 @dataclass(frozen=True)
@@ -183,14 +138,14 @@ class PipeRoof:
     clock_mhz: float | None = None
 
 
-def pipe_roof(row: Mapping, dtype: str, device: Device) -> PipeRoof:
+def pipe_roof(rec: LaunchRecord, dtype: str, device: Device) -> PipeRoof:
     """The roof of the pipe the row's math runs on (roof_kind), from the per-SM table at the
     row's clock; on a GPU or pipe the table lacks, the run's measured matmul ceiling where it is
     that kind."""
-    kind, why = roof_kind(row, dtype)
+    kind, why = roof_kind(rec, dtype)
     if kind is None:
         return PipeRoof(None, None, why)
-    clock = roof_clock(row)
+    clock = roof_clock(rec)
     cc, gpu = device.compute_capability, device.gpu
     derived = peaks.peak(cc, kind, device.sm_count, clock, gpu)
     if derived is not None:
@@ -208,17 +163,17 @@ def pipe_roof(row: Mapping, dtype: str, device: Device) -> PipeRoof:
     return PipeRoof(kind, None, gap)
 
 
-def compute_roof(row: Mapping, dtype: str, device: Device, ev: Evidence) -> None:
+def compute_roof(rec: LaunchRecord, dtype: str, device: Device, ev: Evidence) -> None:
     """The achieved FLOP rate against the roof of the pipe the case runs on (pipe_roof), at the
     clock it was timed at (else ncu's), and against the run's measured matmul where the dtype and
     the pipe's kind match it. Records evidence only; where the table has no rate, roof_note says
     why and what the case is judged against instead."""
-    flops, ms = num(row, "flops"), num(row, "device_p50_ms")
+    flops, ms = rec.model_flops, rec.device_p50_ms
     if not flops or not ms:
         return
     achieved = flops / (ms * 1e-3) / 1e12
     ev.put("achieved_tflops", achieved)
-    roof = pipe_roof(row, dtype, device)
+    roof = pipe_roof(rec, dtype, device)
     if roof.peak_flops and roof.clock_mhz:
         tflops = roof.peak_flops / 1e12
         ev.put("roof_pipe", roof.kind)
@@ -231,18 +186,18 @@ def compute_roof(row: Mapping, dtype: str, device: Device, ev: Evidence) -> None
     if (
         device.matmul_tflops
         and device.matmul_dtype == dtype
-        and on_tensor_cores(row)
+        and rec.on_tensor_cores
         and roof.kind == measured_kind
     ):
         ev.put("matmul_tflops", device.matmul_tflops)
         ev.put("pct_of_measured_matmul_pct", achieved / device.matmul_tflops * 100)
 
 
-def memory_roof(row: Mapping, device: Device, ev: Evidence) -> float | None:
+def memory_roof(rec: LaunchRecord, device: Device, ev: Evidence) -> float | None:
     """The case's model bytes over its device time against the large copy and a copy of the same
     size; returns the share of the roof it is judged against (the same-size copy where the run
     measured one, else the large copy)."""
-    min_bytes, ms = num(row, "bytes"), num(row, "device_p50_ms")
+    min_bytes, ms = rec.model_bytes, rec.device_p50_ms
     if not min_bytes or not ms:
         return None
     gbps = min_bytes / (ms * 1e-3) / 1e9
@@ -251,7 +206,7 @@ def memory_roof(row: Mapping, device: Device, ev: Evidence) -> float | None:
     if large:
         ev.put("copy_gbps", large)
         ev.put("pct_of_copy_pct", gbps / large * 100)
-    same = num(row, "copy_gbps_same_size")
+    same = rec.copy_gbps_same_size
     if same:
         ev.put("copy_gbps_same_size", same)
         ev.put("pct_of_same_size_copy_pct", gbps / same * 100)
@@ -262,8 +217,6 @@ def memory_roof(row: Mapping, device: Device, ev: Evidence) -> float | None:
     return None
 
 
-def near_copy_line(row: Mapping) -> float:
+def near_copy_line(rec: LaunchRecord) -> float:
     """The share of the judged roof at which a stream counts as at the roof."""
-    return (
-        th.NEAR_SAME_SIZE_COPY_PCT if num(row, "copy_gbps_same_size") else th.NEAR_COPY_CEILING_PCT
-    )
+    return th.NEAR_SAME_SIZE_COPY_PCT if rec.copy_gbps_same_size else th.NEAR_COPY_CEILING_PCT

@@ -37,6 +37,7 @@ from profkit.explain.model import (
     Reason,
     Report,
 )
+from profkit.explain.record import LaunchRecord
 from profkit.explain.roofs import Device, device_of_row, memory_roof
 from profkit.explain.shape import launch_overhead
 from profkit.explain.siblings import Siblings
@@ -157,7 +158,7 @@ def _read_floors(rows: list[dict]) -> dict[str, float]:
     """Per dtype and shape, the fewest DRAM bytes any variant read: the measured one-pass floor."""
     out: dict[str, float] = {}
     for r in rows:
-        read = num(r, "dram_bytes_read")
+        read = LaunchRecord.of(r).dram_bytes_read
         if read:
             out[where(r)] = min(read, out.get(where(r), read))
     return out
@@ -204,7 +205,7 @@ def case_finding(row: Mapping, ctx: Context, tables: _Tables, no_counters: str |
     else:
         # the launch's own name tells the catalogue what kind of kernel it is (a gather...)
         named = {**row, "kernel_name": rows[0].get("kernel_name")} if rows else row
-        diagnosis = diagnose(named, ctx)
+        diagnosis = diagnose(LaunchRecord.of(named), ctx)
         ev.update(diagnosis.evidence)
         f.bottleneck, f.unit = diagnosis.bottleneck, diagnosis.unit
         f.reasons, f.next, f.ruled_out = diagnosis.reasons, diagnosis.steps, diagnosis.ruled_out
@@ -224,7 +225,7 @@ def _throttled(f: Finding, row: Mapping) -> None:
         return
     f.evidence["clock_note"] = note
     keys = ["clock_note"]
-    clock = num(row, "sm_clock_mhz")
+    clock = LaunchRecord.of(row).sm_clock_mhz
     if clock is not None:
         f.evidence["sm_clock_mhz"] = clock
         keys.append("sm_clock_mhz")
@@ -248,9 +249,17 @@ def _chain(
     f.reasons = [where_time]
     steps: list[NextStep] = []
     top, top_row = max(zip(f.launches, rows, strict=True), key=lambda p: p[0].share_pct or 0.0)
+    case = LaunchRecord.of(row)
     if (top.share_pct or 0.0) >= th.DOMINANT_LAUNCH_PCT:
-        model = {k: row.get(k) for k in ("bytes", "flops", "device_p50_ms", "copy_gbps_same_size")}
-        diagnosis = diagnose({**top_row, **model}, replace(ctx, family=Family(top.family)))
+        # the dominant launch's counters, judged with the case's model and timing
+        rec = replace(
+            LaunchRecord.of(top_row),
+            model_bytes=case.model_bytes,
+            model_flops=case.model_flops,
+            device_p50_ms=case.device_p50_ms,
+            copy_gbps_same_size=case.copy_gbps_same_size,
+        )
+        diagnosis = diagnose(rec, replace(ctx, family=Family(top.family)))
         if diagnosis is not None:
             ev.update(diagnosis.evidence)
             f.bottleneck, f.unit = diagnosis.bottleneck, diagnosis.unit
@@ -258,7 +267,7 @@ def _chain(
             steps += diagnosis.steps
             f.not_measured = diagnosis.not_measured
     for check in (chain_traffic, launch_overhead):
-        said = check(row, ctx, ev)
+        said = check(case, ctx, ev)
         if said:
             f.reasons.append(said[0])
             steps += said[1]
@@ -289,9 +298,9 @@ def _timing_only(f: Finding, row: Mapping, ctx: Context, ev: Evidence, reason: s
     """Without counters, claim only what timing supports: the share of the copy roof."""
     ev.put("counters_reason", reason)
     f.reasons = [Reason(Cause.NO_COUNTERS, ["counters_reason"])]
-    memory_roof(row, ctx.device, ev)
-    bare = {k: v for k, v in row.items() if k != "dram_throughput_pct"}
-    said = dram_level(bare, ctx, ev)
+    rec = LaunchRecord.of(row)
+    memory_roof(rec, ctx.device, ev)
+    said = dram_level(replace(rec, dram_pct=None), ctx, ev)
     if said and said[0].cause == Cause.AT_ROOF:
         f.reasons.append(said[0])
         f.next = said[1]
@@ -319,12 +328,13 @@ def explain_launches(
     for row in kernels.to_dict("records"):
         name = text(row, "kernel_name") or "kernel"
         fam = family(name)
+        rec = LaunchRecord.of(row)
         ctx = Context(
-            device=device_of_row(row, device), family=fam, dtype=str(row.get("dtype") or "")
+            device=device_of_row(rec, device), family=fam, dtype=str(row.get("dtype") or "")
         )
-        diagnosis = diagnose(row, ctx)
+        diagnosis = diagnose(rec, ctx)
         ev = Evidence(diagnosis.evidence if diagnosis else {})
-        ev.put("ncu_duration_ms", num(row, "ncu_duration_ms"))
+        ev.put("ncu_duration_ms", rec.duration_ms)
         ev.put("family", str(fam))
         launch = num(row, "launch")
         f = Finding(

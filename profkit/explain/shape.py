@@ -7,17 +7,17 @@ NVIDIA's 1/(waves+1) bound), low achieved or theoretical occupancy and a short k
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 
 from profkit import thresholds as th
 from profkit.explain.context import Context, Said
-from profkit.explain.evidence import Evidence, num, nums
+from profkit.explain.evidence import Evidence
 from profkit.explain.model import Action, Cause, NextStep, Reason
+from profkit.explain.record import LaunchRecord
 
 
-def grid_too_small(m: Mapping, ctx: Context) -> bool:
+def grid_too_small(rec: LaunchRecord, ctx: Context) -> bool:
     """Under one wave at a cost: SMs without a block, or a quarter of one wave's slots empty."""
-    waves, grid = num(m, "waves_per_sm"), num(m, "grid_size")
+    waves, grid = rec.waves_per_sm, rec.grid_size
     if waves is None or waves >= th.SMALL_GRID_WAVES:
         return False
     if grid is not None and ctx.device.sm_count and grid < ctx.device.sm_count:
@@ -33,13 +33,13 @@ def tail_idle(waves: float | None) -> float | None:
     return (slots - waves) / slots
 
 
-def _short(m: Mapping) -> bool:
-    count, duration = num(m, "kernel_count"), num(m, "ncu_duration_ms")
+def _short(rec: LaunchRecord) -> bool:
+    count, duration = rec.kernel_count, rec.duration_ms
     return duration is not None and (count or 1) <= 1 and duration < th.SHORT_KERNEL_MS
 
 
-def launch_overhead(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
-    count, duration = num(m, "kernel_count"), num(m, "ncu_duration_ms")
+def launch_overhead(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
+    count, duration = rec.kernel_count, rec.duration_ms
     if count is None or duration is None or count <= 1 or duration / count >= th.SHORT_KERNEL_MS:
         return None
     ev.put("kernel_count", count)
@@ -50,13 +50,13 @@ def launch_overhead(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
     ]
 
 
-def small_grid(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
-    if not grid_too_small(m, ctx):
+def small_grid(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
+    if not grid_too_small(rec, ctx):
         return None
     keys = ["waves_per_sm", "wave_fill_pct"]
-    ev.put("waves_per_sm", num(m, "waves_per_sm"))
-    ev.put("wave_fill_pct", num(m, "waves_per_sm") * 100)
-    grid = num(m, "grid_size")
+    ev.put("waves_per_sm", rec.waves_per_sm)
+    ev.put("wave_fill_pct", rec.waves_per_sm * 100)
+    grid = rec.grid_size
     if grid is not None:
         ev.put("grid_size", grid)
         keys.append("grid_size")
@@ -64,25 +64,25 @@ def small_grid(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
             ev.put("sm_count", ctx.device.sm_count)
             ev.put("idle_sms", ctx.device.sm_count - int(grid))
             keys += ["sm_count", "idle_sms"]
-    if _short(m):
-        ev.put("ncu_duration_ms", num(m, "ncu_duration_ms"))
+    if _short(rec):
+        ev.put("ncu_duration_ms", rec.duration_ms)
         keys.append("ncu_duration_ms")
         return Reason(Cause.SMALL_GRID, keys, {"short": True}), [
             NextStep(Action.CUDA_GRAPH, ["ncu_duration_ms"])
         ]
-    if ctx.matmul_like(m):
+    if ctx.matmul_like(rec):
         # a sibling as fast or faster on as few programs refutes "too few": the grid is not the
         # limit (cuBLAS at M = 128 ran 128 blocks, deeper pipelined, at 79.5% DRAM)
         rival = ctx.siblings.faster_on_as_few_programs() if ctx.siblings else None
         if rival is not None:
             other, c = rival
             ev.put("sibling_variant", str(other.get("variant")))
-            ev.put("sibling_grid_size", num(other, "grid_size"))
+            ev.put("sibling_grid_size", LaunchRecord.of(other).grid_size)
             ev.put("sibling_time_share_pct", 100 / c.ratio)
             keys += ["sibling_variant", "sibling_grid_size", "sibling_time_share_pct"]
             return Reason(Cause.SMALL_GRID, keys, {"matmul": True, "refuted": True}), []
         # a matmul with too few tiles: more, smaller tiles (never larger ones), split-K or stream-K
-        dram = num(m, "dram_throughput_pct")
+        dram = rec.dram_pct
         if dram is not None:
             ev.put("dram_throughput_pct", dram)
             keys.append("dram_throughput_pct")
@@ -93,8 +93,8 @@ def small_grid(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
     return Reason(Cause.SMALL_GRID, keys), [NextStep(Action.MORE_PROGRAMS, keys)]
 
 
-def tail_effect(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
-    waves = num(m, "waves_per_sm")
+def tail_effect(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
+    waves = rec.waves_per_sm
     idle = tail_idle(waves)
     if idle is None or idle < th.TAIL_IDLE_SHARE:
         return None
@@ -105,12 +105,11 @@ def tail_effect(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
     ]
 
 
-def low_occupancy(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
-    occupancy = nums(m, "achieved_occupancy_pct", "theoretical_occupancy_pct")
+def low_occupancy(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
+    achieved, theoretical = rec.achieved_occupancy_pct, rec.theoretical_occupancy_pct
     # a grid under one wave caps achieved occupancy itself: the small-grid cause says so
-    if occupancy is None or grid_too_small(m, ctx):
+    if achieved is None or theoretical is None or grid_too_small(rec, ctx):
         return None
-    achieved, theoretical = occupancy
     keys = ["achieved_occupancy_pct", "theoretical_occupancy_pct"]
     if achieved < th.LOW_OCCUPANCY_RATIO * theoretical:
         ev.put("achieved_occupancy_pct", achieved)
@@ -119,11 +118,11 @@ def low_occupancy(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
     if theoretical < th.LOW_THEORETICAL_OCCUPANCY_PCT:
         ev.put("achieved_occupancy_pct", achieved)
         ev.put("theoretical_occupancy_pct", theoretical)
-        regs = num(m, "registers_per_thread")
+        regs = rec.registers_per_thread
         if regs is not None:
             ev.put("registers_per_thread", regs)
             keys.append("registers_per_thread")
-        if ctx.matmul_like(m):
+        if ctx.matmul_like(rec):
             # one large-tile CTA per SM is how tl.dot and cuBLAS kernels keep operands in
             # registers and shared memory: a fact, not the step (their stalls say which is)
             return Reason(Cause.LOW_THEORETICAL_OCCUPANCY, keys), []
@@ -133,10 +132,10 @@ def low_occupancy(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
     return None
 
 
-def short_kernel(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
-    if grid_too_small(m, ctx) or not _short(m):  # the small-grid cause already weighs it
+def short_kernel(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
+    if grid_too_small(rec, ctx) or not _short(rec):  # the small-grid cause already weighs it
         return None
-    ev.put("ncu_duration_ms", num(m, "ncu_duration_ms"))
+    ev.put("ncu_duration_ms", rec.duration_ms)
     return Reason(Cause.SHORT_KERNEL, ["ncu_duration_ms"]), [
         NextStep(Action.CUDA_GRAPH, ["ncu_duration_ms"])
     ]
@@ -146,5 +145,5 @@ def short_kernel(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
 CAUSES = (launch_overhead, small_grid, tail_effect, low_occupancy, short_kernel)
 
 
-def shape_causes(m: Mapping, ctx: Context, ev: Evidence) -> list[Said]:
-    return [said for said in (check(m, ctx, ev) for check in CAUSES) if said]
+def shape_causes(rec: LaunchRecord, ctx: Context, ev: Evidence) -> list[Said]:
+    return [said for said in (check(rec, ctx, ev) for check in CAUSES) if said]

@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from profkit import thresholds as th
-from profkit.explain.evidence import Evidence, num, timed
+from profkit.explain.evidence import Evidence, timed
 from profkit.explain.model import Action, NextStep
+from profkit.explain.record import LaunchRecord
 from profkit.measure import stats
 
-# launch and traffic facts compared with a sibling: (column, is an occupancy)
+# launch and traffic facts compared with a sibling: (record field, is an occupancy)
 _FACTS = (
     ("achieved_occupancy_pct", True),
     ("theoretical_occupancy_pct", True),
@@ -64,15 +65,15 @@ class Siblings:
     def faster_on_as_few_programs(self) -> tuple[Mapping, stats.MedianRatio] | None:
         """The fastest sibling, one kernel like this case, measurably faster on a grid no larger
         than this case's: proof that the grid is not what limits it."""
-        grid = num(self.row, "grid_size")
+        grid = LaunchRecord.of(self.row).grid_size
         if grid is None:
             return None
         found = [
             (o, c)
             for o, c in self.compared()
             if c.outcome == "slower"
-            and (num(o, "kernel_count") or 1) <= 1
-            and (num(o, "grid_size") or float("inf")) <= grid
+            and ((theirs := LaunchRecord.of(o)).kernel_count or 1) <= 1
+            and (theirs.grid_size or float("inf")) <= grid
         ]
         return max(found, key=lambda p: p[1].ratio, default=None)
 
@@ -81,7 +82,8 @@ class Siblings:
         found = [
             (o, c)
             for o, c in self.compared()
-            if c.outcome in ("slower", "noise") and _same(num(self.row, "flops"), num(o, "flops"))
+            if c.outcome in ("slower", "noise")
+            and _same(LaunchRecord.of(self.row).model_flops, LaunchRecord.of(o).model_flops)
         ]
         return max(found, key=lambda p: p[1].ratio, default=None)
 
@@ -91,30 +93,32 @@ def _same(a: float | None, b: float | None) -> bool:
 
 
 def _moves_as_much(row: Mapping, other: Mapping) -> bool:
-    mine, theirs = num(row, "dram_bytes"), num(other, "dram_bytes")
+    me, them = LaunchRecord.of(row), LaunchRecord.of(other)
+    mine, theirs = me.dram_bytes, them.dram_bytes
     if mine is not None and theirs is not None and theirs >= mine:
         return True
-    model, their_model = num(row, "bytes"), num(other, "bytes")
+    model, their_model = me.model_bytes, them.model_bytes
     return _same(model, their_model) or bool(model and their_model and their_model >= model)
 
 
 def sibling_step(
-    row: Mapping, found: tuple[Mapping, stats.MedianRatio], ev: Evidence, same: str
+    rec: LaunchRecord, found: tuple[Mapping, stats.MedianRatio], ev: Evidence, same: str
 ) -> tuple[list[str], NextStep]:
     """Record the sibling in the evidence and build the step that points at it; `same` is what
     the two share ("bytes" or "flops"). Returns the evidence keys and the step."""
     other, c = found
+    theirs = LaunchRecord.of(other)
     ev.put("sibling_variant", str(other.get("variant")))
     ev.put("sibling_time_share_pct", 100 / c.ratio)  # the sibling's time over this case's
-    ev.put("sibling_p50_ms", num(other, "device_p50_ms"))
+    ev.put("sibling_p50_ms", theirs.device_p50_ms)
     keys = ["sibling_variant", "sibling_time_share_pct", "sibling_p50_ms"]
-    if same == "bytes" and num(other, "dram_bytes") is not None:
-        ev.put("sibling_dram_bytes", num(other, "dram_bytes"))
+    if same == "bytes" and theirs.dram_bytes is not None:
+        ev.put("sibling_dram_bytes", theirs.dram_bytes)
         keys.append("sibling_dram_bytes")
-        if num(row, "dram_bytes") is not None:
-            ev.put("dram_bytes", num(row, "dram_bytes"))
+        if rec.dram_bytes is not None:
+            ev.put("dram_bytes", rec.dram_bytes)
             keys.append("dram_bytes")
-    differs = differences(row, other)
+    differs = differences(rec, theirs)
     for d in differs:
         ev.put(f"sibling_{d['key']}", d["sibling"])
         ev.put(d["key"], d["this"])
@@ -125,21 +129,21 @@ def sibling_step(
         "same": same,
         "differs": differs,
         # the facts held by both and found alike: with no difference, the gap is in the code
-        "compared": [] if differs else facts_in_common(row, other),
+        "compared": [] if differs else facts_in_common(rec, theirs),
     }
     return keys, NextStep(Action.MATCH_SIBLING, keys, detail)
 
 
-def facts_in_common(row: Mapping, other: Mapping) -> list[str]:
-    """The launch and traffic facts both rows hold."""
-    return [c for c, _ in _FACTS if num(row, c) is not None and num(other, c) is not None]
+def facts_in_common(rec: LaunchRecord, other: LaunchRecord) -> list[str]:
+    """The launch and traffic facts both records hold."""
+    return [f for f, _ in _FACTS if getattr(rec, f) is not None and getattr(other, f) is not None]
 
 
-def differences(row: Mapping, other: Mapping) -> list[dict]:
+def differences(rec: LaunchRecord, other: LaunchRecord) -> list[dict]:
     """The launch facts in which the sibling differs from this case, most telling first."""
     out = []
     for col, occupancy in _FACTS:
-        mine, theirs = num(row, col), num(other, col)
+        mine, theirs = getattr(rec, col), getattr(other, col)
         if mine is None or theirs is None:
             continue
         if occupancy:

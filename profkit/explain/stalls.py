@@ -7,12 +7,11 @@ eligible peer and costs nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from profkit import thresholds as th
 from profkit.explain.context import Context, Said
-from profkit.explain.evidence import Evidence, num
+from profkit.explain.evidence import Evidence
 from profkit.explain.model import Action, Cause, NextStep, Reason
+from profkit.explain.record import LaunchRecord
 
 # stall reason -> the step that addresses it
 NEXT_STEPS: dict[str, Action] = {
@@ -31,17 +30,12 @@ NEXT_STEPS: dict[str, Action] = {
 }
 
 
-def stall_columns(m: Mapping) -> dict[str, float]:
-    out = {}
-    for reason in [*NEXT_STEPS, "not_selected"]:
-        value = num(m, f"stall_{reason}_pct")
-        if value is not None:
-            out[reason] = value
-    return out
+def known_stalls(rec: LaunchRecord) -> dict[str, float]:
+    return {r: rec.stalls[r] for r in [*NEXT_STEPS, "not_selected"] if r in rec.stalls}
 
 
-def dominant_stall(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
-    stalls = {r: v for r, v in stall_columns(m).items() if r != "not_selected"}
+def dominant_stall(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
+    stalls = {r: v for r, v in known_stalls(rec).items() if r != "not_selected"}
     total = sum(stalls.values())
     if not stalls or total <= 0:
         return None
@@ -54,7 +48,7 @@ def dominant_stall(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
     ev.put("stall_share_pct", share * 100)
     keys = [key, "stall_share_pct"]
     detail = {"stall": reason}
-    if ctx.matmul_like(m) and reason in ("barrier", "long_scoreboard"):
+    if ctx.matmul_like(rec) and reason in ("barrier", "long_scoreboard"):
         # in a tiled tl.dot loop these are the waits for the next stage's tiles, not a
         # reduction's barriers: the remedy is a deeper pipeline, not fewer block-wide syncs
         return Reason(Cause.STALL, keys, detail), [NextStep(Action.DEEPER_PIPELINE, keys, detail)]
@@ -65,18 +59,19 @@ def dominant_stall(m: Mapping, ctx: Context, ev: Evidence) -> Said | None:
     return Reason(Cause.STALL, keys, detail), [NextStep(NEXT_STEPS[reason], keys, detail)]
 
 
-def stall_share(m: Mapping, reason: str) -> float | None:
-    """`reason`'s share of all stall cycles in a row (0..1), None where stalls were not captured."""
-    stalls = {r: v for r, v in stall_columns(m).items() if r != "not_selected"}
+def stall_share(rec: LaunchRecord, reason: str) -> float | None:
+    """`reason`'s share of all stall cycles in a record (0..1), None where stalls were not
+    captured."""
+    stalls = {r: v for r, v in known_stalls(rec).items() if r != "not_selected"}
     total = sum(stalls.values())
     return stalls[reason] / total if reason in stalls and total > 0 else None
 
 
-def stall_facts(m: Mapping, ev: Evidence) -> None:
+def stall_facts(rec: LaunchRecord, ev: Evidence) -> None:
     """Every stall reason captured, recorded for the detail view (no decision)."""
-    for reason, value in stall_columns(m).items():
+    for reason, value in known_stalls(rec).items():
         ev.put(f"stall_{reason}_pct", value)
 
 
-def has_stalls(m: Mapping) -> bool:
-    return bool(stall_columns(m))
+def has_stalls(rec: LaunchRecord) -> bool:
+    return bool(known_stalls(rec))
