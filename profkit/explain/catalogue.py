@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from profkit import thresholds as th
-from profkit.explain.model import Action, Cause, Unit
+from profkit.explain.context import Said
+from profkit.explain.evidence import Evidence
+from profkit.explain.model import Action, Cause, NextStep, Reason, Unit
 from profkit.explain.record import LaunchRecord
 
 
@@ -228,11 +230,13 @@ CATALOGUE: tuple[Entry, ...] = (
             (col,),
             _pipe(pipe),
             _BUSY_PIPE,
-            # elementwise math: cheaper math per element; integer/issue work: fewer instructions
+            # elementwise math: cheaper math per element; integer/issue work, and a matrix
+            # product's non-tensor pipe: fewer instructions
             {
                 KernelKind.ANY: Action.CHEAPER_MATH
                 if pipe in ("fma", "fp64", "xu")
-                else Action.CUT_INSTRUCTIONS
+                else Action.CUT_INSTRUCTIONS,
+                KernelKind.GEMM: Action.CUT_INSTRUCTIONS,
             },
         )
         for pipe, unit, col in (
@@ -278,3 +282,24 @@ def not_measured(outcomes: list[Outcome]) -> list[str]:
 
 def found(outcomes: list[Outcome], cause: Cause) -> Outcome | None:
     return next((o for o in outcomes if o.status == "found" and o.entry.cause == cause), None)
+
+
+def said(outcomes: list[Outcome], cause: Cause, kernel: KernelKind, ev: Evidence) -> Said | None:
+    """A cause found on the record, with its evidence and its kind's remedy."""
+    hit = found(outcomes, cause)
+    if hit is None:
+        return None
+    for key, value in hit.evidence.items():
+        ev.put(key, value)
+    keys = list(hit.evidence)
+    action = hit.entry.remedy(kernel)
+    detail = {"pipe": str(hit.entry.unit)} if cause == Cause.PIPE_BUSY else {}
+    return Reason(cause, keys, detail), [NextStep(action, keys, detail)] if action else []
+
+
+def busy_pipe(outcomes: list[Outcome], kernel: KernelKind, ev: Evidence) -> Said | None:
+    """The busiest non-tensor pipe at its peak (each pipe is its own entry)."""
+    for hit in outcomes:
+        if hit.status == "found" and hit.entry.cause == Cause.PIPE_BUSY:
+            return said([hit], Cause.PIPE_BUSY, kernel, ev)
+    return None

@@ -10,7 +10,8 @@ Tensor pipe is pointed at a sibling that does the same FLOPs as fast, never told
 from __future__ import annotations
 
 from profkit import thresholds as th
-from profkit.explain import shape
+from profkit.explain import catalogue, shape
+from profkit.explain.catalogue import KernelKind, Outcome
 from profkit.explain.context import Context, Said
 from profkit.explain.evidence import Evidence
 from profkit.explain.kernel_family import GEMM, LIBRARY
@@ -37,7 +38,11 @@ def pipe_unit(rec: LaunchRecord, ev: Evidence) -> Unit | None:
     return None
 
 
-def pipe_detail(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
+def pipe_detail(
+    rec: LaunchRecord, ctx: Context, ev: Evidence, outcomes: list[Outcome]
+) -> Said | None:
+    """A matrix product's pipes: the Tensor pipe busy, under-fed or unused, else the busiest
+    other pipe at its peak (the catalogue's pipe entries, with a GEMM's remedy)."""
     tensor = rec.tensor_pct
     gemm = ctx.family in GEMM or ctx.matmul_like(rec)
     if tensor is not None:
@@ -84,11 +89,4 @@ def pipe_detail(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
             ):
                 keys = [key] + (["pct_of_pipe_roof_pct"] if roof is not None else [])
                 return Reason(Cause.TENSOR_UNDERFED, keys), [NextStep(Action.FEED_TENSOR, keys)]
-    pipe = busiest_pipe(rec)
-    if pipe is not None and pipe[0] != Unit.TENSOR and pipe[2] >= th.PIPE_BUSY_PCT:
-        unit, col, value = pipe
-        ev.put(col, value)
-        return Reason(Cause.PIPE_BUSY, [col], {"pipe": str(unit)}), [
-            NextStep(Action.CUT_INSTRUCTIONS, [col], {"pipe": str(unit)})
-        ]
-    return None
+    return catalogue.busy_pipe(outcomes, KernelKind.GEMM, ev)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from profkit import thresholds as th
 from profkit.explain import catalogue, compute, memory, shape, stalls
-from profkit.explain.catalogue import KernelKind, Outcome, kernel_kind
+from profkit.explain.catalogue import KernelKind, kernel_kind
 from profkit.explain.context import Context, Said
 from profkit.explain.evidence import Evidence
 from profkit.explain.kernel_family import ELEMENTWISE, GEMM, LIBRARY, Family
@@ -80,7 +80,7 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
     ev.put("kernel_kind", str(kernel))
     # the catalogue's specific causes come before any story told from the SOL lines alone
     spills, atomics, divergence = (
-        _said(outcomes, c, kernel, ev)
+        catalogue.said(outcomes, c, kernel, ev)
         for c in (Cause.REGISTER_SPILLS, Cause.ATOMIC_CONTENTION, Cause.BRANCH_DIVERGENCE)
     )
     specific = [spills, atomics, divergence]
@@ -88,7 +88,7 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
     # only a stream's sectors against its model's bytes (sectors per request cannot tell a
     # vectorized load from a scattered one)
     if rec.ld_sectors_over_ideal is not None:
-        coalescing = _said(outcomes, Cause.UNCOALESCED, kernel, ev)
+        coalescing = catalogue.said(outcomes, Cause.UNCOALESCED, kernel, ev)
     else:
         coalescing = memory.uncoalesced(rec, ctx, ev)
     found: list[Said | None] = []
@@ -103,7 +103,7 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
             *specific,
             # a matmul bound on its caches is one whose tiles are too small to reuse data; on
             # DRAM, a matrix-vector product by its model streams its weights: not its pipes
-            compute.pipe_detail(rec, ctx, ev)
+            compute.pipe_detail(rec, ctx, ev, outcomes)
             if ctx.matmul_like(rec) and (unit != Unit.DRAM or _dense(rec))
             else None,
             memory.chain_traffic(rec, ctx, ev) if chain else reads,
@@ -112,7 +112,7 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
             memory.cache_bound(rec, ctx, ev),
             # where the DRAM level stands first: re-reads served by the caches are a fact beside it
             memory.dram_level(rec, ctx, ev, chain=chain),
-            _said(outcomes, Cause.L2_REUSE, kernel, ev),
+            catalogue.said(outcomes, Cause.L2_REUSE, kernel, ev),
             memory.data_in_l2(rec, ctx, ev),
         ]
         if any(s and s[0].cause == Cause.AT_ROOF for s in found):
@@ -128,14 +128,16 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
         unit = compute.pipe_unit(rec, ev)
         # GEMM steps only for kernels that issue MMAs or have a matmul's shape; any other busy
         # pipe gets its own kind's remedy (an FP64 elementwise chain is no matrix product)
-        busy = compute.pipe_detail(rec, ctx, ev) if kernel == KernelKind.GEMM else None
+        busy = compute.pipe_detail(rec, ctx, ev, outcomes) if kernel == KernelKind.GEMM else None
         if busy is None and unit == Unit.TENSOR and kernel == KernelKind.GEMM:
             busy = _tensor_short(ctx, ev)
         found += [
             *specific,
-            busy or _pipe_said(outcomes, kernel, ev),
+            busy
+            or catalogue.busy_pipe(outcomes, kernel, ev)
+            or catalogue.said(outcomes, Cause.TENSOR_BUSY, kernel, ev),
             memory.bank_conflicts(rec, ctx, ev),
-            _said(outcomes, Cause.ISSUE_BOUND, kernel, ev),
+            catalogue.said(outcomes, Cause.ISSUE_BOUND, kernel, ev),
             stalls.dominant_stall(rec, ctx, ev),
         ]
         if not any(found):
@@ -144,7 +146,7 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
         causes = shape.shape_causes(rec, ctx, ev)
         if any(not r.detail.get("refuted") for r, _ in causes):  # a refuted grid is no launch bound
             unit = Unit.LAUNCH
-        latency = _said(outcomes, Cause.MEMORY_LATENCY, kernel, ev)
+        latency = catalogue.said(outcomes, Cause.MEMORY_LATENCY, kernel, ev)
         if latency and _every_sm_busy(rec, ctx):
             # every SM holds a block: what the SMs lack is loads in flight, not work; the grid
             # under a wave is one way to that, said after it
@@ -162,8 +164,8 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
             else memory.extra_reads(rec, ctx, ev),
             coalescing,
             memory.bank_conflicts(rec, ctx, ev),
-            compute.pipe_detail(rec, ctx, ev) if ctx.matmul_like(rec) else None,
-            _said(outcomes, Cause.ISSUE_BOUND, kernel, ev),
+            compute.pipe_detail(rec, ctx, ev, outcomes) if ctx.matmul_like(rec) else None,
+            catalogue.said(outcomes, Cause.ISSUE_BOUND, kernel, ev),
             # long-scoreboard waits on an idle memory system: the latency, said once
             latency or stalls.dominant_stall(rec, ctx, ev),
         ]
@@ -173,10 +175,10 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
     else:  # balanced
         found += [
             *specific,
-            compute.pipe_detail(rec, ctx, ev) if ctx.matmul_like(rec) else None,
+            compute.pipe_detail(rec, ctx, ev, outcomes) if ctx.matmul_like(rec) else None,
             coalescing,
             memory.bank_conflicts(rec, ctx, ev),
-            _said(outcomes, Cause.ISSUE_BOUND, kernel, ev),
+            catalogue.said(outcomes, Cause.ISSUE_BOUND, kernel, ev),
             stalls.dominant_stall(rec, ctx, ev),
         ]
         if not any(found):
@@ -246,27 +248,6 @@ def _dense(rec: LaunchRecord) -> bool:
     """FLOPs per byte of a matrix product, not of a matrix-vector one (M = 16 decode GEMMs)."""
     flops, min_bytes = rec.model_flops, rec.model_bytes
     return bool(flops and min_bytes) and flops / min_bytes >= th.MATMUL_INTENSITY_FLOP_PER_BYTE
-
-
-def _said(outcomes: list[Outcome], cause: Cause, kernel: KernelKind, ev: Evidence) -> Said | None:
-    """A catalogue cause found on the record, with its evidence and its kind's remedy."""
-    hit = catalogue.found(outcomes, cause)
-    if hit is None:
-        return None
-    for key, value in hit.evidence.items():
-        ev.put(key, value)
-    keys = list(hit.evidence)
-    action = hit.entry.remedy(kernel)
-    detail = {"pipe": str(hit.entry.unit)} if cause == Cause.PIPE_BUSY else {}
-    return Reason(cause, keys, detail), [NextStep(action, keys, detail)] if action else []
-
-
-def _pipe_said(outcomes: list[Outcome], kernel: KernelKind, ev: Evidence) -> Said | None:
-    """The busiest non-tensor pipe at its peak (each pipe is its own catalogue entry)."""
-    for hit in outcomes:
-        if hit.status == "found" and hit.entry.cause == Cause.PIPE_BUSY:
-            return _said([hit], Cause.PIPE_BUSY, kernel, ev)
-    return _said(outcomes, Cause.TENSOR_BUSY, kernel, ev)
 
 
 def headroom_us(ev: Mapping, ms: float | None) -> float | None:
