@@ -226,26 +226,28 @@ class LaunchRecord:
         return None
 
     @property
-    def mma_kind(self) -> str | None:
-        """Which Tensor Core instructions the launch issues: imma, dmma, hmma (mma.sync or
-        wgmma) or None; from instruction counts where captured, else from the pipes' busy
-        shares. HMMA counts ptxas's HFMA2.MMA constant moves too, so HMMA counts only when the
-        tensor pipe out-works the FMA pipe (on_tensor_cores's rule)."""
-        if self.imma_inst or (self.tensor_imma_pct or 0) >= 1.0:
-            return "imma"
-        if (self.tensor_dmma_pct or 0) >= 1.0:
-            return "dmma"
-        if self.gmma_inst:
-            return "hmma"
-        # from the busy share alone: only a pipe busy beyond constant moves' few percent
+    def issues_mma(self) -> bool:
+        """Does the launch issue MMA instructions doing real work? From instruction counts where
+        captured, a sub-pipe's share, else the pipe's busy share beyond constant moves' few
+        percent: HMMA counts ptxas's HFMA2.MMA constant moves too, so the tensor pipe must also
+        out-work the FMA pipe (on_tensor_cores's rule). Stricter than on_tensor_cores, which
+        picks a roof: GEMM advice needs the MMAs to be the work."""
+        if self.imma_inst or self.gmma_inst:
+            return True
+        if (self.tensor_imma_pct or 0) >= 1.0 or (self.tensor_dmma_pct or 0) >= 1.0:
+            return True
         tensor = self.tensor_pct
-        if (
+        return (
             tensor is not None
             and tensor >= th.TENSOR_IDLE_PCT
             and tensor >= (self.fma_pipe_pct or 0.0)
-        ):
-            return "hmma"
-        return None
+        )
+
+    @property
+    def mma_kind(self) -> str | None:
+        """Which Tensor Core instructions the launch issues: the sub-pipe doing the work
+        (tensor_subpipe; HMMA where no sub-pipe counter says), None when it issues none."""
+        return (self.tensor_subpipe or "hmma") if self.issues_mma else None
 
     @property
     def pipes(self) -> dict[str, float]:
