@@ -130,13 +130,6 @@ def where(row: Mapping) -> str:
     return f"{row['dtype']} {row['shape']}"
 
 
-def has_counters(row: Mapping) -> bool:
-    memory = num(row, "memory_throughput_pct")
-    if memory is None:
-        memory = num(row, "dram_throughput_pct")
-    return memory is not None and num(row, "sm_throughput_pct") is not None
-
-
 def timed(row: Mapping) -> bool:
     return as_bool(row.get("correct")) and num(row, "device_p50_ms") is not None
 

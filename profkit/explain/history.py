@@ -18,8 +18,9 @@ import pandas as pd
 
 from profkit import thresholds as th
 from profkit.explain.decode_steps import as_timed_frame
-from profkit.explain.evidence import Evidence, as_bool, num, timed, where
+from profkit.explain.evidence import Evidence, as_bool, timed, where
 from profkit.explain.model import Action, Finding, Kind
+from profkit.explain.record import LaunchRecord
 from profkit.measure import stats
 from profkit.store import Run, is_run, load
 
@@ -88,11 +89,12 @@ def history_finding(
     ev.put("cases_compared", len(pairs))
     ratios, changes = [], []
     no_effect = None
-    for before, now in pairs:
+    records = [(LaunchRecord.of(b), LaunchRecord.of(n)) for b, n in pairs]
+    for (before, now), (rec_before, rec_now) in zip(pairs, records, strict=True):
         cmp = stats.compare_cases(now, before, run.samples, previous.samples)
         ratios.append(cmp.ratio)
         changes.append(cmp.outcome)
-        occ = (num(before, "achieved_occupancy_pct"), num(now, "achieved_occupancy_pct"))
+        occ = (rec_before.achieved_occupancy_pct, rec_now.achieved_occupancy_pct)
         if None in occ:
             continue
         moved = abs(occ[1] - occ[0]) >= th.OCCUPANCY_GAP_PCT
@@ -100,24 +102,24 @@ def history_finding(
         if moved and still and occ[1] > occ[0]:
             gain = occ[1] - occ[0]
             if no_effect is None or gain > no_effect[0]:
-                no_effect = (gain, before, now, cmp)
+                no_effect = (gain, occ, now, cmp)
     ev.put("median_time_ratio_x", float(pd.Series(ratios).median()))
     for outcome in stats.OUTCOMES:
         ev.put(f"cases_{outcome}", sum(o == outcome for o in changes))
-    for col in ("registers_per_thread", "achieved_occupancy_pct", "dram_throughput_pct"):
+    for name in ("registers_per_thread", "achieved_occupancy_pct", "dram_pct"):
         deltas = [
-            num(n, col) - num(b, col)
-            for b, n in pairs
-            if num(n, col) is not None and num(b, col) is not None
+            getattr(n, name) - getattr(b, name)
+            for b, n in records
+            if getattr(n, name) is not None and getattr(b, name) is not None
         ]
         if deltas:
-            ev.put(f"median_change_{col}", float(pd.Series(deltas).median()))
+            ev.put(f"median_change_{LaunchRecord.column(name)}", float(pd.Series(deltas).median()))
     ruled: dict[Action, str] = {}
     if no_effect is not None:
-        _, before, now, cmp = no_effect
+        _, occ, now, cmp = no_effect
         ev.put("tried_where", where(now))
-        ev.put("occupancy_before_pct", num(before, "achieved_occupancy_pct"))
-        ev.put("occupancy_after_pct", num(now, "achieved_occupancy_pct"))
+        ev.put("occupancy_before_pct", occ[0])
+        ev.put("occupancy_after_pct", occ[1])
         ev.put("time_change_pct", cmp.delta_pct)
         ev.put("time_outcome", cmp.outcome)
         ruled[Action.RAISE_OCCUPANCY] = (

@@ -137,6 +137,12 @@ class LaunchRecord:
     # --- derived quantities, each from the fields above only -----------------------------------
 
     @property
+    def has_counters(self) -> bool:
+        """The speed-of-light lines a diagnosis starts from were captured."""
+        memory = self.memory_pct if self.memory_pct is not None else self.dram_pct
+        return memory is not None and self.sm_pct is not None
+
+    @property
     def tensor_pct(self) -> float | None:
         """The Tensor pipe's busy share: every MMA kind where captured, else HMMA's (older runs)."""
         return self.tensor_any_pct if self.tensor_any_pct is not None else self.tensor_pipe_pct

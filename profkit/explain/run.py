@@ -19,7 +19,6 @@ from profkit.explain.diagnose import diagnose, fit_next_steps
 from profkit.explain.evidence import (
     Evidence,
     as_bool,
-    has_counters,
     num,
     step_timed,
     text,
@@ -196,7 +195,7 @@ def case_finding(row: Mapping, ctx: Context, tables: _Tables, no_counters: str |
         ctx = replace(ctx, family=launches.launch_family(rows[0], lab=lab))
     elif lab:
         ctx = replace(ctx, family=Family.TRITON)
-    if no_counters or not has_counters(row):
+    if no_counters or not LaunchRecord.of(row).has_counters:
         _timing_only(f, row, ctx, ev, no_counters or "no counters were captured for this case")
         _throttled(f, row)
         return f

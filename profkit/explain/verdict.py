@@ -25,6 +25,7 @@ from profkit.explain.model import (
     Reason,
     Verdict,
 )
+from profkit.explain.record import LaunchRecord
 from profkit.measure import stats
 from profkit.measure.clocks import REASON_SEP
 
@@ -199,7 +200,7 @@ def _throttled(
     places = {c.where for c in hit}
     slow = [r for r in rows if where(r) in places and as_bool(r.get("clock_throttled"))]
     reasons = [w for r in slow for w in (text(r, "throttle_reasons") or "").split(REASON_SEP) if w]
-    clocks = [num(r, "sm_clock_mhz") for r in slow]
+    clocks = [LaunchRecord.of(r).sm_clock_mhz for r in slow]
     ev.put("throttled_comparisons", len(hit))
     ev.put("comparisons", len(comparisons))
     ev.put("throttled_decided", sum(c.throttled for c in decided))
