@@ -108,12 +108,6 @@ def num(row: Mapping, key: str) -> float | None:
     return None if math.isnan(value) else value
 
 
-def nums(row: Mapping, *keys: str) -> list[float] | None:
-    """Every value, or None when any is missing."""
-    values = [num(row, k) for k in keys]
-    return None if any(v is None for v in values) else values
-
-
 def text(row: Mapping, key: str) -> str | None:
     value = row.get(key)
     if value is None or (isinstance(value, float) and math.isnan(value)):
