@@ -69,16 +69,8 @@ def test_no_module_imports_itself_back_at_import_time() -> None:
     assert cycles(lazy=False) == []
 
 
-# Known, each left to the work that owns it (not this test's to hide: a new cycle fails it):
-# explain's own, with the explain refactor (issue 21: "inside profkit/explain/, the renames and the
-# cycle together").
-KNOWN = [
-    ["profkit.explain.evidence", "profkit.explain.model", "profkit.explain.phrases"],
-]
-
-
-def test_no_cycles_through_imports_inside_functions_but_the_known() -> None:
-    assert [c for c in cycles(lazy=True) if c not in KNOWN] == []
+def test_no_cycles_through_imports_inside_functions_either() -> None:
+    assert cycles(lazy=True) == []
 
 
 def test_a_cycle_is_found(tmp_path: Path) -> None:
