@@ -100,3 +100,28 @@ def test_a_near_copy_case_called_compute_bound_is_not_told_it_has_most_of_its_ti
 
 def pd_has(r, col: str) -> bool:
     return col in r and r[col] == r[col]
+
+
+FIRST_ADD_RMSNORM = "add_rmsnorm-20261202-025440-vm-59ff1b"  # its first design, pass 2 re-read h
+
+
+def test_a_faster_peer_asking_for_fewer_load_bytes_is_named_beside_the_cause() -> None:
+    # bf16 16384x8192: the lab re-reads h from L2 in pass 2 (an L2-reuse cause with its own step)
+    # while Liger, measurably faster on the same DRAM bytes, keeps the row in registers
+    run = store.load(run_path(FIRST_ADD_RMSNORM))
+    df = run.cases
+    at = (df["dtype"] == "bfloat16") & (df["shape"] == "16384x8192")
+    lab, liger = df[at & (df.variant == "triton")].iloc[0], df[at & (df.variant == "liger")].iloc[0]
+    assert liger.global_ld_bytes_requested < lab.global_ld_bytes_requested / 1.25
+    (f,) = [
+        f
+        for f in explain_run(run)
+        if f.kind == Kind.CASE and f.subject == "add_rmsnorm triton bfloat16 16384x8192"
+    ]
+    assert Cause.L2_REUSE in [r.cause for r in f.reasons]
+    first = f.next[0]
+    assert first.action == Action.MATCH_SIBLING and first.detail["sibling"] == "liger"
+    named = {d["key"]: d for d in first.detail["differs"]}
+    assert named["global_ld_bytes_requested"]["sibling"] == liger.global_ld_bytes_requested
+    # Liger holds fewer warps (75% theoretical against 100%): not a reason it is faster
+    assert "theoretical_occupancy_pct" not in named and "achieved_occupancy_pct" not in named

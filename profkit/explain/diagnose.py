@@ -124,6 +124,8 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
         specific = any(s and s[1] and s[0].cause != Cause.SIBLING_FASTER for s in found)
         if short and not specific:
             found += _why_short(rec, ctx, ev)
+        elif short:
+            found = _with_faster_sibling(found, rec, ctx, ev)
     elif kind == Bottleneck.COMPUTE:
         unit = compute.pipe_unit(rec, ev)
         # GEMM steps only for kernels that issue MMAs or have a matmul's shape; any other busy
@@ -372,6 +374,24 @@ def _why_short(rec: LaunchRecord, ctx: Context, ev: Evidence) -> list[Said | Non
     if not stalls.has_stalls(rec):
         steps.append(NextStep(Action.PROFILE_STALLS, []))
     return [(Reason(Cause.NO_CAUSE_SEEN, keys, {"short_of_roof": True}), steps)]
+
+
+def _with_faster_sibling(
+    found: list[Said | None], rec: LaunchRecord, ctx: Context, ev: Evidence
+) -> list[Said | None]:
+    """Short of the roof with a cause named, while a sibling moves the same bytes measurably
+    faster: what differs between the two is a step beside that cause's (the first add_rmsnorm,
+    told only to keep its re-read on chip, while Liger asked for 25% fewer load bytes)."""
+    sibling = ctx.siblings.faster_same_bytes() if ctx.siblings else None
+    if sibling is None:
+        return found
+    out = []
+    for s in found:
+        if s and s[0].cause == Cause.SHORT_OF_ROOF and not s[1]:
+            more, step = sibling_step(rec, sibling, ev, "bytes")
+            s = (Reason(s[0].cause, [*s[0].keys, *more], s[0].detail), [step])
+        out.append(s)
+    return out
 
 
 def _stall_shared(rec: LaunchRecord, sibling: Mapping, reason: str) -> bool:

@@ -735,9 +735,10 @@ def _sibling_step(d: Mapping) -> str:
     elif d.get("compared"):
         # nothing in the collected launch facts or traffic differs: say so, and where to look
         text += (
-            f" (same {', '.join(_FACT_WORDS.get(k, k) for k in d['compared'])}: the difference "
-            "is in the code, not in these counters; compare the two kernels' SASS, e.g. "
-            "load and store cache hints and instruction order)"
+            f" (none of its {', '.join(_FACT_WORDS.get(k, k) for k in d['compared'])} differs in "
+            "a way that could make it faster: the difference is in the code, not in these "
+            "counters; compare the two kernels' SASS, e.g. load and store cache hints and "
+            "instruction order)"
         )
     return text
 
@@ -749,6 +750,7 @@ _FACT_WORDS = {
     "block_size": "block size",
     "grid_size": "grid",
     "dram_bytes": "DRAM bytes",
+    "global_ld_bytes_requested": "load bytes requested",
 }
 
 

@@ -21,13 +21,17 @@ from profkit.explain.record import LaunchRecord
 from profkit.measure import stats
 
 # launch and traffic facts compared with a sibling: (record field, is an occupancy)
+# launch and traffic facts compared with a sibling, most telling first: (field, kind). A traffic
+# fact is named only where the faster sibling moves less, an occupancy only where it holds more
+# warps (the other way round they cannot be why it is faster); a launch shape either way.
 _FACTS = (
-    ("achieved_occupancy_pct", True),
-    ("theoretical_occupancy_pct", True),
-    ("registers_per_thread", False),
-    ("block_size", False),
-    ("grid_size", False),
-    ("dram_bytes", False),
+    ("dram_bytes", "traffic"),
+    ("global_ld_bytes_requested", "traffic"),
+    ("grid_size", "launch"),
+    ("block_size", "launch"),
+    ("registers_per_thread", "launch"),
+    ("achieved_occupancy_pct", "occupancy"),
+    ("theoretical_occupancy_pct", "occupancy"),
 )
 MAX_DIFFERENCES = 3
 
@@ -140,17 +144,19 @@ def facts_in_common(rec: LaunchRecord, other: LaunchRecord) -> list[str]:
 
 
 def differences(rec: LaunchRecord, other: LaunchRecord) -> list[dict]:
-    """The launch facts in which the sibling differs from this case, most telling first."""
+    """The launch and traffic facts in which the sibling differs from this case in a way that can
+    be why it is faster, most telling first."""
     out = []
-    for col, occupancy in _FACTS:
+    for col, kind in _FACTS:
         mine, theirs = getattr(rec, col), getattr(other, col)
         if mine is None or theirs is None:
             continue
-        if occupancy:
-            differ = abs(mine - theirs) >= th.OCCUPANCY_GAP_PCT
+        if kind == "occupancy":
+            differ = theirs - mine >= th.OCCUPANCY_GAP_PCT
         else:
             low, high = sorted((mine, theirs))
             differ = low > 0 and high / low >= th.SIBLING_LAUNCH_RATIO
+            differ = differ and (kind == "launch" or theirs < mine)
         if differ:
             out.append({"key": col, "this": mine, "sibling": theirs})
     return out[:MAX_DIFFERENCES]
