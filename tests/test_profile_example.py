@@ -92,3 +92,19 @@ def test_the_readme_shows_the_top_of_what_explain_prints_on_the_example(run: sto
     result = CliRunner().invoke(cli, args, env={"COLUMNS": "80"})
     assert result.exit_code == 0
     assert result.stdout.startswith(block)
+
+
+def test_a_fused_library_op_is_not_told_to_fuse_away(run: store.Run) -> None:
+    # cuDNN's attention backward is a whole op fused already: its advice is what it is given or
+    # another backend, not "fuse it away"; an ATen elementwise kernel still gets "fuse it away"
+    from profkit.explain import Action
+    from profkit.explain.phrases import next_step_text
+
+    findings = {f.case: f for f in explain_profile(run).findings}
+    cudnn = [f for c, f in findings.items() if "cudnn" in c and f.next]
+    aten = [f for c, f in findings.items() if "vectorized_elementwise" in c and f.next]
+    assert cudnn and aten
+    for f in cudnn:
+        assert Action.FUSE not in [s.action for s in f.next]
+        assert "another backend" in next_step_text(f.next[0])
+    assert all(f.next[0].action == Action.FUSE for f in aten)

@@ -17,7 +17,7 @@ from profkit.explain import catalogue, compute, memory, shape, stalls
 from profkit.explain.catalogue import KernelKind, kernel_kind
 from profkit.explain.context import Context, Said
 from profkit.explain.evidence import Evidence
-from profkit.explain.kernel_family import ELEMENTWISE, GEMM, LIBRARY, Family
+from profkit.explain.kernel_family import FUSED_OPS, GEMM, LIBRARY, Family
 from profkit.explain.model import Action, Bottleneck, Cause, NextStep, Reason, Unit
 from profkit.explain.record import LaunchRecord
 from profkit.explain.roofs import compute_roof, memory_roof
@@ -453,11 +453,12 @@ def fit_next_steps(steps: list[NextStep], ctx: Context) -> tuple[list[NextStep],
     withheld: list[dict] = []
     for step in steps:
         if ctx.family in LIBRARY and step.action in _CODE_STEPS:
-            action = Action.LIBRARY_SHAPES if ctx.family in GEMM else Action.FUSE
-            if ctx.family in ELEMENTWISE or ctx.family not in GEMM:
-                action = Action.FUSE
             if ctx.family == Family.LIGER:  # Triton code the user calls, not tunes
                 action = Action.LIBRARY_OPTIONS
+            elif ctx.family in GEMM or ctx.family in FUSED_OPS:
+                action = Action.LIBRARY_SHAPES
+            else:
+                action = Action.FUSE
             step = NextStep(action, step.because, {"library": str(ctx.family)})
         if step.action in ctx.ruled_out:
             withheld.append({"action": str(step.action), "why": ctx.ruled_out[step.action]})

@@ -44,6 +44,9 @@ LIBRARY = frozenset(
 )
 GEMM = frozenset({Family.CUBLAS, Family.CUTLASS})
 ELEMENTWISE = frozenset({Family.ATEN_ELEMENTWISE, Family.ATEN_REDUCE, Family.ATEN_NORM})
+# library kernels that are whole fused ops already (convolution, attention): "fuse it away" does
+# not apply; what they are given, or another backend for the op, does
+FUSED_OPS = frozenset({Family.CUDNN, Family.FLASH})
 
 # First match wins: specific patterns before general ones.
 _PATTERNS: tuple[tuple[Family, re.Pattern], ...] = tuple(

@@ -10,6 +10,7 @@ import string
 from collections.abc import Mapping
 
 from profkit.explain.evidence import format_value
+from profkit.explain.kernel_family import FUSED_OPS
 from profkit.explain.model import Action, Cause, Finding, Kind, NextStep, Reason, Verdict
 from profkit.measure import stats
 
@@ -658,6 +659,13 @@ def next_step_text(step: NextStep) -> str:
         text = (
             f"it is {d['library'].replace('_', ' ')} library code: fuse it away "
             "(torch.compile or a fused kernel) rather than tune it"
+        )
+    elif step.action == Action.LIBRARY_SHAPES and d.get("library") in FUSED_OPS:
+        text = (
+            f"it is {d['library'].replace('_', ' ')} library code, a whole op fused already: gains "
+            "come from what it is given (precision; layouts and sizes it favours, e.g. "
+            "channels-last, head or channel dims in multiples of 64) or from another backend for "
+            "the op (for attention, SDPA's flash or memory-efficient kernels), not from fusing it"
         )
     elif step.action == Action.LIBRARY_SHAPES and d.get("library"):
         text = NEXT_STEPS[Action.LIBRARY_SHAPES]

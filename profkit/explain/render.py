@@ -108,6 +108,12 @@ class _Out:
         self.emit([Text(line, style=style) for line in self.lines(text, indent, first)])
 
     def head(self, left: str, right: str, style: str) -> None:
+        # a long subject (a profile run's kernel group) is cut in the middle to fit the line: its
+        # start names the kernel, its end the range and launch count; --case shows it whole
+        room = self.console.width - len(right) - 2
+        if len(left) > room >= 24:
+            tail = (room - 3) // 2
+            left = left[: room - 3 - tail] + "..." + left[len(left) - tail :]
         t = Text(left, style="bold")
         t.append("  ")
         t.append(right, style=style)
