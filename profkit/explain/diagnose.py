@@ -347,11 +347,13 @@ def _why_short(rec: LaunchRecord, ctx: Context, ev: Evidence) -> list[Said | Non
     else more bytes in flight per thread."""
     stall = stalls.dominant_stall(rec, ctx, ev)
     found = ctx.siblings.faster_same_bytes() if ctx.siblings else None
-    if stall and found and _stall_shared(rec, found[0], stall[0].detail["stall"]):
+    share = (
+        _shared_stall_share(rec, found[0], stall[0].detail["stall"]) if stall and found else None
+    )
+    if share is not None:
         # the sibling that moves the same bytes faster waits as much on the same stall: that
         # stall does not explain the gap to it; what differs between the two does
         sibling = found[0]
-        share = stalls.stall_share(LaunchRecord.of(sibling), stall[0].detail["stall"])
         ev.put("sibling_stall_share_pct", share * 100)
         more, step = sibling_step(rec, found, ev, "bytes")
         detail = {**stall[0].detail, "shared_with": str(sibling.get("variant"))}
@@ -394,15 +396,14 @@ def _with_faster_sibling(
     return out
 
 
-def _stall_shared(rec: LaunchRecord, sibling: Mapping, reason: str) -> bool:
-    """The sibling's share of stalls on `reason` is at least this case's, less a few points."""
+def _shared_stall_share(rec: LaunchRecord, sibling: Mapping, reason: str) -> float | None:
+    """The sibling's share of stalls on `reason` where it is at least this case's less a few
+    points (the stall is shared), else None."""
     mine = stalls.stall_share(rec, reason)
     theirs = stalls.stall_share(LaunchRecord.of(sibling), reason)
-    return (
-        mine is not None
-        and theirs is not None
-        and theirs * 100 >= mine * 100 - th.STALL_SHARED_POINTS
-    )
+    if mine is None or theirs is None:
+        return None
+    return theirs if theirs * 100 >= mine * 100 - th.STALL_SHARED_POINTS else None
 
 
 def _nothing_seen(rec: LaunchRecord) -> Said:
