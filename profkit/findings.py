@@ -11,7 +11,9 @@ from profkit.store import Run
 from profkit.workload.explain import explain_profile
 
 
-def for_run(run: Run, history_runs: Sequence[Run] | None = None) -> Report:
+def for_run(
+    run: Run, history_runs: Sequence[Run] | None = None, loaded: Sequence[Run] = ()
+) -> Report:
     if run.manifest.get("kind") == "profile":  # a workload's kernel groups (profkit profile)
         return explain_profile(run)
-    return explain_run(run, history_runs)
+    return explain_run(run, history_runs, loaded)

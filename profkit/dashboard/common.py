@@ -126,16 +126,6 @@ def timed(cases: pd.DataFrame) -> pd.DataFrame:
     return cases[ok]
 
 
-def samples_by_case(run: Run) -> dict[str, pd.DataFrame]:
-    """The run's device-time samples split per case once: compare_cases then scans one case's
-    rows, not the whole table (hundreds of cases x a thousand samples each)."""
-    s = run.samples
-    if s is None or s.empty:
-        return {}
-    s = s[s["kind"] == "device"]
-    return {str(case): group for case, group in s.groupby("case", sort=False)}
-
-
 def values(series: pd.Series) -> list:
     return [plain_value(v) for v in series.tolist()]
 

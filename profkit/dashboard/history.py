@@ -22,7 +22,6 @@ from profkit.dashboard.common import (
     LAB_COLORS,
     ROW_HEIGHT_PX,
     TOP_LEGEND,
-    samples_by_case,
     text,
     timed,
 )
@@ -106,12 +105,11 @@ def _shape_key(shape: str) -> tuple:
 
 def _step(before: Run, after: Run) -> Step:
     a, b = _table(before), _table(after)
-    sa, sb = samples_by_case(before), samples_by_case(after)
     counts = {o: 0 for o in stats.OUTCOMES}
     moved = []
     for key in sorted(set(a.index) & set(b.index)):
         ra, rb = a.loc[key], b.loc[key]
-        c = stats.compare_cases(rb, ra, sb.get(str(rb["case"])), sa.get(str(ra["case"])))
+        c = stats.compare_cases(rb, ra, after.samples, before.samples)
         counts[c.outcome] += 1
         if c.outcome in ("faster", "slower"):
             moved.append(

@@ -535,7 +535,8 @@ def write_dashboard(
     """Compute the findings, build the page, then write it (and, when shared, plotly.js beside
     it where missing or different) atomically: a failed build or write leaves existing files."""
     runs = [runs] if isinstance(runs, Run) else list(runs)
-    findings = {run.run_id: list(for_run(run)) for run in runs}
+    loaded = [*runs, *history_runs]  # explain's earlier runs among them are not read again
+    findings = {run.run_id: list(for_run(run, loaded=loaded)) for run in runs}
     page = build_dashboard(runs, findings, history_runs, plotlyjs)  # before touching the disk
     path = Path(path)
     if plotlyjs == "shared":

@@ -14,7 +14,6 @@ from profkit.dashboard.common import (
     Layout,
     grid,
     layout,
-    samples_by_case,
     text,
     timed,
 )
@@ -60,7 +59,6 @@ def speedups(run: Run) -> list[Speedup]:
             "records"
         )
     }
-    samples = samples_by_case(run)
     out = []
     labs = [v.name for v in lay.variants if not v.baseline]
     bases = [v.name for v in lay.variants if v.baseline]
@@ -72,9 +70,7 @@ def speedups(run: Run) -> list[Speedup]:
                     if a is None or b is None:
                         continue
                     # ratio = lab time / baseline time
-                    c = stats.compare_cases(
-                        a, b, samples.get(str(a["case"])), samples.get(str(b["case"]))
-                    )
+                    c = stats.compare_cases(a, b, run.samples)
                     out.append(
                         Speedup(
                             lab, base, dtype, shape, str(a["case"]), str(b["case"]),

@@ -27,8 +27,9 @@ from profkit.store import Run, is_run, load
 RULED_OUT_FILE = "ruled_out.json"
 
 
-def earlier_runs(run: Run) -> list[Run]:
-    """Runs of the same kernel stored beside this one and created before it, newest first."""
+def earlier_runs(run: Run, loaded: Sequence[Run] = ()) -> list[Run]:
+    """Runs of the same kernel stored beside this one and created before it, newest first; one
+    already in memory (loaded, e.g. the dashboard's history) is not read again."""
     root = run.path.parent
     if not root.is_dir():
         return []
@@ -44,7 +45,8 @@ def earlier_runs(run: Run) -> list[Run]:
             continue
         if manifest.get("kernel") == kernel and manifest.get("created", "") < mine:
             found.append((manifest.get("created", ""), path))
-    return [load(p) for _, p in sorted(found, reverse=True)]
+    known = {r.path.resolve(): r for r in loaded}
+    return [known.get(p.resolve()) or load(p) for _, p in sorted(found, reverse=True)]
 
 
 def notebook_ruled_out(kernel: str, folder: Path | None) -> dict[str, dict[Action, str]]:
@@ -150,5 +152,5 @@ def merge(*maps: Mapping[Action, str]) -> dict[Action, str]:
     return out
 
 
-def history_runs(run: Run, given: Sequence[Run] | None) -> list[Run]:
-    return list(given) if given is not None else earlier_runs(run)
+def history_runs(run: Run, given: Sequence[Run] | None, loaded: Sequence[Run] = ()) -> list[Run]:
+    return list(given) if given is not None else earlier_runs(run, loaded)

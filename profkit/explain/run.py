@@ -47,13 +47,17 @@ from profkit.store import Run
 _TIMING = ("device_p50_ms", "device_iqr_ms", "device_p95_ms", "pct_peak_bw", "step_p50_ms")
 
 
-def explain_run(run: Run, history_runs: Sequence[Run] | None = None) -> Report:
+def explain_run(
+    run: Run, history_runs: Sequence[Run] | None = None, loaded: Sequence[Run] = ()
+) -> Report:
+    """history_runs: the earlier runs to compare with (default: those stored beside run, of
+    which any in loaded are not read again)."""
     mode = str(run.manifest.get("mode") or ("interpret" if _interpreted(run) else "gpu"))
     report = Report(source=run.run_id, mode=mode)
     device = Device.of(run.manifest)
     no_counters = _no_counters(run)
     cases = run.cases.astype({"dtype": str, "shape": str, "variant": str, "kernel": str})
-    earlier = history.history_runs(run, history_runs)
+    earlier = history.history_runs(run, history_runs, loaded)
     notebook_dir = _notebook_dir()
     tables = _Tables(launches.by_case(run.kernels), ncu_rules.by_launch(run.rules))
     for kernel, group in cases.groupby("kernel", sort=False):

@@ -19,6 +19,7 @@ UNSTABLE_WIDTH is "unstable" (e.g. a bimodal distribution), never a tie.
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from statistics import NormalDist
@@ -155,10 +156,29 @@ def case_samples(samples: pd.DataFrame | None, case: str, kind: str = "device") 
     """One case's raw samples of one kind (empty when the run stored none)."""
     if samples is None or samples.empty:
         return np.empty(0)
-    # on numpy's object arrays: pandas' python-backed string == costs 4x more, per call, and a
-    # run's explain calls this twice per comparison over all of its samples
-    cases, kinds = samples["case"].to_numpy(object), samples["kind"].to_numpy(object)
-    return samples["ms"].to_numpy(float)[(cases == case) & (kinds == kind)]
+    return _split(samples).get((case, kind), np.empty(0))
+
+
+# samples table (by identity) -> its samples per (case, kind): explain and the dashboard compare
+# hundreds of case pairs of one run, and a scan of a decode run's 400k samples per pair cost 4 ms
+_SPLITS: dict[int, tuple[weakref.ref, int, dict[tuple[str, str], np.ndarray]]] = {}
+
+
+def _split(samples: pd.DataFrame) -> dict[tuple[str, str], np.ndarray]:
+    key = id(samples)
+    hit = _SPLITS.get(key)
+    if hit is not None and hit[0]() is samples and hit[1] == len(samples):
+        return hit[2]
+    ms = samples["ms"].to_numpy(float)
+    groups = samples.groupby([samples["case"].astype(str), samples["kind"].astype(str)], sort=False)
+    split = {k: ms[i] for k, i in groups.indices.items()}
+    # the entry goes with its table: a later table at the same address never reads it
+    _SPLITS[key] = (
+        weakref.ref(samples, lambda _, key=key: _SPLITS.pop(key, None)),
+        len(samples),
+        split,
+    )
+    return split
 
 
 def compare_cases(
