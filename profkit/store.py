@@ -15,6 +15,7 @@ import io
 import json
 import lzma
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from profkit.errors import ProfkitError
@@ -487,6 +489,8 @@ def _whole_rows(f: Path) -> tuple[str, list[str]]:
         text, cut = f.read_text(errors="replace"), ""
     if not text:
         return text, [cut] if cut else []
+    if _every_row_whole(text):
+        return text, [cut] if cut else []
     lines = text.splitlines(keepends=True)
     width = len(next(csv.reader([lines[0]])))
     if not lines[-1].endswith("\n"):
@@ -497,6 +501,24 @@ def _whole_rows(f: Path) -> tuple[str, list[str]]:
         cut = cut or f"{f.name} is cut short (row {bad[0]} has fewer fields than its header)"
         lines = [line for i, line in enumerate(lines, 1) if i not in bad]
     return "".join(lines), [cut] if cut else []
+
+
+# characters that make the fast check below inexact: quotes (a quoted field may hold commas or
+# newlines), NULs, and every line break but \n that str.splitlines honours
+_NOT_PLAIN = re.compile(r'["\0\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]')
+
+
+def _every_row_whole(text: str) -> bool:
+    """True when a plain CSV text (none of _NOT_PLAIN) ends in a newline and each line has as
+    many commas as its header, counted by numpy: a decode run's 400k sample rows checked in
+    milliseconds. False sends the text through the line-by-line check, which also says where."""
+    if not text.endswith("\n") or _NOT_PLAIN.search(text):
+        return False
+    raw = np.frombuffer(text.encode(), np.uint8)
+    ends = np.flatnonzero(raw == ord("\n"))
+    commas = np.flatnonzero(raw == ord(","))
+    per_line = np.diff(np.searchsorted(commas, ends), prepend=0)
+    return bool(per_line.min() == per_line.max() == per_line[0] and per_line[0] > 0)
 
 
 def _fields(line: str) -> int:

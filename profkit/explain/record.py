@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
+from functools import cache
 
 from profkit import thresholds as th
 from profkit.explain.evidence import num, text
@@ -116,16 +117,10 @@ class LaunchRecord:
 
     @classmethod
     def of(cls, row: Mapping) -> LaunchRecord:
-        values: dict = {}
-        for f in fields(cls):
-            if f.name in ("name", "shape", "dtype"):
-                continue
-            if f.name == "stalls":
-                continue
-            values[f.name] = num(row, _COLUMNS.get(f.name, f.name))
+        values = {name: num(row, column) for name, column in _numeric_fields()}
         stalls = {}
         for key in row:
-            match = re.fullmatch(r"stall_(\w+)_pct", str(key))
+            match = _STALL.fullmatch(str(key))
             value = num(row, key) if match else None
             if match and value is not None:
                 stalls[match.group(1)] = value
@@ -301,3 +296,18 @@ class LaunchRecord:
         for d in dims:
             product *= d
         return abs(self.model_flops - 2 * product) <= 1e-6 * self.model_flops
+
+
+_STALL = re.compile(r"stall_(\w+)_pct")
+
+
+@cache
+def _numeric_fields() -> tuple[tuple[str, str], ...]:
+    """(field, stored column) of each number a record reads from a row: explain builds thousands
+    of records per run, and dataclasses.fields is slow to ask each time."""
+    text_fields = ("name", "shape", "dtype", "stalls")
+    return tuple(
+        (f.name, LaunchRecord.column(f.name))
+        for f in fields(LaunchRecord)
+        if f.name not in text_fields
+    )
