@@ -4,10 +4,12 @@ and the headline's figures are the tables' own."""
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import re
 
+import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
@@ -108,3 +110,23 @@ def test_a_fused_library_op_is_not_told_to_fuse_away(run: store.Run) -> None:
         assert Action.FUSE not in [s.action for s in f.next]
         assert "another backend" in next_step_text(f.next[0])
     assert all(f.next[0].action == Action.FUSE for f in aten)
+
+
+def test_the_page_draws_one_counter_row_per_profiled_group_in_rank_order(run: store.Run) -> None:
+    """The counters view of a profile: a bar per profiled group (the top 10) in each panel, in
+    the groups chart's order, not the capture's per-case panels (a trace per group, 1 MB)."""
+    from profkit.workload.dashboard import profile_sections
+
+    counters = dict(profile_sections(run, "run0"))["Hardware counters"]
+    assert "of the 51 groups" in counters and "10 of" in counters
+    data = json.loads(re.search(r'newPlot\("run0-plot-counters",(\[.*?\]),\{', counters)[1])
+    assert [t["name"] for t in data] == [
+        "DRAM throughput", "SM throughput", "Tensor pipe", "achieved occupancy",
+    ]  # fmt: skip
+    top10 = run.cases.sort_values("rank")["variant"].head(10).tolist()
+    for trace in data:
+        assert trace["y"] == top10[::-1]  # plotly draws the first category at the bottom
+    x = data[2]["x"]  # plotly sends numbers as base64 arrays
+    tensor = np.frombuffer(base64.b64decode(x["bdata"]), x["dtype"])[::-1]
+    assert tensor[0] > 80  # the top group, a cuBLAS GEMM, keeps its Tensor pipe busy
+    assert tensor[top10.index("vectorized_elementwise_kernel(mul)@backward.2")] == 0

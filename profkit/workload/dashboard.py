@@ -6,8 +6,8 @@ variants and model, which a workload's groups do not have."""
 from __future__ import annotations
 
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
-from profkit.dashboard import sweep
 from profkit.dashboard.html import no_counters, note, plot_div
 from profkit.store import Run
 from profkit.workload.explain import explain_profile, kind_of
@@ -53,14 +53,62 @@ def profile_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
         )
         + plot_div(fig, f"{prefix}-plot-groups")
     )
-    counters = sweep.counter_figures(run)
-    counter_body = (
-        note("Nsight Compute, the profiled launch(es) of each group.")
-        + "".join(plot_div(f, f"{prefix}-plot-counters{i}") for i, f in enumerate(counters))
-        if counters
-        else no_counters(run)
-    )
-    return [("Kernel groups", body), ("Hardware counters", counter_body)]
+    return [("Kernel groups", body), ("Hardware counters", _counters_body(run, prefix))]
+
+
+# (title, column, axis title) of each counter panel: where a group's time goes at a glance
+COUNTER_PANELS = (
+    ("DRAM throughput", "dram_throughput_pct", "% of peak"),
+    ("SM throughput", "sm_throughput_pct", "% of peak"),
+    ("Tensor pipe", "tensor_any_pct", "% of cycles busy"),
+    ("achieved occupancy", "achieved_occupancy_pct", "% of peak warps"),
+)
+
+
+def _counters_body(run: Run, prefix: str) -> str:
+    """One row per profiled group, in the groups chart's order, and one panel per counter: the
+    groups are not variants of one kernel, so the capture's per-case panels do not apply."""
+    if run.timing_only:
+        return no_counters(run)
+    cases = run.cases.sort_values("rank")
+    if "tensor_pipe_pct" in cases:  # runs before every MMA kind was read: HMMA's share
+        cases = cases.assign(tensor_any_pct=cases.get("tensor_any_pct", cases["tensor_pipe_pct"]))
+        cases["tensor_any_pct"] = cases["tensor_any_pct"].fillna(cases["tensor_pipe_pct"])
+    panels = [p for p in COUNTER_PANELS if p[1] in cases and cases[p[1]].notna().any()]
+    profiled = cases[cases[[p[1] for p in panels]].notna().any(axis=1)] if panels else cases[:0]
+    if profiled.empty:
+        return no_counters(run)
+    rows = profiled.iloc[::-1]  # plotly draws the first category at the bottom
+    fig = make_subplots(
+        rows=1, cols=len(panels), shared_yaxes=True, horizontal_spacing=0.035,
+        subplot_titles=[p[0] for p in panels],
+    )  # fmt: skip
+    for col, (title, column, unit) in enumerate(panels, 1):
+        fig.add_trace(
+            go.Bar(
+                x=rows[column],
+                y=rows["variant"],
+                orientation="h",
+                name=title,
+                showlegend=False,
+                customdata=[
+                    [r.get("kernel_count"), (r.get("ncu_duration_ms") or 0) * 1e3]
+                    for r in rows.to_dict("records")
+                ],
+                hovertemplate=f"%{{y}}<br>{title}: %{{x:.1f}} {unit}<br>"
+                "ncu: %{customdata[0]:.0f} launch(es), %{customdata[1]:.2f} us<extra></extra>",
+            ),
+            row=1,
+            col=col,
+        )
+        fig.update_xaxes(title_text=unit, range=[0, 100], row=1, col=col)
+    fig.update_yaxes(categoryorder="array", categoryarray=list(rows["variant"]))
+    fig.update_layout(height=max(260, 22 * len(rows) + 120), margin={"l": 360, "t": 40})
+    shown = len(profiled)
+    return note(
+        f"Nsight Compute on the profiled launch(es) of {shown} of the {len(cases)} groups "
+        "(the counter pass takes the top groups by device time), ranked as above."
+    ) + plot_div(fig, f"{prefix}-plot-counters")
 
 
 def _label(found: dict, row) -> str:
