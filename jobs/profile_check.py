@@ -6,6 +6,9 @@
 - agreement: each top group's share of device time within 5 points of the share ncu's own
   durations give it: ncu (gpu__time_duration.sum only) on every kernel launched in the run's
   measured region, the launches matched to the timing pass's by launch order;
+- the pace pass: a step's length without the profiler within 15% of the length the program
+  reports for its last steps when run alone (--plain-log: its "last K steps: X ms per step" line;
+  each of its steps ends synchronized);
 - the counter pass's cost, as the run recorded it.
 Prints one PASS/FAIL line per goal and writes the figures to CHECK.json.
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -29,6 +33,7 @@ from profkit.workload.program import child_environ, parse_program
 
 GOAL_TIMING_X = 3.0
 GOAL_SHARE_POINTS = 5.0
+GOAL_PACE_PCT = 15.0
 
 
 def ncu_shares(run: store.Run, timeout_s: float) -> tuple[pd.DataFrame, dict]:
@@ -77,10 +82,28 @@ def ncu_shares(run: store.Run, timeout_s: float) -> tuple[pd.DataFrame, dict]:
     return pd.DataFrame({"ncu_ms": by, "ncu_share_pct": 100 * by / total}), info
 
 
+def pace_check(run: store.Run, plain_log: str) -> tuple[bool, dict]:
+    block = run.manifest.get("pace") or {}
+    found = re.search(r"last (\d+) steps: ([\d.]+) ms per step", plain_log)
+    if block.get("status") != "ok" or found is None:
+        print(f"FAIL pace pass {block.get('status')}: {block.get('reason', 'no step length')}")
+        return False, {"pace": block}
+    own = float(found[2])
+    diff = 100 * (block["period_ms"] - own) / own
+    good = abs(diff) <= GOAL_PACE_PCT
+    print(f"{'PASS' if good else 'FAIL'} pace pass: a step {block['period_ms']:.3f} ms alone "
+          f"({block['profiled_period_ms']:.3f} under the profiler) against the program's own "
+          f"{own:.3f} ms ({diff:+.1f}%; goal within {GOAL_PACE_PCT:g}%); GPU idle "
+          f"{block['gpu_idle_pct']:.1f}% alone, {block['profiled_gpu_idle_pct']:.1f}% under it, "
+          f"{run.manifest['region']['host_gap_pct']:.1f}% in the profiled GPU span")  # fmt: skip
+    return good, {**block, "program_step_ms": own, "diff_pct": round(diff, 2)}
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("run", type=Path)
     p.add_argument("--plain-s", type=float, required=True, help="the program's own wall time")
+    p.add_argument("--plain-log", type=Path, help="the program's own output, run alone")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--top", type=int, default=10)
     p.add_argument("--ncu-timeout", type=float, default=240)
@@ -111,6 +134,9 @@ def main() -> int:
           f"{info['names_agree']} of {info['profiled']} launch names agree)")  # fmt: skip
     for r in both.itertuples():
         print(f"  {r.time_share_pct:6.2f}% vs ncu {r.ncu_share_pct:6.2f}%  {r.variant}")
+    if args.plain_log is not None:
+        good, out["pace"] = pace_check(run, args.plain_log.read_text())
+        ok &= good
     counters = run.manifest["counters"]
     keys = ("status", "wall_s", "kernels_profiled", "passes", "groups")
     out["counter_pass"] = {k: counters.get(k) for k in keys}

@@ -388,6 +388,12 @@ def capture(
 )
 @click.option("--no-counters", is_flag=True, help="timing pass only: skip ncu")
 @click.option(
+    "--no-pace",
+    is_flag=True,
+    help="skip the pace pass (with --step-range: the program run once more without the "
+    "profiler, to time a step as it runs alone)",
+)
+@click.option(
     "--source",
     is_flag=True,
     help="then a source pass over the same launches: their hot source lines",
@@ -413,7 +419,8 @@ def capture(
     help="store the run here (default: profiles/)",
 )
 def profile(command, top, kernel_regex, range_name, launch_skip, launch_count, steps, step_range,
-            group_by, no_counters, source, emit_nvtx, ncu_timeout, out) -> int:  # fmt: skip
+            group_by, no_counters, no_pace, source, emit_nvtx, ncu_timeout,
+            out) -> int:  # fmt: skip
     """Profile your own program: kernels ranked by device time, then counters on the top ones.
 
     profkit profile [OPTIONS] -- python train.py ARGS (arguments after -- pass through untouched)
@@ -446,6 +453,7 @@ def profile(command, top, kernel_regex, range_name, launch_skip, launch_count, s
         step_range=step_range,
         group_by=group_by,
         counters=not no_counters,
+        pace=not no_pace,
         source=source,
         emit_nvtx=emit_nvtx,
         ncu_timeout_s=ncu_timeout,

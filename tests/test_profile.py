@@ -258,3 +258,15 @@ def test_the_childs_nvtx_ranges_open_profiler_ranges_too(monkeypatch, tmp_path) 
     export = export_from_trace(json.loads(trace.read_text()), {})
     assert [r[0] for r in export["ranges"]["rows"]] == ["step", "mlp"]
     assert pushed == []  # every push popped, NVTX's own calls made as before
+
+
+def test_a_steps_period_is_the_mean_interval_between_the_measured_steps_opens() -> None:
+    from profkit.workload.pace import idle_pct, period_ms
+
+    opens = [0.0, 10.0, 14.0, 17.0, 21.0]  # warm-up, then steps of 3 and 4 ms
+    assert period_ms(opens, 3) == (3.5, 2)  # the last 3 steps: 2 intervals seen
+    assert period_ms(opens, 1) == (4.0, 1)  # one step measured: the interval into it
+    assert period_ms(opens, 9) == (5.25, 4)
+    assert period_ms([5.0], 1) is None
+    assert idle_pct(1.0, 4.0) == 75.0
+    assert idle_pct(1.0, 0.8) == 0.0  # the host clock's noise never makes a step shorter

@@ -42,8 +42,14 @@ def hand_child(monkeypatch: pytest.MonkeyPatch) -> dict:
     """The timing pass's child replaced: it 'exports' the hand-made two-step program. Set
     exit_status and tail in the returned dict to make the program fail, kernels to launch others."""
     said: dict = {"exit_status": 0, "tail": [], "argv": None, "kernels": KERNELS}
+    # the pace pass: the two steps open 0.6 ms apart without the profiler (1 ms under it)
+    said["pace"] = {"format": "profkit-pace", "opens_ns": [0, 600_000], "exit_status": 0}
 
     def child(argv: list[str]) -> tuple[int, float, list[str]]:
+        if "--pace" in argv:
+            said["pace_argv"] = argv
+            Path(argv[argv.index("--pace") + 1]).write_text(json.dumps(said["pace"]))
+            return said["pace"]["exit_status"], 0.5, []
         said["argv"] = argv
         export = Path(argv[argv.index("--export") + 1])
         write_export(export, exit_status=said["exit_status"], kernels=said["kernels"])
@@ -98,8 +104,17 @@ def test_a_profile_run_is_stored_like_a_capture_and_every_reader_reads_it(
     assert explained.exit_code == 0, explained.output
     report = json.loads(explained.output)
     headline = report["notes"]["train"]
-    # 194.944 us of the 300.296 us step span: MUL, RSQRT, COPY, CAST and FILL
-    assert headline.startswith("65% of the step is in 7 elementwise launches per step (5 groups)")
+    # the pace pass's step, 0.6 ms, holds 255.296 us of GPU work (1 ms under the profiler); the
+    # elementwise launches (MUL, RSQRT, COPY, CAST and FILL) take 194.944 us of it
+    assert headline.startswith(
+        "The GPU is idle 57% of the step (host gaps; 74% under the profiler): cut the host cost"
+    )
+    assert "; 32% is in 7 elementwise launches per step (5 groups)" in headline
+    assert "A step takes 0.600 ms run alone, 1.000 ms under the profiler (pace pass" in headline
+    assert run.manifest["pace"]["status"] == "ok" and (run.path / "pace.json").is_file()
+    assert hand_child["pace_argv"][-7:] == [
+        "--step-range", "step", "--", str(script), "--lr", "3e-4", "--", "a b",
+    ][-7:]  # fmt: skip
     assert "Measured: 1 step(s), after 1 warm-up step(s)" in headline
     assert "Counter pass: ncu profiled 9 launches for the top 7 groups (11 passes) in" in headline
     assert len(report["findings"]) == 7
@@ -111,7 +126,7 @@ def test_a_profile_run_is_stored_like_a_capture_and_every_reader_reads_it(
     drawn = invoke("dashboard", run.path, "--out", page)
     assert drawn.exit_code == 0, drawn.output
     drawn = page.read_text()
-    assert "Kernel groups" in drawn and "65% of the step is in 7 elementwise launches" in drawn
+    assert "Kernel groups" in drawn and "32% is in 7 elementwise launches" in drawn
     assert "Speedup over the baselines" not in drawn  # a capture's views: no variants here
     assert "vectorized_elementwise_kernel(mul)@eager" in drawn
 
@@ -359,3 +374,60 @@ def test_the_jobs_goal_check_compares_shares_with_ncus_durations(
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 1 and "FAIL timing pass 0.7 s = 7.00x" in done.stdout
+
+
+@pytest.mark.parametrize(
+    "pace, option, status, said",
+    [
+        ({"opens_ns": [0, 1, 2]}, None, "failed", "ran 3 step(s) without the profiler and 2 under"),
+        ({"exit_status": 3}, None, "failed", "exited with status 3 without the profiler"),
+        ({"format": "other"}, None, "failed", "pace.json is not a profkit pace file"),
+        ({}, "--no-pace", "skipped", None),
+    ],
+)
+def test_without_a_timed_step_alone_the_idle_share_is_the_profiled_runs_and_says_so(
+    tmp_path: Path, script: Path, hand_child: dict, pace: dict, option: str | None, status: str,
+    said: str | None,
+) -> None:  # fmt: skip
+    hand_child["pace"].update(pace)
+    out = tmp_path / "runs"
+    result = profile(out, script, "--no-counters", *([option] if option else []))
+    assert result.exit_code == 0, (result.output, result.exception)
+    run = only_run(out)
+    assert run.manifest["pace"]["status"] == status
+    headline = json.loads(invoke("explain", run.path, "--format", "json").output)["notes"]["train"]
+    # the timing pass's own figures: 194.944 us of the 300.296 us GPU span of the profiled step
+    assert headline.startswith("65% of the step is in 7 elementwise launches per step (5 groups)")
+    assert "under the profiler" not in headline
+    if said:
+        assert said in run.manifest["pace"]["reason"] and said in result.output
+        assert f"Pace pass: {run.manifest['pace']['reason']}; the idle share is the profiled" in (
+            headline
+        )
+    else:
+        assert "pace_argv" not in hand_child and "Pace pass" not in headline
+
+
+def test_the_real_child_reads_the_host_clock_where_each_step_opens(tmp_path: Path) -> None:
+    """The pace child on a program that marks its steps with record_function (NVTX needs CUDA):
+    one open per step, in order, as far apart as the program's steps take."""
+    program = tmp_path / "steps.py"
+    program.write_text(
+        "import time, torch\n"
+        "for i in range(4):\n"
+        "    with torch.profiler.record_function('step'):\n"
+        "        with torch.profiler.record_function('inner'):\n"
+        "            time.sleep(0.05)\n"
+    )
+    out = tmp_path / "pace.json"
+    argv = [sys.executable, "-m", "profkit.workload.child", "--pace", str(out), "--step-range",
+            "step", "--", str(program)]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(out.read_text())
+    assert data["format"] == "profkit-pace" and data["exit_status"] == 0
+    opens, closes = data["opens_ns"], data["closes_ns"]
+    assert len(opens) == len(closes) == 4
+    gaps = [(b - a) / 1e6 for a, b in zip(opens, opens[1:], strict=False)]
+    assert all(45 < g < 500 for g in gaps), gaps
+    assert all(c > o for o, c in zip(opens, closes, strict=True))

@@ -4,12 +4,14 @@ activity (profkit.workload.trace's format) to one gzipped JSON file.
     python -m profkit.workload.child --export OUT.json.gz -- SCRIPT.py ARGS
     python -m profkit.workload.child --no-profile -- -m MODULE ARGS   # as the counter pass does
     python -m profkit.workload.child --no-profile --emit-nvtx -- ...   # PyTorch ops as NVTX ranges
+    python -m profkit.workload.child --pace OUT.json --step-range step -- SCRIPT.py ARGS
 
 The program runs as `python SCRIPT.py ARGS` would (sys.argv, sys.path[0], __main__). NVTX ranges
 (torch.cuda.nvtx, and the nvtx package's when it is installed) also open record_function ranges
 here, so that the timing pass sees them as torch.profiler sees its own. The export is written even
 when the program fails (its exit status is in it, for the parent to report); this process then
-exits with the program's status.
+exits with the program's status. With --pace the program runs without the profiler and the host
+clock is read where each step range opens and closes (profkit.workload.pace).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import tempfile
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -33,6 +36,10 @@ def main(argv: list[str] | None = None) -> int:
     mode = p.add_mutually_exclusive_group(required=True)
     mode.add_argument("--export", type=Path, help="write the timing export here (.json.gz)")
     mode.add_argument("--no-profile", action="store_true", help="run the program plainly")
+    mode.add_argument(
+        "--pace", type=Path, help="run it plainly and write when each --step-range opened (.json)"
+    )
+    p.add_argument("--step-range", help="with --pace: the range that marks one step")
     p.add_argument(
         "--emit-nvtx",
         action="store_true",
@@ -47,6 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     program = args.program[1:] if args.program[:1] == ["--"] else args.program
     if not program:
         p.error("no program given")
+    if args.pace is not None:
+        if not args.step_range:
+            p.error("--pace needs --step-range")
+        return pace(program, args.pace, args.step_range)
     if args.no_profile and args.emit_nvtx:
         import torch
 
@@ -94,6 +105,33 @@ def profile(program: list[str], export: Path) -> int:
     return status
 
 
+def pace(program: list[str], out: Path, step_range: str) -> int:
+    """Run the program without the profiler; write the host clock (ns) at each open and close of
+    step_range, its exit status and wall time."""
+    from profkit.workload.pace import FORMAT
+
+    opens: list[int] = []
+    closes: list[int] = []
+
+    def opened(name: str) -> str:
+        if name == step_range:
+            opens.append(time.perf_counter_ns())
+        return name
+
+    def closed(name: str) -> None:
+        if name == step_range:
+            closes.append(time.perf_counter_ns())
+
+    _hook_ranges(opened, closed, record_functions=True)
+    status, wall_s = _run(program)
+    data = {"format": FORMAT, "step_range": step_range, "opens_ns": opens, "closes_ns": closes,
+            "exit_status": status, "wall_s": round(wall_s, 6)}  # fmt: skip
+    tmp = out.with_name(out.name + ".part")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, out)
+    return status
+
+
 def _run(program: list[str]) -> tuple[int, float]:
     """(exit status, wall seconds) of the program run as `python PROGRAM` would run it."""
     module = program[0] == "-m"
@@ -133,21 +171,38 @@ def _exit_status(code: object) -> int:
 
 
 def _nvtx_opens_ranges() -> None:
-    """Make NVTX push/pop ranges open record_function ranges too (per thread, as NVTX's are)."""
-    import torch
+    """Make NVTX push/pop ranges open record_function ranges too, so that the profiler sees
+    them as it sees its own."""
     from torch.autograd.profiler import record_function
+
+    def opened(name: str) -> record_function:
+        rf = record_function(name)
+        rf.__enter__()
+        return rf
+
+    _hook_ranges(opened, lambda rf: rf.__exit__(None, None, None))
+
+
+def _hook_ranges(
+    on_open: Callable[[str], object],
+    on_close: Callable[[object], None],
+    record_functions: bool = False,
+) -> None:
+    """Call on_open(name) where an NVTX push/pop range opens (torch.cuda.nvtx, and the nvtx
+    package's when installed) and on_close(what on_open returned) where it closes, per thread as
+    NVTX's ranges are; with record_functions, torch's record_function ranges too (the profile
+    mode makes NVTX ranges record_function ranges: there they would count twice)."""
+    import torch
 
     stacks = threading.local()
 
     def opened(name: str) -> None:
-        rf = record_function(str(name))
-        rf.__enter__()
-        stacks.__dict__.setdefault("open", []).append(rf)
+        stacks.__dict__.setdefault("open", []).append(on_open(str(name)))
 
     def closed() -> None:
         found = getattr(stacks, "open", None)
         if found:
-            found.pop().__exit__(None, None, None)
+            on_close(found.pop())
 
     nvtx = torch.cuda.nvtx
     push, pop = nvtx.range_push, nvtx.range_pop
@@ -162,6 +217,8 @@ def _nvtx_opens_ranges() -> None:
         return pop()
 
     nvtx.range_push, nvtx.range_pop = range_push, range_pop
+    if record_functions:
+        _hook_record_functions(opened, closed)
     try:
         import nvtx as nvtx_pkg  # NVIDIA's package: optional
     except ImportError:
@@ -195,6 +252,23 @@ def _nvtx_opens_ranges() -> None:
             return super().__exit__(*exc)
 
     nvtx_pkg.annotate = Annotate
+
+
+def _hook_record_functions(opened: Callable[[str], None], closed: Callable[[], None]) -> None:
+    from torch.autograd.profiler import record_function
+
+    enter, leave = record_function.__enter__, record_function.__exit__
+
+    def __enter__(self):
+        entered = enter(self)
+        opened(self.name)
+        return entered
+
+    def __exit__(self, *exc):
+        closed()
+        return leave(self, *exc)
+
+    record_function.__enter__, record_function.__exit__ = __enter__, __exit__
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from profkit.explain.phrases import next_step_text
 from profkit.explain.roofs import Device
 from profkit.explain.run import _no_counters, _Tables, case_finding
 from profkit.store import Run
+from profkit.workload import pace
 
 # what a group's kernel does, for the headline, by family (then by PyTorch op)
 _KINDS = {
@@ -102,24 +103,28 @@ def headline(rows: list[dict], found: Mapping[str, Finding], manifest: Mapping) 
     buckets: dict[str, list[tuple[dict, Finding | None]]] = {}
     for row in rows:
         buckets.setdefault(kind_of(row), []).append((row, found.get(str(row["case"]))))
-    ranked = sorted(buckets.items(), key=lambda kv: -sum(_share(r) for r, _ in kv[1]))
     region = manifest.get("region") or {}
     where = "the step" if region.get("steps_measured") else "the program's GPU time"
-    gap = region.get("host_gap_pct")
+    gap, under, scale = _idle(manifest)
+
+    def share(row: Mapping) -> float:
+        return _share(row) * scale
+
+    ranked = sorted(buckets.items(), key=lambda kv: -sum(share(r) for r, _ in kv[1]))
     said = []
-    first = sum(_share(r) for r, _ in ranked[0][1]) if ranked else 0.0
+    first = sum(share(r) for r, _ in ranked[0][1]) if ranked else 0.0
     if gap is not None and gap > first:
         said.append(
-            f"the GPU is idle {gap:.0f}% of {where} (host gaps): "
+            f"the GPU is idle {gap:.0f}% of {where} (host gaps{under}): "
             f"{next_step_text(NextStep(Action.CUDA_GRAPH, ['host_gap_pct']))}"
         )
     for kind, members in ranked[:HEADLINE_BUCKETS]:
-        share = sum(_share(r) for r, _ in members)
+        share_pct = sum(share(r) for r, _ in members)
         per_step = round(sum(num(r, "launches_per_step") or 0 for r, _ in members))
         what = f"{_count(per_step, f'{kind} launch')} per step ({_count(len(members), 'group')})"
-        lead = f"{share:.0f}% of {where} is in" if not said else f"{share:.0f}% is in"
+        lead = f"{share_pct:.0f}% of {where} is in" if not said else f"{share_pct:.0f}% is in"
         if len(said) == 1 + (gap is not None and gap > first):
-            lead = f"the next {share:.0f}% is in"
+            lead = f"the next {share_pct:.0f}% is in"
         text = f"{lead} {what}"
         busy = _busiest(members)
         if busy:
@@ -134,13 +139,42 @@ def headline(rows: list[dict], found: Mapping[str, Finding], manifest: Mapping) 
     text = "; ".join(said)
     text = text[:1].upper() + text[1:] + "."
     if gap is not None and gap <= first:
-        text += f" GPU idle (host gaps): {gap:.0f}% of {where}."
+        text += f" GPU idle (host gaps{under}): {gap:.0f}% of {where}."
     if region.get("steps_measured"):
         text += (
             f" Measured: {region['steps_measured']} step(s), after {region['steps_skipped']} "
             "warm-up step(s)."
         )
-    return text + _cost(manifest.get("counters") or {})
+    return text + _pace_text(manifest.get("pace") or {}) + _cost(manifest.get("counters") or {})
+
+
+def _idle(manifest: Mapping) -> tuple[float | None, str, float]:
+    """(the GPU's idle share of a step, what it was under the profiler as a phrase, the factor
+    from a group's share of the profiled step to its share of the step run alone): the pace
+    pass's where it timed the step, else the timing pass's own."""
+    region = manifest.get("region") or {}
+    step = pace.step_ms(dict(manifest))
+    if step is None or not region.get("span_ms") or not region.get("steps_measured"):
+        return region.get("host_gap_pct"), "", 1.0
+    scale = region["span_ms"] / region["steps_measured"] / step
+    block = manifest["pace"]
+    return (
+        block["gpu_idle_pct"],
+        f"; {block['profiled_gpu_idle_pct']:.0f}% under the profiler",
+        scale,
+    )
+
+
+def _pace_text(block: Mapping) -> str:
+    if block.get("status") == "ok":
+        alone, profiled = block["period_ms"], block["profiled_period_ms"]
+        return (
+            f" A step takes {alone:.3f} ms run alone, {profiled:.3f} ms under the profiler (pace "
+            "pass: host clock between step starts)."
+        )
+    if block.get("status") == "failed":
+        return f" Pace pass: {block['reason']}; the idle share is the profiled run's."
+    return ""
 
 
 def _cost(counters: Mapping) -> str:

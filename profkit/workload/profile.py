@@ -23,7 +23,7 @@ from rich.console import Console
 from profkit import store
 from profkit.counters import ncu
 from profkit.errors import ProfkitError
-from profkit.workload import counter_pass, timing_pass
+from profkit.workload import counter_pass, pace, timing_pass
 from profkit.workload.program import Program, child_env
 
 KIND = "profile"
@@ -44,6 +44,7 @@ class ProfileOptions:
     group_by: str = "range"
     counters: bool = True
     source: bool = False  # after the counter pass, the source pass over the same launches
+    pace: bool = True  # with a step range: the pace pass (the step's period without the profiler)
     emit_nvtx: bool = False  # the counter pass under emit_nvtx: ncu's report names each op range
     ncu_timeout_s: float = 1800.0
 
@@ -94,6 +95,7 @@ def _profile(program: Program, opts: ProfileOptions, writer: store.RunWriter, co
     for note in region.notes:
         console.print(f"[yellow]note:[/] {note}")
     _say_region(console, region, opts)
+    paced = _pace(program, opts, writer, console, region, status)
     counters: dict = {"status": "skipped", "reason": "--no-counters: timing only"}
     kernels = None
     if not opts.counters and (opts.range_name or opts.kernel_regex):
@@ -133,6 +135,7 @@ def _profile(program: Program, opts: ProfileOptions, writer: store.RunWriter, co
         },
         "timing": {"method": timing_pass.METHOD, "wall_s": round(wall_s, 3)},
         "region": region.to_manifest(),
+        **({"pace": paced} if paced is not None else {}),
         "fingerprint": hostenv.fingerprint(),
         "ceilings": {},
         "counters": counters,
@@ -159,6 +162,27 @@ def _say_region(console: Console, region: timing_pass.Region, opts: ProfileOptio
         f"{region.kernel_ms:.3f} ms of kernels in a {region.span_ms:.3f} ms GPU span, "
         f"GPU idle {region.host_gap_pct:.1f}% of it"
     )
+
+
+def _pace(program, opts, writer, console, region, status) -> dict | None:
+    """The pace pass where steps are measured: the program once more, without the profiler."""
+    if opts.step_range is None or not opts.pace:
+        return None if opts.step_range is None else {"status": "skipped", "reason": "--no-pace"}
+    if status != 0:
+        return {"status": "skipped", "reason": f"the program exited with status {status}"}
+    console.print("pace pass: the program again, without the profiler ...")
+    path = writer.path(pace.FILE)
+    _, wall_s, _ = run_child(program.pace_argv(path, opts.step_range))
+    block = pace.measure(path, region)
+    if block["status"] == "ok":
+        console.print(
+            f"pace pass: a step takes {block['period_ms']:.3f} ms without the profiler, "
+            f"{block['profiled_period_ms']:.3f} ms under it: the GPU is idle "
+            f"{block['gpu_idle_pct']:.1f}% of a step"
+        )
+    else:
+        console.print(f"[yellow]note:[/] pace pass: {block['reason']}")
+    return {**block, "child_wall_s": round(wall_s, 3)}
 
 
 def _counters(program, opts, writer, console, acts, region, table):

@@ -43,7 +43,13 @@ class Program:
         the counter pass runs it, so that ncu sees the same launches (with emit_nvtx, each
         PyTorch op an NVTX range, which ncu's report then names)."""
         mode = ["--export", str(export)] if export is not None else ["--no-profile"]
-        mode += ["--emit-nvtx"] if emit_nvtx and export is None else []
+        return self._child([*mode, *(["--emit-nvtx"] if emit_nvtx and export is None else [])])
+
+    def pace_argv(self, out: Path, step_range: str) -> list[str]:
+        """This program run plainly, the host clock read where each step range opens."""
+        return self._child(["--pace", str(out), "--step-range", step_range])
+
+    def _child(self, mode: list[str]) -> list[str]:
         target = ["-m", self.target] if self.module else [self.target]
         return [sys.executable, "-m", "profkit.workload.child", *mode, "--", *target, *self.args]
 

@@ -39,6 +39,7 @@ class Region:
     span_ms: float = 0.0  # first activity start to last activity end
     busy_ms: float = 0.0  # GPU busy (union of kernels, copies, memsets)
     kernel_ms: float = 0.0  # sum of kernel durations
+    step_opens_ms: list[float] = field(default_factory=list)  # host clock, every step seen
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -153,6 +154,7 @@ def _steps(
         region.notes.append("the program ran 1 step: it is measured, with no warm-up left out")
     kept = marks.iloc[n - keep :]
     region.steps_seen, region.steps_skipped, region.steps_measured = n, n - keep, keep
+    region.step_opens_ms = [float(t) / 1e3 for t in marks["start_us"]]
     when = acts["launch_us"].fillna(acts["start_us"])
     inside = np.zeros(len(acts), dtype=bool)
     for lo, hi in zip(kept["start_us"], kept["end_us"], strict=True):
