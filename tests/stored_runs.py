@@ -25,7 +25,7 @@ NEWEST = "rmsnorm-20261130-014917-vm-4bc5"
 # the README's example: RMSNorm v4 with counters (profkit/examples/)
 EXAMPLE = "rmsnorm-20261201-000553-vm-ffe590"
 # `profkit profile` on examples/transformer_block.py (jobs/profile.toml, 2026-12-02 on the H200)
-PROFILE_EXAMPLE = "transformer_block-20261202-024025-vm-f64fea"
+PROFILE_EXAMPLE = "transformer_block-20261202-050641-vm-3aaecc"
 
 
 def run_path(run_id: str) -> Path:
