@@ -22,7 +22,7 @@ def test_bench_stores_a_decode_run(tmp_path, fake_ncu_on_path, monkeypatch):
     argv_file = tmp_path.parent / "ncu-argv.json"
     monkeypatch.setenv("FAKE_NCU_ARGV", str(argv_file))
     argv = [sys.executable, "-m", "profkit.decode_capture", "--device", "cpu"]
-    argv += ["--out", str(tmp_path), "--steps", "12", "--warmup", "2", "--batches", "1"]
+    argv += ["--out", str(tmp_path), "--steps", "6", "--warmup", "2", "--batches", "1"]
     argv += ["--caches", "8", "--probe-caches", "8", "--dynamic-cache", "12", "--walk", "2,4"]
     argv += ["--cpu-counters", "--counter-shape", "1,8"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -43,8 +43,8 @@ def test_bench_stores_a_decode_run(tmp_path, fake_ncu_on_path, monkeypatch):
     graph_kinds = kinds["decode.graph.bfloat16.1x8"]
     assert {"device", "host", "probe.device", "probe.norm1", "probe.attention"} <= graph_kinds
     assert "probe.copy_in" in kinds["decode.dynamic.bfloat16.4x12"]
-    assert (run.samples[run.samples.kind == "device"].groupby("case").size() == 12).all()
-    assert len(run.manifest["dynamic"]["batches"]) == 12
+    assert (run.samples[run.samples.kind == "device"].groupby("case").size() == 6).all()
+    assert len(run.manifest["dynamic"]["batches"]) == 6
     dyn = run.manifest["dynamic"]
     assert dyn["copy_in"] == "device" and dyn["tail_split"][0]["bucket"] == "all"
     assert "copy_in" in dyn["tail_split"][0]["excess_ms"]
