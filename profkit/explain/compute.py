@@ -65,7 +65,7 @@ def pipe_detail(
                 return Reason(Cause.FP32_GEMM_ON_FMA, [key]), [NextStep(Action.USE_TF32, [key])]
             return Reason(Cause.MATMUL_OFF_TENSOR, [key]), [NextStep(Action.LIBRARY_SHAPES, [key])]
         if gemm and library:  # on the Tensor Cores, short of busy: its shape, not its code
-            return Reason(Cause.TENSOR_UNDERFED, [key], {"library": True}), [
+            return Reason(Cause.TENSOR_UNDERFED, [key], {"library": str(ctx.family)}), [
                 NextStep(Action.LIBRARY_SHAPES, [key])
             ]
         if not rec.on_tensor_cores and gemm:  # a user kernel with no MMA instructions at all

@@ -306,6 +306,13 @@ def reason_text(r: Reason, ev: Mapping) -> str:
             ev,
         )
     if c == Cause.TENSOR_UNDERFED:
+        if d.get("library") in FUSED_OPS:  # attention and the like: not a bare GEMM
+            key = r.keys[0] if r.keys else "tensor_pipe_pct"
+            return say(
+                f"A {d['library']} kernel that fuses a whole op, with the Tensor Cores busy "
+                "{" + key + "} of active cycles: short of their rate.",
+                ev,
+            )
         if d.get("library"):
             key = r.keys[0] if r.keys else "tensor_pipe_pct"
             return say(
