@@ -534,6 +534,23 @@ def test_launch_names_are_demangled_and_shortened() -> None:
     assert lib.family("vectorized_layer_norm_kernel") == lib.Family.ATEN_NORM
 
 
+def test_a_name_the_profiler_left_mangled_is_named_by_its_function_as_ncu_names_it() -> None:
+    """torch.profiler handed over cuDNN's CUTLASS wgrad convolution on the H200 mangled (1679
+    characters its demangler could not read; tests/fixtures/mangled_kernel.txt); ncu demangled
+    the same family to `void cutlass__5x_cudnn::Kernel<...>(T1::Params)`, function name `Kernel`
+    (its report's function, demangled and mangled names, read there). Matching on the mangled
+    name had left the top conv group of a conv net unprofiled."""
+    wgrad = (Path(__file__).parent / "fixtures" / "mangled_kernel.txt").read_text().strip()
+    assert wgrad.startswith("_ZN17cutlass__5x_cudnn6KernelI") and len(wgrad) == 1679
+    assert lib.short_name(wgrad) == "Kernel"
+    assert lib.family(wgrad) == lib.Family.CUTLASS  # cuDNN's own copy of CUTLASS: library code
+    fprop = "_ZN17cutlass__5x_cudnn6KernelI73cutlass_tensorop_bf16_s16816fprop_optimized_bf16_128x128_32x5_nhwc_align8EEvNT_6ParamsE"  # noqa: E501  (ncu's mangled name, as printed)
+    assert lib.short_name(fprop) == "Kernel"
+    assert lib.short_name("_Z6kernelPf") == "kernel"  # a plain function
+    assert lib.short_name("_ZNK3foo3barEv") == "bar"  # a const member
+    assert lib.mangled_function("_Zx") is None and lib.short_name("_Zx") == "_Zx"
+
+
 @pytest.mark.parametrize(
     ("name", "expected"),
     [

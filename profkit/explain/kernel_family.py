@@ -129,6 +129,8 @@ def short_name(name: str, width: int = 48) -> str:
     "void at::native::vectorized_elementwise_kernel<4, ...>(int, ...)" ->
     "vectorized_elementwise_kernel"; a long name is cut in the middle so both ends stay."""
     text = name.strip()
+    if text.startswith("_Z"):  # left mangled by the profiler: ncu names it by its function
+        text = mangled_function(text) or text
     text = re.sub(r"^void\s+", "", text)
     text = _strip_brackets(text, "(", ")")
     text = _strip_brackets(text, "<", ">")
@@ -137,6 +139,29 @@ def short_name(name: str, width: int = 48) -> str:
         keep = (width - 3) // 2
         text = f"{text[:keep]}...{text[-keep:]}"
     return text
+
+
+_SOURCE_NAME = re.compile(r"(\d+)")
+
+
+def mangled_function(name: str) -> str | None:
+    """The unqualified function name of an Itanium-mangled name, read off its prefix:
+    "_ZN17cutlass__5x_cudnn6KernelI...E..." -> "Kernel", "_Z6kernelPf" -> "kernel". torch's
+    profiler hands over mangled the names its demangler (the C++ runtime's) cannot read, such as
+    cuDNN's CUTLASS convolutions'; ncu reads them, and its function name is this one."""
+    at = 3 if name.startswith("_ZN") else 2
+    while name.startswith("_ZN") and at < len(name) and name[at] in "rVK":
+        at += 1  # a member function's cv-qualifiers
+    last = None
+    while at < len(name) and name[at].isdigit():
+        digits = _SOURCE_NAME.match(name, at)
+        length = int(digits.group(1))  # type: ignore[union-attr]
+        start = digits.end()  # type: ignore[union-attr]
+        last = name[start : start + length]
+        at = start + length
+        if not name.startswith("_ZN"):
+            break  # a plain function: one name, then its parameters
+    return last or None
 
 
 def _strip_brackets(text: str, open_: str, close: str) -> str:
