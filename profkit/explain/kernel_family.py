@@ -56,10 +56,11 @@ _PATTERNS: tuple[tuple[Family, re.Pattern], ...] = tuple(
             Family.CUBLAS,
             r"^(nvjet_|cublas|cublasLt|sm\d+_xmma_gemm|ampere_.*gemm|.*_gemm_.*cublas)",
         ),
+        # cuDNN's convolutions before cuBLAS's xmma kernels: sm90_xmma_dgrad_implicit_gemm_...
+        (Family.CUDNN, r"^(cudnn|sm\d+_.*_(conv|fprop|dgrad|wgrad)|implicit_convolve)"),
         (Family.CUBLAS, r"^(sm\d+_xmma|xmma_)"),
         (Family.CUTLASS, r"(cutlass|^Kernel2?$)"),  # CUTLASS's device entry points
         (Family.CUBLAS, r"(sgemm|hgemm|gemv|gemmk1|splitKreduce)"),
-        (Family.CUDNN, r"^(cudnn|sm\d+_.*_(conv|fprop|dgrad|wgrad)|implicit_convolve)"),
         (Family.FLASH, r"(flash_fwd|flash_bwd|fmha|flash_attn)"),
         (Family.INDUCTOR, r"^triton_(poi|red|per|tem|for)_"),
         # ATen's own names, anchored: a user's Triton kernel called softmax_kernel or
@@ -117,7 +118,8 @@ def family(name: str) -> Family:
     pass triton=True when the run says so (the spec's variant is a Triton kernel)."""
     if short_name(name, width=200) in LIGER_NAMES:
         return Family.LIGER
-    for text in dict.fromkeys((short_name(name), name)):  # the base name, then the full one
+    # the base name, whole (a cut one breaks the patterns), then the full one
+    for text in dict.fromkeys((short_name(name, width=10**6), name)):
         for fam, pattern in _PATTERNS:
             if pattern.search(text):
                 return fam

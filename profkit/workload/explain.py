@@ -90,6 +90,8 @@ def explained(run: Run, rows: list[dict]) -> list[dict]:
 
 
 def kind_of(row: Mapping) -> str:
+    if "convolution" in str(row.get("op") or ""):  # cuDNN's, whichever library's kernel runs it
+        return "convolution"
     fam = family(str(row.get("kernel_name") or ""))
     if fam in _KINDS:
         return _KINDS[fam]
