@@ -622,3 +622,14 @@ def test_a_latency_bound_stream_at_the_same_size_copy_gets_no_latency_advice() -
         elif round(share, 6) < th.NEAR_SAME_SIZE_COPY_PCT:
             assert not at_size_roof, f.case
     assert checked >= 4  # the run's 65536 and 1048576 cases, triton and torch
+
+
+def test_a_library_gemm_is_near_its_roof_only_where_its_tensor_cores_are_busy() -> None:
+    """cuBLAS at M=64 keeps its Tensor Cores 30% busy: its step says what a library kernel's
+    gains come from, not that it is near its roof; at 8192^3 (busy) it says both."""
+    by = {f.subject: f for f in findings("matmul-20261201-033940-vm-f75dcf")}
+    skinny, big = (by[f"matmul cublas bfloat16 {s}x8192x8192"] for s in (64, 8192))
+    assert skinny.evidence["tensor_any_pct"] < th.TENSOR_BUSY_PCT <= big.evidence["tensor_any_pct"]
+    assert skinny.next[0].action == big.next[0].action == Action.LIBRARY_SHAPES
+    assert next_step_text(skinny.next[0]).startswith("it is library code, its tiles not yours")
+    assert next_step_text(big.next[0]).startswith("it is library code near its roof")

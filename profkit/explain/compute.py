@@ -51,7 +51,8 @@ def pipe_detail(
         ev.put(key, tensor)
         if tensor >= th.TENSOR_BUSY_PCT:
             if ctx.family in LIBRARY:
-                return Reason(Cause.TENSOR_BUSY, [key]), [NextStep(Action.LIBRARY_SHAPES, [key])]
+                near = NextStep(Action.LIBRARY_SHAPES, [key], {"near_roof": True})
+                return Reason(Cause.TENSOR_BUSY, [key]), [near]
             # a sibling doing the same FLOPs in the same or less time: less math is not the gap
             found = ctx.siblings.same_flops_not_slower() if ctx.siblings else None
             if found is not None:

@@ -626,8 +626,9 @@ NEXT_STEPS: dict[Action, str] = {
     "BLOCK_K 64), more pipeline stages, enough warps per tile",
     Action.LESS_MATH: "do less math (lower precision, skip redundant work); launch tuning will "
     "not help",
-    Action.LIBRARY_SHAPES: "it is library code near its roof: gains come from precision "
-    "(bf16, fp8), shapes (multiples of the tile, batching small GEMMs) or fusing the epilogue",
+    Action.LIBRARY_SHAPES: "it is library code, its tiles not yours to change: gains come from "
+    "precision (bf16, fp8), shapes (multiples of the tile, batching small GEMMs) or fusing the "
+    "epilogue",
     Action.LIBRARY_OPTIONS: "it is Liger-Kernel code, whose launch settings Liger fixes: "
     "change the call instead (its options, e.g. casting_mode; a fused Liger op in place of a "
     "chain, e.g. LigerFusedAddRMSNormFunction), or use a kernel tuned for this shape",
@@ -673,6 +674,11 @@ def next_step_text(step: NextStep) -> str:
             "come from what it is given (precision; layouts and sizes it favours, e.g. "
             "channels-last, head or channel dims in multiples of 64) or from another backend for "
             "the op (for attention, SDPA's flash or memory-efficient kernels), not from fusing it"
+        )
+    elif step.action == Action.LIBRARY_SHAPES and d.get("near_roof"):  # its Tensor Cores busy
+        text = (
+            "it is library code near its roof: gains come from precision (bf16, fp8), shapes "
+            "(multiples of the tile, batching small GEMMs) or fusing the epilogue"
         )
     elif step.action == Action.LIBRARY_SHAPES and d.get("library"):
         text = NEXT_STEPS[Action.LIBRARY_SHAPES]
