@@ -270,3 +270,29 @@ def test_a_steps_period_is_the_mean_interval_between_the_measured_steps_opens() 
     assert period_ms([5.0], 1) is None
     assert idle_pct(1.0, 4.0) == 75.0
     assert idle_pct(1.0, 0.8) == 0.0  # the host clock's noise never makes a step shorter
+
+
+def test_the_child_starts_the_cuda_profiler_where_the_first_measured_step_opens(
+    monkeypatch,
+) -> None:
+    """--start-at-step 2: cudaProfilerStart once, as the third step range opens (ncu runs with
+    --profile-from-start off). NVTX and record_function are restored after the test."""
+    import torch
+    from torch.autograd.profiler import record_function
+
+    from profkit.workload import child
+
+    patched = [(record_function, "__enter__"), (record_function, "__exit__")]
+    patched += [(torch.cuda.nvtx, "range_push"), (torch.cuda.nvtx, "range_pop")]
+    for owner, attr in patched:
+        monkeypatch.setattr(owner, attr, getattr(owner, attr))
+    started: list[int] = []
+    opened: list[str] = []
+    monkeypatch.setattr(torch.cuda.profiler, "start", lambda: started.append(len(opened)))
+    child._start_profiler_at("step", 2)
+    for i in range(4):
+        with record_function("step"):
+            opened.append(f"step{i}")
+            with record_function("inner"):
+                pass
+    assert started == [2]  # as the third step opens (two have run), once

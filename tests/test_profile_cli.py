@@ -86,13 +86,20 @@ def test_a_profile_run_is_stored_like_a_capture_and_every_reader_reads_it(
     counters = run.manifest["counters"]
     assert counters["status"] == "ok" and counters["matched_by"] == "launch order"
     assert (counters["kernels_profiled"], counters["passes"]) == (9, 11)
-    assert (counters["launch_skip"], counters["launch_count"]) == (9, 9)
+    # counted from where the measured step (the second) opens: ncu starts there, on the child's
+    # cudaProfilerStart, so launches before it (a first run's compilation) cannot shift it
+    assert (counters["launch_skip"], counters["launch_count"]) == (0, 9)
     assert run.cases["dram_throughput_pct"].notna().all()
     assert run.manifest["region"]["steps_skipped"] == 1
     # ncu runs the same program, its arguments untouched, under the child's plain mode
     ncu_argv = json.loads(argv_file.read_text())
     assert ncu_argv[-6:] == ["--", str(script), "--lr", "3e-4", "--", "a b"]
-    assert ncu_argv[ncu_argv.index("--launch-skip") + 1] == "9"
+    assert ncu_argv[ncu_argv.index("--launch-skip") + 1] == "0"
+    assert ncu_argv[ncu_argv.index("--profile-from-start") + 1] == "off"
+    child = ncu_argv.index("profkit.workload.child")
+    assert ncu_argv[child + 1 : child + 7] == [
+        "--no-profile", "--step-range", "step", "--start-at-step", "1", "--",
+    ]  # fmt: skip
     assert "--no-profile" in ncu_argv and "--emit-nvtx" not in ncu_argv
     assert "--nvtx" in ncu_argv and "--nvtx-include" not in ncu_argv  # ranges named, not filtered
     assert hand_child["argv"][-5:] == [str(script), "--lr", "3e-4", "--", "a b"]
@@ -164,7 +171,7 @@ def test_emit_nvtx_runs_the_counter_pass_under_pytorchs_op_ranges(
     assert profile(tmp_path / "runs", script, "--emit-nvtx").exit_code == 0
     ncu_argv = json.loads(argv_file.read_text())
     child = ncu_argv.index("profkit.workload.child")
-    assert ncu_argv[child + 1 : child + 4] == ["--no-profile", "--emit-nvtx", "--"]
+    assert ncu_argv[child + 1 : child + 3] == ["--no-profile", "--emit-nvtx"]
 
 
 def rederived(run: store.Run):

@@ -39,7 +39,13 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument(
         "--pace", type=Path, help="run it plainly and write when each --step-range opened (.json)"
     )
-    p.add_argument("--step-range", help="with --pace: the range that marks one step")
+    p.add_argument("--step-range", help="with --pace or --start-at-step: the range of one step")
+    p.add_argument(
+        "--start-at-step",
+        type=int,
+        help="with --no-profile: start the CUDA profiler (ncu --profile-from-start off) where "
+        "the step range opens after this many steps",
+    )
     p.add_argument(
         "--emit-nvtx",
         action="store_true",
@@ -58,6 +64,10 @@ def main(argv: list[str] | None = None) -> int:
         if not args.step_range:
             p.error("--pace needs --step-range")
         return pace(program, args.pace, args.step_range)
+    if args.start_at_step is not None:
+        if not (args.no_profile and args.step_range):
+            p.error("--start-at-step needs --no-profile and --step-range")
+        _start_profiler_at(args.step_range, args.start_at_step)
     if args.no_profile and args.emit_nvtx:
         import torch
 
@@ -130,6 +140,24 @@ def pace(program: list[str], out: Path, step_range: str) -> int:
     tmp.write_text(json.dumps(data))
     os.replace(tmp, out)
     return status
+
+
+def _start_profiler_at(step_range: str, skipped: int) -> None:
+    """cudaProfilerStart where step_range opens the (skipped+1)th time: ncu, run with
+    --profile-from-start off, counts its launches from the first measured step."""
+    import torch
+
+    opens = 0
+
+    def opened(name: str) -> str:
+        nonlocal opens
+        if name == step_range:
+            if opens == skipped:
+                torch.cuda.profiler.start()
+            opens += 1
+        return name
+
+    _hook_ranges(opened, lambda _: None, record_functions=True)
 
 
 def _run(program: list[str]) -> tuple[int, float]:

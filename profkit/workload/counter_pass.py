@@ -44,10 +44,15 @@ class Selection:
     sequence: pd.DataFrame  # the program's launches matching that filter, in launch order
     skip: int  # ncu --launch-skip over that sequence
     count: int  # ncu --launch-count
+    # (step range, steps before the measured ones): the program starts ncu's profiling where the
+    # first measured step opens, and the sequence counts from there
+    start: tuple[str, int] | None = None
 
     def argv(self) -> list[str]:
         pattern = "|".join(regex_escape(n) for n in self.names)
+        started = ["--profile-from-start", "off"] if self.start is not None else []
         return [
+            *started,
             "--nvtx",  # records each launch's ranges (kernels.csv's nvtx_range); filters nothing
             "--kernel-name-base",
             "function",
@@ -76,9 +81,13 @@ def select(
     range_name: str | None = None,
     launch_skip: int = 0,
     launch_count: int = 1,
+    step_range: str | None = None,
 ) -> tuple[Selection, list[str]]:
     """The groups and launches to profile, and notes on what was adjusted. A filter that matches
-    nothing is an error naming what there was."""
+    nothing is an error naming what there was. With the step range, ncu's window is counted from
+    where the first measured step opens: a program that launches other kernels before it on
+    another run (torch.compile's first run compiles, later ones read its cache) keeps the window
+    on the same launches."""
     notes: list[str] = []
     launches = region.launches
     if range_name is not None:
@@ -114,12 +123,17 @@ def select(
     chosen = pd.concat(picked).sort_values("order")
     names = sorted({short_name(n, 10**6) for n in chosen["name"]})
     kernels = acts[acts["kind"] == "kernel"].sort_values("order")
+    start = None
+    if step_range is not None and region.step_opens_ms:
+        start = (step_range, region.steps_skipped)
+        opened_us = region.step_opens_ms[region.steps_skipped] * 1e3
+        kernels = kernels[kernels["launch_us"].fillna(kernels["start_us"]) >= opened_us]
     sequence = kernels[kernels["name"].map(lambda n: short_name(n, 10**6)).isin(names)].copy()
     sequence["case"] = sequence["order"].map(region.launches.set_index("order")["case"])
     sequence = sequence.reset_index(drop=True)
     positions = sequence.index[sequence["order"].isin(chosen["order"]).to_numpy()]
     skip, count = int(positions.min()), int(positions.max() - positions.min() + 1)
-    return Selection(cases, chosen, names, sequence, skip, count), notes
+    return Selection(cases, chosen, names, sequence, skip, count, start), notes
 
 
 def run(

@@ -197,6 +197,7 @@ def _counters(program, opts, writer, console, acts, region, table):
         range_name=opts.range_name,
         launch_skip=opts.launch_skip,
         launch_count=opts.launch_count,
+        step_range=opts.step_range,
     )
     for note in notes:
         console.print(f"[yellow]note:[/] {note}")
@@ -205,7 +206,7 @@ def _counters(program, opts, writer, console, acts, region, table):
         f"{selection.skip}..{selection.skip + selection.count - 1} of those named ..."
     )
     with console.status("ncu is profiling ..."):
-        argv = program.child_argv(None, opts.emit_nvtx)
+        argv = program.child_argv(None, opts.emit_nvtx, selection.start)
         result = counter_pass.run(selection, argv, writer, timeout_s=opts.ncu_timeout_s)
     block = result.to_manifest()
     log = result.log_path.read_text(errors="replace") if result.log_path else ""
@@ -259,7 +260,10 @@ def _source(selection, program, writer, console, opts, matched) -> dict:
     console.print("source pass: ncu with SourceCounters over the same launches ...")
     with console.status("ncu is profiling source lines ..."):
         result = counter_pass.source_run(
-            selection, program.child_argv(None), writer, timeout_s=opts.ncu_timeout_s
+            selection,
+            program.child_argv(None, start=selection.start),
+            writer,
+            timeout_s=opts.ncu_timeout_s,
         )
     block = result.to_manifest()
     if result.ok:

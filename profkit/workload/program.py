@@ -38,12 +38,19 @@ class Program:
         stem = Path(self.target).stem if not self.module else self.target.rsplit(".", 1)[-1]
         return re.sub(r"[^A-Za-z0-9_.-]", "_", stem) or "workload"
 
-    def child_argv(self, export: Path | None, emit_nvtx: bool = False) -> list[str]:
+    def child_argv(
+        self, export: Path | None, emit_nvtx: bool = False, start: tuple[str, int] | None = None
+    ) -> list[str]:
         """This program under profkit's child: profiled to `export`, or (None) run plainly, as
         the counter pass runs it, so that ncu sees the same launches (with emit_nvtx, each
-        PyTorch op an NVTX range, which ncu's report then names)."""
-        mode = ["--export", str(export)] if export is not None else ["--no-profile"]
-        return self._child([*mode, *(["--emit-nvtx"] if emit_nvtx and export is None else [])])
+        PyTorch op an NVTX range, which ncu's report then names; with start, (step range, K),
+        the CUDA profiler started where that range opens the (K+1)th time)."""
+        if export is not None:
+            return self._child(["--export", str(export)])
+        mode = ["--no-profile", *(["--emit-nvtx"] if emit_nvtx else [])]
+        if start is not None:
+            mode += ["--step-range", start[0], "--start-at-step", str(start[1])]
+        return self._child(mode)
 
     def pace_argv(self, out: Path, step_range: str) -> list[str]:
         """This program run plainly, the host clock read where each step range opens."""
