@@ -211,10 +211,10 @@ def _checksum_problems(path: Path, manifest: dict) -> list[str]:
     for name, want in sorted((manifest.get("files") or {}).items()):
         f = path / name
         if not f.is_file():
-            if name == REPORT and (path / f"{REPORT}.xz").is_file():
-                continue  # compressed after capture to be committed; nothing reads it in place
-            if name == REPORT:
-                continue  # nothing profkit reads: its absence loses nothing shown
+            if name in (REPORT, SOURCE_REPORT):
+                # a raw ncu report: compressed after capture to be sent or committed, or left
+                # out; profkit reads its tables, never the report in place
+                continue
             packed = table_file(path, name)
             if packed != f:
                 problems += _packed_problems(packed, name, want)

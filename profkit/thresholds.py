@@ -148,6 +148,11 @@ BANK_CONFLICT_SHARE = 0.33
 # The dominant warp stall names the next step when it holds at least this share of the summed
 # stall reasons (not_selected excluded: a warp not selected had an eligible peer). profkit choice.
 DOMINANT_STALL_SHARE = 0.3
+# Bank conflicts cost time through the stalls on shared memory (short scoreboard, MIO throttle):
+# under this share of the stalls they are a fact, not the cause. The zoo's and suite's conflicted
+# kernels: 36-78%; Inductor's batch-norm backward reduction on the H200 (session 10), 47.5% of
+# its wavefronts conflicted: 10%, its time in long-scoreboard waits on its loads. profkit choice.
+BANK_CONFLICT_STALL_SHARE = 0.2
 # A faster sibling that moves the same bytes "shares" a case's dominant stall when its share of
 # that stall is at least the case's less this many points: the stall then does not explain the
 # gap (softmax fp16 16384x8192 against Liger, session 9: long scoreboard 39% of stalls in both,

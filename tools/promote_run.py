@@ -18,7 +18,8 @@ from pathlib import Path
 from profkit import store
 from profkit.errors import ProfkitError
 
-LEFT_OUT = (store.REPORT, f"{store.REPORT}.xz")  # nothing profkit shows reads the raw report
+# nothing profkit shows reads a raw report (the counter pass's, the source pass's)
+LEFT_OUT = tuple(f"{r}{x}" for r in (store.REPORT, store.SOURCE_REPORT) for x in ("", ".xz"))
 
 
 def promote(run: Path, dest: Path) -> Path:

@@ -453,6 +453,8 @@ def fit_next_steps(steps: list[NextStep], ctx: Context) -> tuple[list[NextStep],
     out: list[NextStep] = []
     withheld: list[dict] = []
     for step in steps:
+        if ctx.family == Family.INDUCTOR and step.action in _CODE_STEPS:
+            step = NextStep(Action.COMPILER_OPTIONS, step.because, {"instead_of": str(step.action)})
         if ctx.family in LIBRARY and step.action in _CODE_STEPS:
             if ctx.family == Family.LIGER:  # Triton code the user calls, not tunes
                 action = Action.LIBRARY_OPTIONS

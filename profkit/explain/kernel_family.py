@@ -207,10 +207,12 @@ _ATEN_NAMES = frozenset(
 def launch_family(row: Mapping, lab: bool = False) -> Family:
     """A lab variant's own kernels are the user's (Triton) code, whatever their names resemble;
     only a library GEMM or cuDNN kernel it calls, or an ATen kernel by its exact name, stays a
-    library kernel. A baseline's kernels are library code even when the name is not recognised."""
+    library kernel, and torch.compile's generated kernels stay Inductor's (a profiled program's
+    own kernels are "lab" too). A baseline's kernels are library code even when the name is not
+    recognised."""
     name = cell_text(row, "kernel_name") or ""
     fam = family(name)
-    lib = (Family.CUBLAS, Family.CUTLASS, Family.CUDNN)
+    lib = (Family.CUBLAS, Family.CUTLASS, Family.CUDNN, Family.INDUCTOR)
     if lab and fam not in lib and short_name(name, width=200) not in _ATEN_NAMES:
         return Family.TRITON
     if not lab and fam == Family.OTHER:  # a baseline's kernel is library code, named or not

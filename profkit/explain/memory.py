@@ -203,6 +203,12 @@ def bank_conflicts(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None
     ev.put("shared_wavefronts", wavefronts)
     ev.put("bank_conflict_share_pct", share * 100)
     keys = ["shared_bank_conflicts", "shared_wavefronts", "bank_conflict_share_pct"]
+    stalled = rec.stall_share("short_scoreboard", "mio_throttle")
+    if stalled is not None and stalled < th.BANK_CONFLICT_STALL_SHARE:
+        # the replays are real but hold little time: said, with no step, and the cause looked
+        # for elsewhere (diagnose goes on past a reason without steps)
+        ev.put("shared_stall_share_pct", stalled * 100)
+        return Reason(Cause.BANK_CONFLICTS, [*keys, "shared_stall_share_pct"], {"minor": True}), []
     return Reason(Cause.BANK_CONFLICTS, keys), [NextStep(Action.PAD_SHARED, keys)]
 
 

@@ -124,6 +124,7 @@ class Action(StrEnum):
     LESS_MATH = "less_math"  # at the tensor roof: lower precision, less work
     LIBRARY_SHAPES = "library_shapes"  # a library kernel: shapes/precision/fusion
     LIBRARY_OPTIONS = "library_options"  # a Liger op: its options, a fused op, another kernel
+    COMPILER_OPTIONS = "compiler_options"  # torch.compile's generated code: its inputs, options
     CUT_INSTRUCTIONS = "cut_instructions"
     HIDE_LATENCY = "hide_latency"  # long scoreboard: prefetch, more independent loads
     FEWER_BARRIERS = "fewer_barriers"

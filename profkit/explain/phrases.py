@@ -268,6 +268,14 @@ def reason_text(r: Reason, ev: Mapping) -> str:
         if _has(ev, "sectors_per_request_ratio") and _has(ev, "sectors_over_model_x"):
             text += say(" ({sectors_per_request_ratio} per request)", ev)
         return text + ": neighbouring lanes do not touch neighbouring addresses (uncoalesced)."
+    if c == Cause.BANK_CONFLICTS and d.get("minor"):
+        return say(
+            "{bank_conflict_share_pct} of shared-memory wavefronts are bank conflicts "
+            "({shared_bank_conflicts} of {shared_wavefronts}), but the stalls on shared memory "
+            "(short scoreboard, MIO throttle) hold only {shared_stall_share_pct} of the stalls: "
+            "not where the time goes.",
+            ev,
+        )
     if c == Cause.BANK_CONFLICTS:
         return say(
             "{bank_conflict_share_pct} of shared-memory wavefronts are bank conflicts "
@@ -629,6 +637,10 @@ NEXT_STEPS: dict[Action, str] = {
     Action.LIBRARY_SHAPES: "it is library code, its tiles not yours to change: gains come from "
     "precision (bf16, fp8), shapes (multiples of the tile, batching small GEMMs) or fusing the "
     "epilogue",
+    Action.COMPILER_OPTIONS: "it is Triton code torch.compile generated, not yours to edit: "
+    'change what it is given (shapes, dtypes, layouts) or its options (mode="max-autotune" '
+    "searches launch configurations), or write this kernel by hand; the source lines map to "
+    "Inductor's generated file",
     Action.LIBRARY_OPTIONS: "it is Liger-Kernel code, whose launch settings Liger fixes: "
     "change the call instead (its options, e.g. casting_mode; a fused Liger op in place of a "
     "chain, e.g. LigerFusedAddRMSNormFunction), or use a kernel tuned for this shape",

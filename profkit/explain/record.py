@@ -284,6 +284,15 @@ class LaunchRecord:
         reason, value = max(stalls.items(), key=lambda kv: kv[1])
         return reason, value, value / total
 
+    def stall_share(self, *reasons: str) -> float | None:
+        """The share of the summed stalls ('not selected' and 'selected' left out) that these
+        reasons hold; None where no stall was captured."""
+        stalls = {r: v for r, v in self.stalls.items() if r not in ("not_selected", "selected")}
+        total = sum(stalls.values())
+        if not stalls or total <= 0:
+            return None
+        return sum(stalls.get(r, 0.0) for r in reasons) / total
+
     @property
     def matmul_shaped(self) -> bool:
         """The model is a matrix product's: an MxNxK (or batched) shape whose FLOPs are 2MNK."""
