@@ -1,6 +1,6 @@
 """`profkit profile --source` on a program nobody here wrote explain for: a small conv net trained
 under torch.compile on the H200 (bf16 autocast, channels-last; 8 steps, the last 3 measured; the
-probe script is in history, commit cited in docs/measurements/h200-20261202-s10). Its kernels:
+probe script and job are in history at commit f983ed7, jobs/probe_s10). Its kernels:
 cuDNN's convolutions (one family named only mangled by torch.profiler), ATen's batch norm and
 Inductor's generated Triton. Tables only, from tests/data/workloads/."""
 
