@@ -140,8 +140,10 @@ def test_the_page_draws_one_counter_row_per_profiled_group_in_rank_order(run: st
         "DRAM throughput", "SM throughput", "Tensor pipe", "achieved occupancy",
     ]  # fmt: skip
     top10 = run.cases.sort_values("rank")["variant"].head(10).tolist()
-    for trace in data:
-        assert trace["y"] == top10[::-1]  # plotly draws the first category at the bottom
+    for trace in data:  # plotly draws the first category at the bottom; rank, then label
+        assert [y.split(". ", 1)[0] for y in trace["y"]] == [str(r) for r in range(10, 0, -1)]
+        assert [c[2] for c in trace["customdata"]] == top10[::-1]  # the whole label, for hover
+        assert all(len(y.split(". ", 1)[1]) <= 56 for y in trace["y"])
     x = data[2]["x"]  # plotly sends numbers as base64 arrays
     tensor = np.frombuffer(base64.b64decode(x["bdata"]), x["dtype"])[::-1]
     assert tensor[0] > 80  # the top group, a cuBLAS GEMM, keeps its Tensor pipe busy

@@ -13,6 +13,7 @@ from profkit.store import Run
 from profkit.workload.explain import explain_profile, kind_of
 
 GROUPS_DRAWN = 25  # the rest hold little time and would crowd the chart
+LABEL_WIDTH = 56  # an axis label's characters: a compiled graph's range names run to 80 and more
 
 
 def profile_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
@@ -26,23 +27,29 @@ def profile_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
         fig.add_trace(
             go.Bar(
                 x=mine["time_share_pct"],
-                y=mine["variant"],
+                y=axis_labels(mine),
                 orientation="h",
                 name=kind,
                 customdata=[
-                    [r.launches, r.device_mean_ms * 1e3, r.device_p95_ms * 1e3, _label(found, r)]
+                    [
+                        r.launches,
+                        r.device_mean_ms * 1e3,
+                        r.device_p95_ms * 1e3,
+                        _label(found, r),
+                        r.variant,
+                    ]
                     for r in mine.itertuples()
-                ],
-                hovertemplate="%{y}<br>%{x:.1f}% of device time, %{customdata[0]} launches<br>"
-                "mean %{customdata[1]:.2f} us, p95 %{customdata[2]:.2f} us<br>"
+                ],  # fmt: skip
+                hovertemplate="%{customdata[4]}<br>%{x:.1f}% of device time, %{customdata[0]} "
+                "launches<br>mean %{customdata[1]:.2f} us, p95 %{customdata[2]:.2f} us<br>"
                 "%{customdata[3]}<extra></extra>",
             )
         )
     fig.update_layout(
         xaxis_title="% of the region's device time",
-        yaxis={"categoryorder": "array", "categoryarray": list(top["variant"])},  # by rank
+        yaxis={"categoryorder": "array", "categoryarray": axis_labels(top)},  # by rank
         height=max(260, 22 * len(top) + 100),
-        margin={"l": 360, "t": 20},
+        margin={"t": 20},
     )
     shown = f"the top {len(top)} of" if len(run.cases) > len(top) else "all"
     body = (
@@ -87,28 +94,40 @@ def _counters_body(run: Run, prefix: str) -> str:
         fig.add_trace(
             go.Bar(
                 x=rows[column],
-                y=rows["variant"],
+                y=axis_labels(rows),
                 orientation="h",
                 name=title,
                 showlegend=False,
                 customdata=[
-                    [r.get("kernel_count"), (r.get("ncu_duration_ms") or 0) * 1e3]
+                    [r.get("kernel_count"), (r.get("ncu_duration_ms") or 0) * 1e3, r["variant"]]
                     for r in rows.to_dict("records")
                 ],
-                hovertemplate=f"%{{y}}<br>{title}: %{{x:.1f}} {unit}<br>"
+                hovertemplate=f"%{{customdata[2]}}<br>{title}: %{{x:.1f}} {unit}<br>"
                 "ncu: %{customdata[0]:.0f} launch(es), %{customdata[1]:.2f} us<extra></extra>",
             ),
             row=1,
             col=col,
         )
         fig.update_xaxes(title_text=unit, range=[0, 100], row=1, col=col)
-    fig.update_yaxes(categoryorder="array", categoryarray=list(rows["variant"]))
-    fig.update_layout(height=max(260, 22 * len(rows) + 120), margin={"l": 360, "t": 40})
+    fig.update_yaxes(categoryorder="array", categoryarray=axis_labels(rows))
+    fig.update_layout(height=max(260, 22 * len(rows) + 120), margin={"t": 40})
     shown = len(profiled)
     return note(
         f"Nsight Compute on the profiled launch(es) of {shown} of the {len(cases)} groups "
         "(the counter pass takes the top groups by device time), ranked as above."
     ) + plot_div(fig, f"{prefix}-plot-counters")
+
+
+def axis_labels(rows) -> list[str]:
+    """A group's axis label: its rank, then its label cut in the middle to LABEL_WIDTH (the whole
+    label is in the hover); the rank keeps cut labels apart."""
+    out = []
+    for rank, label in zip(rows["rank"], rows["variant"].astype(str), strict=True):
+        if len(label) > LABEL_WIDTH:
+            keep = (LABEL_WIDTH - 3) // 2
+            label = f"{label[:keep]}...{label[-keep:]}"
+        out.append(f"{int(rank)}. {label}")
+    return out
 
 
 def _label(found: dict, row) -> str:

@@ -90,9 +90,11 @@ def explained(run: Run, rows: list[dict]) -> list[dict]:
 
 
 def kind_of(row: Mapping) -> str:
-    if "convolution" in str(row.get("op") or ""):  # cuDNN's, whichever library's kernel runs it
-        return "convolution"
     fam = family(str(row.get("kernel_name") or ""))
+    # a convolution op, whichever library's kernel runs it (not Inductor's fused kernels, whose
+    # op names every op they fuse)
+    if fam != Family.INDUCTOR and "convolution" in str(row.get("op") or ""):
+        return "convolution"
     if fam in _KINDS:
         return _KINDS[fam]
     return "GEMM" if str(row.get("op") or "") in _GEMM_OPS else "other"
