@@ -277,9 +277,8 @@ class LaunchRecord:
     def dominant_stall(self) -> tuple[str, float, float] | None:
         """(reason, percent, share of the summed stalls), 'not selected' and 'selected' left out:
         a warp not selected had an eligible peer, and a selected one issued."""
-        stalls = {r: v for r, v in self.stalls.items() if r not in ("not_selected", "selected")}
-        total = sum(stalls.values())
-        if not stalls or total <= 0:
+        stalls, total = self._counted_stalls()
+        if not total:
             return None
         reason, value = max(stalls.items(), key=lambda kv: kv[1])
         return reason, value, value / total
@@ -287,11 +286,14 @@ class LaunchRecord:
     def stall_share(self, *reasons: str) -> float | None:
         """The share of the summed stalls ('not selected' and 'selected' left out) that these
         reasons hold; None where no stall was captured."""
+        stalls, total = self._counted_stalls()
+        return sum(stalls.get(r, 0.0) for r in reasons) / total if total else None
+
+    def _counted_stalls(self) -> tuple[dict[str, float], float]:
+        """The stall reasons that count against a warp, and their sum (0 when none was)."""
         stalls = {r: v for r, v in self.stalls.items() if r not in ("not_selected", "selected")}
         total = sum(stalls.values())
-        if not stalls or total <= 0:
-            return None
-        return sum(stalls.get(r, 0.0) for r in reasons) / total
+        return stalls, (total if stalls and total > 0 else 0.0)
 
     @property
     def matmul_shaped(self) -> bool:

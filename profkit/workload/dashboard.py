@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from profkit.dashboard.html import no_counters, note, plot_div
+from profkit.explain.kernel_family import cut_middle
 from profkit.store import Run
 from profkit.workload.explain import explain_profile, kind_of
 
@@ -121,13 +122,8 @@ def _counters_body(run: Run, prefix: str) -> str:
 def axis_labels(rows) -> list[str]:
     """A group's axis label: its rank, then its label cut in the middle to LABEL_WIDTH (the whole
     label is in the hover); the rank keeps cut labels apart."""
-    out = []
-    for rank, label in zip(rows["rank"], rows["variant"].astype(str), strict=True):
-        if len(label) > LABEL_WIDTH:
-            keep = (LABEL_WIDTH - 3) // 2
-            label = f"{label[:keep]}...{label[-keep:]}"
-        out.append(f"{int(rank)}. {label}")
-    return out
+    labels = zip(rows["rank"], rows["variant"].astype(str), strict=True)
+    return [f"{int(rank)}. {cut_middle(label, LABEL_WIDTH)}" for rank, label in labels]
 
 
 def _label(found: dict, row) -> str:

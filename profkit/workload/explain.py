@@ -157,7 +157,7 @@ def _idle(manifest: Mapping) -> tuple[float | None, str, float]:
     from a group's share of the profiled step to its share of the step run alone): the pace
     pass's where it timed the step, else the timing pass's own."""
     region = manifest.get("region") or {}
-    step = pace.step_ms(dict(manifest))
+    step = pace.step_ms(manifest)
     if step is None or not region.get("span_ms") or not region.get("steps_measured"):
         return region.get("host_gap_pct"), "", 1.0
     scale = region["span_ms"] / region["steps_measured"] / step

@@ -13,7 +13,7 @@ more than the launch queue holds.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from profkit.workload.timing_pass import Region
@@ -78,7 +78,7 @@ def failed(reason: str) -> dict:
     return {"status": "failed", "reason": reason}
 
 
-def step_ms(manifest: dict) -> float | None:
+def step_ms(manifest: Mapping) -> float | None:
     """A measured step's length without the profiler, where the pace pass timed it."""
     block = manifest.get("pace") or {}
     if block.get("status") != "ok":
