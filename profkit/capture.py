@@ -168,11 +168,18 @@ def measure_cases(
                     chk = correctness.check(spec, fn, shape, dtype, device, seed=seed)
                 except Exception as exc:  # a variant that cannot even be prepared is recorded
                     chk = correctness.Check(False, None, None, f"{type(exc).__name__}: {exc}"[:300])
+                except SystemExit as exc:  # the case's failure: profkit's exit status stays its own
+                    return correctness.Check(False, None, None, _exit_text(exc)), None
                 t = None
                 # a case given up on stops before timing: its graphs would be captured while the
                 # next case's are (and its numbers are thrown away anyway)
                 if chk.correct and not opts.interpret and not given_up.is_set():
-                    t = case_timing.time_case(spec, fn, shape, dtype, opts.seed + 7, opts.warm_l2)
+                    try:
+                        t = case_timing.time_case(
+                            spec, fn, shape, dtype, opts.seed + 7, opts.warm_l2
+                        )
+                    except SystemExit as exc:
+                        return correctness.Check(False, None, None, _exit_text(exc)), None
                 return chk, t
 
             done = within(opts.case_timeout_s, run_case)
@@ -209,6 +216,11 @@ def measure_cases(
         columns=[*table.columns.drop(list(TIMING_COLUMNS), errors="ignore"), *TIMING_COLUMNS]
     )
     return table, pd.DataFrame(samples, columns=["case", "kind", "ms"])
+
+
+def _exit_text(exc: SystemExit) -> str:
+    """A case's code that called sys.exit(...) (the variant's, its inputs' or the reference's)."""
+    return f"SystemExit: the case's code called sys.exit({exc.code!r})"[:300]
 
 
 def within(limit_s: float | None, work: Callable[[], Any]) -> Any:

@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from profkit import doctor as doctor_help
-from profkit import exitcodes, terminal
+from profkit import exitcodes, failures, terminal
 from profkit.counters import ncu as ncu_limits
 from profkit.errors import ProfkitError
 
@@ -96,48 +96,60 @@ LAUNCH_KEEP = ("launch", "nvtx_range", "kernel_name", "ncu_duration_ms", "dram_t
 
 class ProfkitGroup(click.Group):
     """Every expected failure ends in one line on stderr and exit status 1 (usage errors: 2); the
-    other statuses are in profkit.exitcodes."""
+    other statuses are in profkit.exitcodes. Errors from the system (a name too long, a full disk)
+    are expected failures too; a reader that stops reading stdout (`| head -1`) is none."""
+
+    def parse_args(self, ctx, args):  # noqa: D102
+        if not args and not ctx.resilient_parsing:  # bare `profkit`: its help, as git does
+            click.echo(ctx.get_help(), color=ctx.color)
+            ctx.exit(exitcodes.OK)
+        return super().parse_args(ctx, args)
 
     def main(self, *args, **kwargs):  # noqa: D102
         kwargs["standalone_mode"] = False
         if sys.stdout is None:  # started with stdout closed (`>&-`): every line would be lost
             click.echo("error: standard output is closed: nothing can be shown", err=True)
             sys.exit(exitcodes.ERROR)
+        stdout, sys.stdout = sys.stdout, failures.GuardedOutput(sys.stdout)
         try:
             rv = super().main(*args, **kwargs)
-            try:
-                sys.stdout.flush()  # a write that fails is this command's failure, not exit 0
-            except OSError as exc:
-                _stdout_lost(exc)
-        except BrokenPipeError as exc:  # stdout's reader stopped reading
-            _stdout_lost(exc)
+            sys.stdout.flush()  # a write that fails is this command's failure, not exit 0
+        except failures.OutputLost as exc:
+            _stdout_lost(stdout, exc)
         except ProfkitError as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(exitcodes.ERROR)
+            _fail(str(exc))
         except click.exceptions.Exit as exc:
             sys.exit(exc.exit_code)
         except click.exceptions.Abort as exc:
             if isinstance(exc.__cause__, EOFError):  # click reads a file's early end as Abort
-                click.echo(f"error: input ended early (EOFError: {exc.__cause__})", err=True)
-                sys.exit(exitcodes.ERROR)
+                _fail(f"input ended early (EOFError: {exc.__cause__})")
             click.echo("aborted", err=True)
             sys.exit(exitcodes.INTERRUPTED)
         except click.ClickException as exc:
-            click.echo(f"error: {exc.format_message()}", err=True)
-            sys.exit(exc.exit_code)
+            _fail(exc.format_message(), exc.exit_code)
+        except OSError as exc:  # the system's: a name too long, a full disk, no permission
+            _fail(failures.os_error_line(exc))
+        finally:
+            sys.stdout = stdout
         if isinstance(rv, int) and rv:
             sys.exit(rv)
         sys.exit(0)
 
 
-def _stdout_lost(exc: OSError) -> None:
-    # say so once, and point stdout at /dev/null: Python's own flush at exit would fail again
+def _fail(message: str, status: int = exitcodes.ERROR) -> None:
+    click.echo(f"error: {failures.cut_long_words(message)}", err=True)
+    sys.exit(status)
+
+
+def _stdout_lost(stdout, exc: failures.OutputLost) -> None:
+    # point stdout at /dev/null first: Python's own flush at exit would fail again
     try:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())
     except (OSError, ValueError):
         pass
-    click.echo(f"error: could not write to standard output: {exc.strerror or exc}", err=True)
-    sys.exit(exitcodes.ERROR)
+    if exc.reader_gone:  # `| head -1`: the reader has what it wanted
+        sys.exit(exitcodes.OK)
+    _fail(f"could not write to standard output: {exc}")
 
 
 @click.group(cls=ProfkitGroup, epilog=exitcodes.HELP)
@@ -160,6 +172,20 @@ def _positive_seconds(ctx, param, value):
     return value
 
 
+def _dtype_help() -> str:
+    """--dtype's help: the names, each with its aliases (spec.DTYPE_ALIASES)."""
+    from profkit.spec import DTYPE_ALIASES
+
+    aliases: dict[str, list[str]] = {}
+    for alias, name in DTYPE_ALIASES.items():
+        aliases.setdefault(name, []).append(alias)
+    names = ", ".join(f"{name} ({', '.join(a)})" for name, a in aliases.items())
+    return f"a dtype the kernel takes (`profkit list`), or an alias: {names} (repeatable)"
+
+
+SEED_RANGE = click.IntRange(0, 2**32 - 1)  # each case seeds torch with seed * 100003 + its index
+
+
 @cli.command(epilog=exitcodes.HELP)
 @click.argument("kernels", nargs=-1, required=True, metavar="KERNEL...")
 @click.option(
@@ -168,8 +194,13 @@ def _positive_seconds(ctx, param, value):
     type=click.Path(dir_okay=False),
     help="a Python file defining your own KernelSpec (else the lab's kernels/)",
 )
-@click.option("--dtype", "dtypes", multiple=True, help="float16, bfloat16, float32 (repeatable)")
-@click.option("--shape", "shapes", multiple=True, help="MxN, e.g. 4096x8192 (repeatable)")
+@click.option("--dtype", "dtypes", multiple=True, help=_dtype_help())
+@click.option(
+    "--shape",
+    "shapes",
+    multiple=True,
+    help="N, MxN or MxNxK as the kernel takes, e.g. 4096x8192 (repeatable)",
+)
 @click.option("--variant", "variants", multiple=True, help="a variant name (repeatable)")
 @click.option(
     "--out",
@@ -222,7 +253,13 @@ def _positive_seconds(ctx, param, value):
     help="seconds a case (its check and timing) may run; one that runs longer is reported as "
     "timed out and skipped, and the sweep goes on [default: no limit]",
 )
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--seed",
+    type=SEED_RANGE,
+    default=0,
+    show_default=True,
+    help="seed of the cases' random inputs (0 to 4294967295)",
+)
 @click.option(
     "--cluster",
     default=None,
@@ -309,6 +346,8 @@ def capture(
             skipped=skipped,
         )
         jobs.append((spec, opts))
+    for root in dict.fromkeys(opts.root for _, opts in jobs):
+        _sweep_stale(root)
     if cluster:
         from profkit.cluster import run_cluster_capture  # Dask only under --cluster
 
@@ -442,6 +481,7 @@ def profile(command, top, kernel_regex, range_name, launch_skip, launch_count, s
             bad = f"--kernel-regex {kernel_regex!r} is not a regex: {exc}"
             raise click.UsageError(bad) from None
     program = parse_program(command)
+    _sweep_stale(Path(out) if out else default_root())
     opts = ProfileOptions(
         root=Path(out) if out else default_root(),
         top=top,
@@ -468,6 +508,20 @@ def profile(command, top, kernel_regex, range_name, launch_skip, launch_count, s
     return exitcodes.OK if outcome.exit_status == 0 else exitcodes.ERROR
 
 
+def _sweep_stale(root: Path) -> None:
+    """Remove what killed captures left under root (store.sweep_stale), and say so."""
+    from profkit import store
+
+    swept = store.sweep_stale(root)
+    if swept:
+        more = f" and {len(swept) - 3} more" if len(swept) > 3 else ""
+        click.echo(
+            f"note: removed {len(swept)} unfinished run folder(s) under {root}/ left by "
+            f"captures that were killed: {', '.join(swept[:3])}{more}",
+            err=True,
+        )
+
+
 def _correctness_status(cases, wrong) -> int:
     """capture's exit status, with the incorrect cases summed up on stderr (exitcodes)."""
     if wrong.empty:
@@ -488,7 +542,12 @@ def _correctness_status(cases, wrong) -> int:
 
 
 @cli.command(name="list")
-@click.option("--from", "from_file", type=click.Path(dir_okay=False))
+@click.option(
+    "--from",
+    "from_file",
+    type=click.Path(dir_okay=False),
+    help="a Python file defining your own KernelSpecs (else the lab's kernels/)",
+)
 def list_kernels(from_file) -> None:
     """List kernels, their variants, dtypes and default shapes."""
     from profkit.spec import format_shape, list_specs
@@ -526,10 +585,11 @@ def runs_root(profiles: str | None, *refs: str | None) -> Path:
 
     root, example = store.reading_root(Path(profiles) if profiles else None)
     if example and not (refs and all(named_path(r) for r in refs)):
+        # two lines that fit 80 columns (its folder is profkit/examples/, as the README says)
+        mine = f"{store.default_root()}/"
         click.echo(
-            f"note: no runs under {store.default_root()}/ yet: reading the example run shipped "
-            f"with profkit ({root}, an H200 capture); `profkit capture KERNEL` stores yours "
-            f"under {store.default_root()}/",
+            f"note: no runs under {mine} yet: reading the example run shipped with profkit\n"
+            f"      (an H200 capture); `profkit capture KERNEL` stores yours under {mine}",
             err=True,
         )
     return root
@@ -566,6 +626,7 @@ def load_any(ref: str | None, root: Path, force: bool = False):
     return "run", load_run(ref, root, force)
 
 
+PROFILES_HELP = "the folder runs are stored in [default: $PROFKIT_PROFILES, else profiles/]"
 FORCE_HELP = "read a damaged run anyway: what survives, marked DAMAGED (default: refuse it)"
 
 
@@ -577,13 +638,9 @@ FORCE_HELP = "read a damaged run anyway: what survives, marked DAMAGED (default:
     type=click.Choice(["table", "csv", "json"]),
     default="table",
     show_default=True,
+    help="a table that fits the screen, or every column as csv or json",
 )
-@click.option(
-    "--profiles",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="where runs are stored [default: profiles/]",
-)
+@click.option("--profiles", type=click.Path(file_okay=False), default=None, help=PROFILES_HELP)
 @click.option(
     "--lines",
     is_flag=True,
@@ -743,8 +800,9 @@ def _what_is_there(report) -> str:
     type=click.Choice(["terminal", "markdown", "json"]),
     default="terminal",
     show_default=True,
+    help="for the screen, markdown (a PR comment) or json (docs/explain-schema.md)",
 )
-@click.option("--profiles", type=click.Path(file_okay=False), default=None)
+@click.option("--profiles", type=click.Path(file_okay=False), default=None, help=PROFILES_HELP)
 @click.option("--case", "case", default=None, help="full detail for cases matching these words")
 @click.option("--variant", "variant", default=None, help="full detail for one variant's cases")
 @click.option("--verbose", "-v", is_flag=True, help="every finding, with NVIDIA's rule text")
@@ -811,8 +869,9 @@ def _history_run(run, ref: str, root: Path, force: bool):
     type=click.Choice(["terminal", "markdown", "json", "csv"]),
     default="terminal",
     show_default=True,
+    help="for the screen, markdown (a PR comment), json or csv",
 )
-@click.option("--profiles", type=click.Path(file_okay=False), default=None)
+@click.option("--profiles", type=click.Path(file_okay=False), default=None, help=PROFILES_HELP)
 @click.option(
     "--fail-on",
     "fail_on",
@@ -874,7 +933,7 @@ def compare(run_a, run_b, fmt, profiles, fail_on, force, across_gpus) -> int:
     default=None,
     help="the HTML file to write [default: dashboards/RUN_ID.html]",
 )
-@click.option("--profiles", type=click.Path(file_okay=False), default=None)
+@click.option("--profiles", type=click.Path(file_okay=False), default=None, help=PROFILES_HELP)
 @click.option("--inline", is_flag=True, help="embed plotly.js instead of sharing plotly.min.js")
 @click.option("--force", is_flag=True, help=FORCE_HELP)
 def dashboard(refs, kernels, out, profiles, inline, force) -> None:

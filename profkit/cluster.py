@@ -14,12 +14,18 @@ Dask is imported only here, and this module only under --cluster: a plain captur
 from __future__ import annotations
 
 import io
+import logging
 import os
 import pickle
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -120,6 +126,25 @@ def _log(event: str, group: str, **more) -> None:
         worker.log_event(EVENTS, {"event": event, "group": group, "worker": worker.address, **more})
 
 
+def _quiet_client_teardown() -> None:
+    """On a worker: a client that a cancelled sweep left half made (Ctrl-C while the worker made
+    it) is deleted after the worker's loop has closed, and its __del__ raised "IOLoop is closed":
+    Dask's cleanup, not a failure, but printed as a traceback on the user's terminal."""
+    default = sys.unraisablehook
+    if getattr(default, "profkit", False):
+        return
+
+    def hook(unraisable) -> None:
+        if not (
+            isinstance(unraisable.exc_value, RuntimeError)
+            and str(unraisable.exc_value) == "IOLoop is closed"
+        ):
+            default(unraisable)
+
+    hook.profkit = True  # type: ignore[attr-defined]
+    sys.unraisablehook = hook
+
+
 def run_group(group: Group, deliver_to: str | None = None) -> dict:
     """Check, time and profile one group on this worker's GPU; return its tables (no store).
 
@@ -129,6 +154,15 @@ def run_group(group: Group, deliver_to: str | None = None) -> dict:
     opts = group.opts
     if opts.interpret:
         os.environ["TRITON_INTERPRET"] = "1"  # before the kernel's module imports triton
+    _quiet_client_teardown()
+    queue = None
+    if deliver_to is not None:
+        from distributed import Queue
+
+        # its client is made now, while the worker runs: one made as the worker closes (Ctrl-C
+        # cancelled the sweep mid-group) outlives the worker's loop, and its __del__ printed a
+        # traceback
+        queue = Queue(deliver_to)
     place = where_am_i(opts.interpret)
     _log("start", group.name, pid=place["pid"], host=place["host"])
     from profkit import hostenv
@@ -170,10 +204,8 @@ def run_group(group: Group, deliver_to: str | None = None) -> dict:
     out.update(counters=counters, log=console.file.getvalue())
     out["worker"] = worker.address if worker is not None else "in-process"
     out["pid"] = place["pid"]
-    if deliver_to is not None:
-        from distributed import Queue
-
-        Queue(deliver_to).put(pickle.dumps(out))
+    if queue is not None:
+        queue.put(pickle.dumps(out))
         out = {"group": group.name, "worker": out["worker"], "pid": place["pid"]}
     _log("done", group.name, pid=place["pid"])
     return out
@@ -188,7 +220,8 @@ def _connect(address: str, workers: int | None, interpret: bool):
     from distributed import Client
 
     if address == "local":
-        cluster = local_cluster(workers, interpret)
+        with _ctrl_c_held():
+            cluster = local_cluster(workers, interpret)
         return Client(cluster), cluster
     if not address.startswith(("tcp://", "tls://")):
         raise ProfkitError(
@@ -202,6 +235,42 @@ def _connect(address: str, workers: int | None, interpret: bool):
     except (OSError, TimeoutError, ValueError) as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise ProfkitError(f"cannot reach the Dask scheduler at {address}: {first}") from None
+
+
+@contextmanager
+def _ctrl_c_held() -> Iterator[None]:
+    """SIGINT blocked while a local cluster starts: its worker processes (and the threads that
+    spawn them) inherit the mask, so a terminal's Ctrl-C, sent to the whole process group, reaches
+    profkit alone, which stops them; without it each worker printed its own KeyboardInterrupt
+    traceback. A Ctrl-C meanwhile waits, and is delivered when the mask is restored."""
+    from multiprocessing import resource_tracker
+
+    # started first: starting it unblocks SIGINT in the thread that does (the cluster's loop)
+    resource_tracker.ensure_running()
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
+@contextmanager
+def _ctrl_c_deferred() -> Iterator[threading.Event]:
+    """Ctrl-C sets the event instead of raising: the sweep's loop stops at its next turn and the
+    cluster is closed in order. A KeyboardInterrupt raised inside Dask's own waits left Dask's
+    tracebacks on the terminal (a cancelled callback, a client deleted after its loop closed).
+    Raised, once the cluster is closed, when this block ends."""
+    asked = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield asked  # signals reach the main thread only: nothing to take over
+        return
+    before = signal.signal(signal.SIGINT, lambda *_: asked.set())
+    try:
+        yield asked
+    finally:
+        signal.signal(signal.SIGINT, before)
+    if asked.is_set():
+        raise KeyboardInterrupt
 
 
 def _gpu_count() -> int:
@@ -219,7 +288,13 @@ def local_cluster(workers: int | None, interpret: bool):
     --interpret, `workers` CPU processes. Every port on 127.0.0.1, no dashboard."""
     from distributed import LocalCluster, Nanny, Scheduler, SpecCluster
 
-    quiet = {"dashboard_address": None, "silence_logs": 40}
+    # the scheduler's HTTP server (its health and metrics routes, even without a dashboard) on a
+    # free port: on its default, 8787, a second cluster on the host printed a port warning
+    quiet = {
+        "dashboard_address": None,
+        "silence_logs": logging.CRITICAL,
+        "scheduler_kwargs": {"dashboard_address": "127.0.0.1:0"},
+    }
     if interpret:
         env = {"TRITON_INTERPRET": "1"}
         n = workers or 2
@@ -250,8 +325,11 @@ def local_cluster(workers: int | None, interpret: bool):
         }
         for d in devices
     }
-    scheduler = {"cls": Scheduler, "options": {"host": "127.0.0.1", "dashboard_address": None}}
-    return SpecCluster(workers=workers_spec, scheduler=scheduler, silence_logs=40)
+    scheduler = {
+        "cls": Scheduler,
+        "options": {"host": "127.0.0.1", "dashboard": False, "dashboard_address": "127.0.0.1:0"},
+    }
+    return SpecCluster(workers=workers_spec, scheduler=scheduler, silence_logs=logging.CRITICAL)
 
 
 @dataclass
@@ -306,10 +384,12 @@ def _takes_n(client) -> bool:
     return "n_workers" in inspect.signature(client.scheduler_info).parameters
 
 
-def run_groups(client, groups: list[Group], console: Console) -> tuple[dict[str, dict], Attempts]:
+def run_groups(
+    client, groups: list[Group], console: Console, stop: threading.Event | None = None
+) -> tuple[dict[str, dict], Attempts]:
     """Every group's result, taken from the scheduler's queue as soon as it is done (so a worker
     that dies later loses nothing measured); the first group that fails for good ends the sweep
-    (no run is stored)."""
+    (no run is stored), as does `stop` (Ctrl-C) once set."""
     from distributed import Queue, wait
 
     token = os.urandom(4).hex()
@@ -323,6 +403,8 @@ def run_groups(client, groups: list[Group], console: Console) -> tuple[dict[str,
     try:
         with Live(console=console, refresh_per_second=4, transient=False) as live:
             while len(done) < len(groups):
+                if stop is not None and stop.is_set():
+                    raise KeyboardInterrupt
                 try:
                     wait(list(pending), timeout=0.5, return_when="FIRST_COMPLETED")
                 except TimeoutError:
@@ -423,18 +505,19 @@ def run_cluster_capture(
         _check_shapes(spec, opts)
     groups = [g for spec, opts in jobs for g in split(spec, opts)]
     interpret = any(opts.interpret for _, opts in jobs)
-    client, cluster = _connect(address, workers, interpret)
-    try:
-        started = time.perf_counter()
-        before = _workers(client)
-        console.print(f"cluster: {len(groups)} case group(s) over {len(before)} worker(s)")
-        done, attempts = run_groups(client, groups, console)
-        wall_s = round(time.perf_counter() - started, 1)
-        now = _workers(client)
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+    with _ctrl_c_deferred() as interrupted:
+        client, cluster = _connect(address, workers, interpret)
+        try:
+            started = time.perf_counter()
+            before = _workers(client)
+            console.print(f"cluster: {len(groups)} case group(s) over {len(before)} worker(s)")
+            done, attempts = run_groups(client, groups, console, interrupted)
+            wall_s = round(time.perf_counter() - started, 1)
+            now = _workers(client)
+        finally:
+            client.close()
+            if cluster is not None:
+                cluster.close()
     started_on = {e["worker"] for e in attempts.events if e.get("event") == "start"}
     gone = (set(before) | started_on) - set(now)
     where = "local (127.0.0.1)" if address == "local" else address

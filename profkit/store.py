@@ -20,6 +20,8 @@ import secrets
 import shutil
 import socket
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -110,7 +112,8 @@ def new_run_id(kernel: str, now: datetime | None = None) -> str:
 
 @dataclass
 class RunWriter:
-    """Collects a run's files in a temp directory; `finish` renames it into place."""
+    """Collects a run's files in a temp directory; `finish` renames it into place. A failure to
+    write (a full disk) is a one-line error; the caller abandons the temp directory."""
 
     root: Path
     kernel: str
@@ -120,27 +123,31 @@ class RunWriter:
     def __post_init__(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         self.run_id = self.run_id or new_run_id(self.kernel)
-        self.tmp = self.root / f"{TMP_PREFIX}{self.run_id}"
+        self.tmp = self.root / f"{TMP_PREFIX}{self.run_id}{_owner_tag()}"
         self.tmp.mkdir()
 
     def path(self, name: str) -> Path:
         return self.tmp / name
 
     def write_table(self, name: str, df: pd.DataFrame) -> None:
-        df.to_csv(self.tmp / name, index=False)
+        with self._storing():
+            df.to_csv(self.tmp / name, index=False)
 
     def write_samples(self, df: pd.DataFrame) -> None:
         """Raw samples, compressed; 6 significant digits keep nanoseconds of a millisecond."""
-        df.to_csv(self.tmp / SAMPLES, index=False, float_format="%.6g", compression="gzip")
+        with self._storing():
+            df.to_csv(self.tmp / SAMPLES, index=False, float_format="%.6g", compression="gzip")
 
     def finish(self, manifest: dict) -> Path:
         """Write the manifest last, with the counts and checksums that vouch for every file, then
         rename the directory into place; never overwrite a run."""
-        vouch = account(self.tmp)
+        with self._storing():
+            vouch = account(self.tmp)
         while True:
             final = self.root / self.run_id
             body = {"schema": SCHEMA, **manifest, **vouch, "run_id": self.run_id, "complete": True}
-            (self.tmp / MANIFEST).write_text(json.dumps(body, indent=2) + "\n")
+            with self._storing():
+                (self.tmp / MANIFEST).write_text(json.dumps(body, indent=2) + "\n")
             if not final.exists():
                 try:
                     os.rename(self.tmp, final)  # atomic; fails if another run took the name
@@ -152,6 +159,54 @@ class RunWriter:
 
     def abandon(self) -> None:
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+    @contextmanager
+    def _storing(self) -> Iterator[None]:
+        try:
+            yield
+        except OSError as exc:
+            raise ProfkitError(
+                f"could not store run {self.run_id} under {self.root}/: "
+                f"{exc.strerror or exc}; nothing was stored"
+            ) from exc
+
+
+# A temp directory names its owner, `@host.pid`: one whose process is gone (killed by SIGKILL or
+# SIGTERM, which leave no time to clean up) is swept by the next capture on this host. Another
+# host's, or a live process's, is never touched.
+_OWNER_RE = re.compile(r"@(?P<host>[^@/]+)\.(?P<pid>\d+)$")
+
+
+def _owner_tag() -> str:
+    return f"@{socket.gethostname()}.{os.getpid()}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True
+
+
+def sweep_stale(root: Path) -> list[str]:
+    """Remove the temp directories under root that captures killed on this host left behind;
+    -> their names."""
+    try:
+        entries = [p for p in root.iterdir() if p.name.startswith(TMP_PREFIX) and p.is_dir()]
+    except OSError:  # no folder yet (or unreadable: the writer will say so)
+        return []
+    swept = []
+    for path in sorted(entries):
+        owner = _OWNER_RE.search(path.name)
+        if owner is None or owner["host"] != socket.gethostname() or _alive(int(owner["pid"])):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        if not path.exists():
+            swept.append(path.name)
+    return swept
 
 
 # ---- the manifest's account of a run: counts and checksums -------------------------------------

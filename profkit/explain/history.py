@@ -33,7 +33,9 @@ def earlier_runs(run: Run, loaded: Sequence[Run] = ()) -> list[Run]:
     root = run.path.parent
     if not root.is_dir():
         return []
-    mine = run.manifest.get("created", "")
+    # a field of the wrong type in any manifest (`"created": 12345`) compares as text, as
+    # store.list_runs reads it: another run's bad field never stops this run's explain
+    mine = str(run.manifest.get("created", ""))
     kernel = run.manifest.get("kernel")
     found = []
     for path in root.iterdir():
@@ -43,8 +45,9 @@ def earlier_runs(run: Run, loaded: Sequence[Run] = ()) -> list[Run]:
             manifest = json.loads((path / "manifest.json").read_text())
         except (OSError, ValueError):
             continue
-        if manifest.get("kernel") == kernel and manifest.get("created", "") < mine:
-            found.append((manifest.get("created", ""), path))
+        created = str(manifest.get("created", ""))
+        if manifest.get("kernel") == kernel and created < mine:
+            found.append((created, path))
     known = {r.path.resolve(): r for r in loaded}
     return [known.get(p.resolve()) or load(p) for _, p in sorted(found, reverse=True)]
 

@@ -9,6 +9,7 @@ finding in full, with its launches and NVIDIA's rules (kept, and set aside with 
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from collections.abc import Iterable
 
@@ -82,6 +83,11 @@ UNIT_WORDS = {
 # --- terminal ------------------------------------------------------------------------------------
 
 
+# a URL of a folder's index page, such as NVIDIA's rule links: the folder's URL serves the same
+# page, 10 columns narrower (its longest, the Profiling Guide's, then fits 80 columns indented)
+_INDEX_PAGE = re.compile(r"(https?://[^\s()]+/)index\.html(?=[#)\s]|$)")
+
+
 class _Out:
     """Lines wrapped to the console's width, with a hanging indent. While `blocks` is a list,
     each paragraph is collected there with the current `priority` (0 first) instead of printed,
@@ -95,14 +101,16 @@ class _Out:
 
     def lines(self, text: str, indent: int = 2, first: str = "") -> list[str]:
         lead = " " * indent
-        return textwrap.wrap(
-            text,
+        wrapped = textwrap.wrap(
+            _INDEX_PAGE.sub(r"\1", text),
             self.width,
             initial_indent=lead + first,
             subsequent_indent=lead + ("  " if first else ""),
             break_on_hyphens=False,
             break_long_words=False,  # a URL or a kernel name stays whole, on a line of its own
         ) or [lead + first]
+        # such a word, too wide for its indent, starts at the margin rather than overflow
+        return [line.lstrip() if len(line) > self.width else line for line in wrapped]
 
     def para(self, text: str, indent: int = 2, first: str = "", style: str = "") -> None:
         self.emit([Text(line, style=style) for line in self.lines(text, indent, first)])
@@ -246,8 +254,10 @@ def _select(group: list[Finding], case: str | None, variant: str | None) -> list
         if variant is not None and f.variant != variant:
             return False
         if case is not None:
-            words = set(" ".join(x for x in (f.case, f.subject) if x).replace(".", " ").split())
-            wanted = {DTYPE_ALIASES.get(w.lower(), w) for w in case.replace(".", " ").split()}
+            # case-insensitive, as --dtype is: "Triton BF16" finds triton.bfloat16
+            text = " ".join(x for x in (f.case, f.subject) if x).replace(".", " ").lower()
+            wanted = {DTYPE_ALIASES.get(w, w) for w in case.replace(".", " ").lower().split()}
+            words = set(text.split())
             return f.kind != Kind.VERDICT and wanted <= words
         return True
 

@@ -8,6 +8,7 @@ the manifest ("program.exit_status"); any other failure, and Ctrl-C, leave no ru
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import threading
@@ -23,12 +24,17 @@ from rich.console import Console
 from profkit import store
 from profkit.counters import ncu
 from profkit.errors import ProfkitError
+from profkit.explain.kernel_family import cut_middle
 from profkit.workload import counter_pass, pace, timing_pass
 from profkit.workload.program import Program, child_env
 
 KIND = "profile"
 EXPORT = "timing.json.gz"  # the child's export, kept in the run: every figure traces back to it
 STDERR_TAIL_LINES = 20
+TAIL_LINE_CHARS = 160  # a stderr line quoted in an error: a 5000-character message is cut
+# torch.profiler's (Kineto's) own lines on the program's stderr, at every start and stop: not the
+# program's words, so never the stderr a failure is told by
+_PROFILER_NOISE = re.compile(r"USDT:.*\.cpp:\d+\] ")
 
 
 @dataclass
@@ -302,7 +308,8 @@ def run_child(argv: list[str]) -> tuple[int, float, list[str]]:
         for raw in proc.stderr:  # type: ignore[union-attr]
             line = raw.decode(errors="replace")
             sys.stderr.write(line)
-            tail.append(line.rstrip("\n"))
+            if not _PROFILER_NOISE.match(line):
+                tail.append(line.rstrip("\n"))
 
     reader = threading.Thread(target=echo, daemon=True)
     reader.start()
@@ -316,7 +323,9 @@ def run_child(argv: list[str]) -> tuple[int, float, list[str]]:
 
 
 def _tail_text(tail: list[str]) -> str:
-    return f"; its stderr ends: {' | '.join(tail[-5:])}" if tail else ""
+    """The program's last stderr lines for a one-line error, each cut to TAIL_LINE_CHARS."""
+    cut = [cut_middle(line.strip(), TAIL_LINE_CHARS) for line in tail[-5:] if line.strip()]
+    return f"; its stderr ends: {' | '.join(cut)}" if cut else ""
 
 
 def top_lines(cases: pd.DataFrame, n: int = 10) -> list[str]:
