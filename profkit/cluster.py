@@ -135,14 +135,16 @@ def _quiet_client_teardown() -> None:
         return
 
     def hook(unraisable) -> None:
-        if not (
-            isinstance(unraisable.exc_value, RuntimeError)
-            and str(unraisable.exc_value) == "IOLoop is closed"
-        ):
+        if not _teardown_noise(unraisable):
             default(unraisable)
 
     hook.profkit = True  # type: ignore[attr-defined]
     sys.unraisablehook = hook
+
+
+def _teardown_noise(unraisable) -> bool:
+    value = unraisable.exc_value
+    return isinstance(value, RuntimeError) and str(value) == "IOLoop is closed"
 
 
 def run_group(group: Group, deliver_to: str | None = None) -> dict:
