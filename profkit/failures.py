@@ -13,8 +13,9 @@ import re
 from typing import Any
 
 # a word longer than this in an error line (a 5000-character name, a program's stderr) is cut in
-# its middle: both ends stay readable and the line stays one screen line or two
+# its middle to its two ends of CUT_END characters: the line stays one screen line or two
 LONGEST_WORD = 120
+CUT_END = 32
 
 
 class OutputLost(Exception):
@@ -58,8 +59,7 @@ def cut_long_words(text: str, longest: int = LONGEST_WORD) -> str:
 
     def cut(m: re.Match) -> str:
         word = m.group(0)
-        keep = (longest - 3) // 2
-        return f"{word[:keep]}...{word[-keep:]} ({len(word)} characters)"
+        return f"{word[:CUT_END]}...({len(word)} characters)...{word[-CUT_END:]}"
 
     return re.sub(rf"[^\s'\"]{{{longest + 1},}}", cut, text)
 
