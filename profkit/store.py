@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from profkit.errors import ProfkitError
-from profkit.measure import clocks
+from profkit.stats.throttle import REASON_SEP
 
 # 2: device time by CUDA-graph replay (device_* columns), host cost, eager-loop time, clocks,
 #    raw samples in samples.csv.gz. 1: event time around each call, stored as p50_ms etc.
@@ -382,7 +382,7 @@ def _structured_fields(cases: pd.DataFrame) -> pd.DataFrame:
         read = pd.to_numeric(cases["sm_clock_mhz"], errors="coerce").notna()
         new["clock_throttled"] = _as_read((notes != "").where(read))
         names = notes.map(lambda n: [w for w in n.split("; ") if not w.startswith("sm clock")])
-        joined = names.map(lambda words: clocks.REASON_SEP.join(w for w in words if w))
+        joined = names.map(lambda words: REASON_SEP.join(w for w in words if w))
         # as a new run's column reads back: empty where no reason was set
         new["throttle_reasons"] = _as_read(joined.where(read & (joined != "")))
     # added at once: a wide table (a run with counters) read column by column is fragmented, and

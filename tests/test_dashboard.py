@@ -1,7 +1,7 @@
 """profkit dashboard on the committed H200 runs: one offline HTML page of one or more runs.
 
 Expected values are read from the stored tables here (pandas on cases.csv and kernels.csv, the
-manifest's JSON, profkit.measure.stats on the same rows), never from the dashboard's own code. Tests
+manifest's JSON, profkit.stats on the same rows), never from the dashboard's own code. Tests
 that change a run (a host-cost column, samples, a hostile name, an L2 ceiling) say so: those tables
 are constructed, on a copy of a real run.
 """
@@ -26,13 +26,12 @@ import pytest
 from click.testing import CliRunner
 from stored_runs import v1_v2_profiles
 
-from profkit import dashboard, store
+from profkit import dashboard, stats, store
 from profkit.cli import cli
 from profkit.dashboard import findings_view, history, host, launches, page, roofline, speedup
 from profkit.errors import ProfkitError
 from profkit.explain import Finding, explain_run
 from profkit.explain.phrases import finding_text
-from profkit.measure import stats
 
 ROOT = Path(__file__).parents[1]
 PROFILES = v1_v2_profiles()  # the two schema-1 RMSNorm runs alone

@@ -2,7 +2,7 @@
 
 Each run is summarised per variant and dtype by the geometric mean of its device p50 over the shapes
 that every run of the kernel timed (so a run with a wider sweep does not look slower). Consecutive
-runs are compared case by case with profkit.measure.stats.compare_cases; the page lists the cases
+runs are compared case by case with profkit.stats.compare_cases; the page lists the cases
 that moved beyond noise and what changed in the environment between the two runs.
 """
 
@@ -16,7 +16,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from profkit import store
+from profkit import stats, store
 from profkit.dashboard.common import (
     BASELINE_COLORS,
     LAB_COLORS,
@@ -28,7 +28,6 @@ from profkit.dashboard.common import (
 from profkit.errors import ProfkitError
 from profkit.explain import as_bool
 from profkit.explain.decode_steps import as_timed_frame
-from profkit.measure import stats
 from profkit.store import Run
 
 KEY = ["variant", "dtype", "shape"]

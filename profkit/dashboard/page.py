@@ -17,6 +17,7 @@ from pathlib import Path
 
 import plotly.offline
 
+from profkit import stats
 from profkit.dashboard import (
     findings_view,
     history,
@@ -42,7 +43,6 @@ from profkit.errors import ProfkitError
 from profkit.explain import Finding
 from profkit.explain.decode_steps import as_timed_frame
 from profkit.findings import for_run
-from profkit.measure import stats
 from profkit.store import Run
 
 PLOTLY_ASSET = "plotly.min.js"
