@@ -17,11 +17,11 @@ from rich.table import Table
 from rich.text import Text
 
 from profkit import stats, terminal
-from profkit.thresholds import CLOCK_MISMATCH_SHARE
 from profkit.errors import ProfkitError
 from profkit.explain import as_bool, format_value
 from profkit.store import Run
 from profkit.textsafe import md_escape
+from profkit.thresholds import CLOCK_MISMATCH_SHARE
 
 KEYS = ["kernel", "variant", "dtype", "shape"]
 # Counters worth a delta column: what a kernel change moves (traffic, occupancy, fusion, time).
