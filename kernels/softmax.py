@@ -25,7 +25,7 @@ import torch
 import triton
 import triton.language as tl
 
-from profkit.compiled import compile_per_shape
+from profkit.compile_baseline import compile_per_shape
 from profkit.spec import KernelSpec, Variant
 
 MAX_ROW_IN_REGISTERS = 16384  # elements: 32 fp32 values per thread at 16 warps

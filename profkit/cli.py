@@ -758,7 +758,7 @@ def _what_is_there(report) -> str:
 def explain(ref, fmt, profiles, case, variant, verbose, history, force) -> None:
     """Findings, bottlenecks and verdicts for a run (default: the newest) or a .ncu-rep report."""
     from profkit import explain as ex
-    from profkit import findings
+    from profkit import run_kinds
     from profkit.explain import hotlines, render
 
     root = runs_root(profiles, ref)
@@ -768,7 +768,7 @@ def explain(ref, fmt, profiles, case, variant, verbose, history, force) -> None:
         hot = hotlines.for_report(obj.kernels, obj.source_lines)
     else:
         earlier = [_history_run(obj, h, root, force) for h in history] if history else None
-        report = findings.for_run(obj, earlier)
+        report = run_kinds.for_run(obj, earlier)
         hot = hotlines.for_run(obj)
         if damage_line(obj) and fmt != "json":
             click.echo(damage_line(obj))
@@ -879,7 +879,8 @@ def compare(run_a, run_b, fmt, profiles, fail_on, force, across_gpus) -> int:
 @click.option("--force", is_flag=True, help=FORCE_HELP)
 def dashboard(refs, kernels, out, profiles, inline, force) -> None:
     """Write one offline HTML page of runs (default: the newest; several: one page for a PR)."""
-    from profkit.dashboard import default_path, newest_of, stored_runs, write_dashboard
+    from profkit.dashboard import default_path, newest_of, stored_runs
+    from profkit.run_kinds import write_dashboard
 
     root = runs_root(profiles, *(() if kernels else refs))  # a kernel's newest needs the folder
     stored, unreadable = stored_runs(root)

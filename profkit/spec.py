@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from profkit.dtypes import DTYPE_ALIASES
 from profkit.errors import ProfkitError
+from profkit.lab import lab_dir
 
 Shape = tuple[int, ...]
 DTYPE_ITEMSIZE = {
@@ -30,22 +32,6 @@ DTYPE_ITEMSIZE = {
     # integer kernels (the zoo's int8 GEMM, hashes, pointer chases): outputs checked exactly
     "int8": 1,
     "int32": 4,
-}
-DTYPE_ALIASES = {
-    "fp16": "float16",
-    "half": "float16",
-    "bf16": "bfloat16",
-    "fp32": "float32",
-    "float": "float32",
-    "fp64": "float64",
-    "double": "float64",
-    "fp8": "float8_e4m3fn",
-    "e4m3": "float8_e4m3fn",
-    "fp8_e4m3": "float8_e4m3fn",
-    "float8_e4m3": "float8_e4m3fn",
-    "e5m2": "float8_e5m2",
-    "fp8_e5m2": "float8_e5m2",
-    "i8": "int8",
 }
 
 
@@ -121,18 +107,6 @@ def case_name(kernel: str, variant: str, dtype: str, shape: Shape) -> str:
 
 
 # ---- finding specs -------------------------------------------------------------------------------
-
-
-def lab_dir() -> Path:
-    """The lab's kernels/ folder: the one beside profkit/ in a checkout (so a checkout or worktree
-    runs its own lab, whatever is installed), else the installed package `profkit_lab` (it is never
-    importable as `kernels`, a name PyPI already uses)."""
-    beside = Path(__file__).resolve().parent.parent / "kernels"
-    if beside.is_dir():
-        return beside
-    import profkit_lab  # type: ignore[import-not-found]
-
-    return Path(list(profkit_lab.__path__)[0])
 
 
 def load_module_specs(path: Path, module_name: str | None = None) -> dict[str, KernelSpec]:

@@ -26,7 +26,7 @@ import pytest
 from click.testing import CliRunner
 from stored_runs import v1_v2_profiles
 
-from profkit import dashboard, stats, store
+from profkit import dashboard, run_kinds, stats, store
 from profkit.cli import cli
 from profkit.dashboard import findings_view, history, host, launches, page, roofline, speedup
 from profkit.errors import ProfkitError
@@ -67,7 +67,7 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Each stored run's page, written once as `profkit dashboard RUN_ID` writes it."""
     folder = tmp_path_factory.mktemp("pages")
     return {
-        r.run_id: dashboard.write_dashboard(r, folder / f"{r.run_id}.html", stored())
+        r.run_id: run_kinds.write_dashboard(r, folder / f"{r.run_id}.html", stored())
         for r in stored()
     }
 
@@ -485,7 +485,7 @@ def test_names_are_data_never_markup(tmp_path: Path) -> None:
 def test_write_dashboard_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run, _, _ = built()
     target = tmp_path / "out" / "nested" / "dash.html"
-    assert dashboard.write_dashboard(run, target) == target
+    assert run_kinds.write_dashboard(run, target) == target
     assert sorted(target.parent.iterdir()) == sorted([target, target.parent / "plotly.min.js"])
     assert target.read_text().startswith("<!doctype html>") and run.run_id in target.read_text()
 
@@ -496,7 +496,7 @@ def test_write_dashboard_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
     monkeypatch.setattr(page, "build_dashboard", broken)
     with pytest.raises(RuntimeError):
-        dashboard.write_dashboard(run, target)
+        run_kinds.write_dashboard(run, target)
     assert target.read_text() == "previous page" and len(list(target.parent.iterdir())) == 2
 
 
@@ -511,7 +511,7 @@ def test_a_failed_write_keeps_the_old_page(tmp_path: Path, monkeypatch: pytest.M
 
     monkeypatch.setattr(page.os, "replace", no_space)
     with pytest.raises(ProfkitError, match="No space left on device"):
-        dashboard.write_dashboard(run, target, plotlyjs="inline")
+        run_kinds.write_dashboard(run, target, plotlyjs="inline")
     assert target.read_text() == "previous page" and list(tmp_path.iterdir()) == [target]
 
 
@@ -556,7 +556,7 @@ def test_a_few_hundred_cases_build_in_seconds(tmp_path: Path) -> None:
     run = store.load(path)
     assert len(run.cases) == 384
     start = time.perf_counter()
-    dashboard.write_dashboard(run, tmp_path / "big.html")
+    run_kinds.write_dashboard(run, tmp_path / "big.html")
     assert time.perf_counter() - start < 15
 
 

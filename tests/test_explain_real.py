@@ -34,7 +34,7 @@ from profkit.explain import (
 from profkit.explain.history import notebook_ruled_out
 from profkit.explain.phrases import finding_text, first_step_text, next_step_text
 from profkit.explain.render import render_terminal
-from profkit.spec import lab_dir
+from profkit.lab import lab_dir
 
 ROOT = Path(__file__).parents[1]
 OLDER, NEWEST = "rmsnorm-20261130-014110-vm-83a4", "rmsnorm-20261130-014917-vm-4bc5"

@@ -11,7 +11,7 @@ from profkit.dashboard.page import (
     build_dashboard,
     default_path,
     plot_div,
-    write_dashboard,
+    write_page,
 )
 from profkit.dashboard.sweep import counter_figures, figures
 
@@ -24,5 +24,5 @@ __all__ = [
     "counter_figures",
     "figures",
     "plot_div",
-    "write_dashboard",
+    "write_page",
 ]

@@ -11,9 +11,10 @@ from __future__ import annotations
 import os
 import secrets
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from types import MappingProxyType
 
 import plotly.offline
 
@@ -42,8 +43,10 @@ from profkit.dashboard.html import (
 from profkit.errors import ProfkitError
 from profkit.explain import Finding
 from profkit.explain.decode_steps import as_timed_frame
-from profkit.findings import for_run
 from profkit.store import Run
+
+# a run kind's own views: (run, id prefix) -> (title, html) per view, in page order
+Sections = Callable[[Run, str], list[tuple[str, str]]]
 
 PLOTLY_ASSET = "plotly.min.js"
 
@@ -152,12 +155,14 @@ def _timing_note(run: Run) -> str:
     return ""
 
 
-def _run_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
-    """(title, html) per view of one run, in page order."""
-    if run.manifest.get("kind") == "profile":  # a workload's kernel groups (profkit profile)
-        from profkit.workload.dashboard import profile_sections
-
-        return profile_sections(run, prefix)
+def _run_sections(
+    run: Run, prefix: str, views: Mapping[str, Sections] = MappingProxyType({})
+) -> list[tuple[str, str]]:
+    """(title, html) per view of one run, in page order: its kind's own views where views has
+    them (profkit.run_kinds: a workload profile's kernel groups), else a capture's."""
+    own = views.get(run.manifest.get("kind"))
+    if own is not None:
+        return own(run, prefix)
     out: list[tuple[str, str]] = []
     step_run = step_latency.applies(run)
     # a step-latency run measures no call's device time: its speedups are over step latency
@@ -439,9 +444,11 @@ def build_dashboard(
     findings: Mapping[str, Sequence[Finding]],
     history_runs: Sequence[Run] = (),
     plotlyjs: str = "inline",
+    views: Mapping[str, Sections] = MappingProxyType({}),
 ) -> str:
-    """The page for runs (findings by run id): per run its header, verdicts and views; then the
-    history of each kernel shown (over history_runs and runs); then the findings table.
+    """The page for runs (findings by run id): per run its header, verdicts and views (views: a run
+    kind's own, profkit.run_kinds.VIEWS); then the history of each kernel shown (over history_runs
+    and runs); then the findings table.
     plotlyjs: "inline" (the library in the page) or "shared" (a PLOTLY_ASSET beside the page)."""
     if not runs:
         raise ProfkitError("no runs to show: name a run, or capture one with `profkit capture`")
@@ -451,7 +458,7 @@ def build_dashboard(
     nav, body = [], []
     for i, run in enumerate(runs):
         prefix = f"run{i}"
-        sections = _run_sections(run, prefix)
+        sections = _run_sections(run, prefix, views)
         nav.append(f"<a href='#{prefix}'>{esc(run.run_id)}</a>")
         level = 3 if several else 2
         body.append(
@@ -526,18 +533,17 @@ def _write_atomic(path: Path, content: str) -> None:
         raise
 
 
-def write_dashboard(
-    runs: Run | Sequence[Run],
+def write_page(
+    runs: Sequence[Run],
+    findings: Mapping[str, Sequence[Finding]],
     path: Path,
     history_runs: Sequence[Run] = (),
     plotlyjs: str = "shared",
+    views: Mapping[str, Sections] = MappingProxyType({}),
 ) -> Path:
-    """Compute the findings, build the page, then write it (and, when shared, plotly.js beside
-    it where missing or different) atomically: a failed build or write leaves existing files."""
-    runs = [runs] if isinstance(runs, Run) else list(runs)
-    loaded = [*runs, *history_runs]  # explain's earlier runs among them are not read again
-    findings = {run.run_id: list(for_run(run, loaded=loaded)) for run in runs}
-    page = build_dashboard(runs, findings, history_runs, plotlyjs)  # before touching the disk
+    """Build the page, then write it (and, when shared, plotly.js beside it where missing or
+    different) atomically: a failed build or write leaves existing files."""
+    page = build_dashboard(runs, findings, history_runs, plotlyjs, views)  # before the disk
     path = Path(path)
     if plotlyjs == "shared":
         asset = path.parent / PLOTLY_ASSET

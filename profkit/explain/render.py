@@ -15,12 +15,12 @@ from collections.abc import Iterable
 from rich.console import Console
 from rich.text import Text
 
+from profkit.dtypes import DTYPE_ALIASES
 from profkit.explain import source_render
 from profkit.explain.as_json import report_dict
 from profkit.explain.hotlines import SourceLines
 from profkit.explain.model import Finding, Kind, Report, Unit, Verdict
 from profkit.explain.phrases import finding_text, next_step_text, reason_text
-from profkit.spec import DTYPE_ALIASES
 
 _VERDICT_STYLE = {
     Verdict.WIN: "bold green",
