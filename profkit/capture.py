@@ -289,7 +289,7 @@ def counter_pass(
         crashed.append(culprit)
         job["cases"] = [c for c in job["cases"] if _job_case_name(spec, c) != culprit]
         console.print(
-            f"[yellow]ncu crashed while profiling {culprit}[/] ({result.message.splitlines()[0]}); "
+            f"[yellow]ncu crashed while profiling {culprit}[/] ({result.reason}); "
             f"profiling the other {len(job['cases'])} cases again"
         )
     job_path.unlink()
@@ -351,10 +351,9 @@ def _crashed_case(result: ncu.CounterPass, job: dict, log_path: Path) -> str | N
     without a report) part-way through a job of several cases; None otherwise."""
     if result.ok or len(job["cases"]) < 2:
         return None
-    code = re.search(r"error code \((-?\d+)\)", result.message)
     # the program died of a signal (exit >= 128), or ncu itself failed mid-pass; an ordinary
     # error exit means every case failed in Python (the worker's own rule): nothing to isolate
-    if not (result.problem == "ncu_failed" or (code and int(code.group(1)) >= 128)):
+    if not (result.problem == "ncu_failed" or (result.app_code or 0) >= 128):
         return None
     from profkit.worker import CASE_MARK
 

@@ -830,7 +830,7 @@ def compare(run_a, run_b, fmt, profiles, fail_on, force, across_gpus) -> int:
     root = runs_root(profiles, run_a, run_b)
     a, b = load_run(run_a, root, force), load_run(run_b, root, force)
     df = cmp.compare_runs(a, b, across_gpus=across_gpus)
-    if not df["flag"].str.startswith("only in").eq(False).any():
+    if not df.attrs["in_both"]:
         sides = [
             f"{side} ({r.run_id}) is {'an interpret run' if r.interpret else 'a run'} of "
             f"{r.manifest.get('kernel')!r} ({len(r.cases)} cases)"

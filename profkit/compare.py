@@ -99,6 +99,7 @@ def compare_runs(run_a: Run, run_b: Run, across_gpus: bool = False) -> pd.DataFr
         clock_b=_median_clock(run_b),
         throttled_a=_throttled(run_a),
         throttled_b=_throttled(run_b),
+        in_both=int((merged["_present_a"].notna() & merged["_present_b"].notna()).sum()),
     )
     return out
 
