@@ -400,12 +400,12 @@ def test_history_compares_consecutive_runs_case_by_case() -> None:
     older, newer = stored()
     h = history.history("rmsnorm", list(stored()))
     assert [r.run_id for r in h.runs] == [older.run_id, newer.run_id]
-    (step,) = h.steps
+    (change,) = h.changes
     a, b = older.cases.set_index("case"), newer.cases.set_index("case")
     common = a.index.intersection(b.index)
-    assert sum(step.counts.values()) == len(common)
-    labs = [m for m in step.moved if m["lab"]]
-    assert step.moved[: len(labs)] == labs  # the lab's own cases first
+    assert sum(change.counts.values()) == len(common)
+    labs = [m for m in change.moved if m["lab"]]
+    assert change.moved[: len(labs)] == labs  # the lab's own cases first
     top = labs[0]
     assert top["ratio"] == pytest.approx(
         b.loc[top["case"], "device_p50_ms"] / a.loc[top["case"], "device_p50_ms"]
@@ -424,12 +424,12 @@ def test_history_names_what_changed_between_two_runs(tmp_path: Path) -> None:
     later = store.load(path)
     h = history.history("rmsnorm", [*stored(), later])
     assert [r.run_id for r in h.runs][-1] == "rmsnorm-later"
-    changes = h.steps[-1].changes
+    changes = h.changes[-1].differences
     assert ("fingerprint.torch", newer.manifest["fingerprint"]["torch"], "9.9.9") in changes
     assert ("git_commit", "None", "abc123") in changes
     assert not any(what in ("created", "run_id") for what, _, _ in changes)
     same = len(later.cases)  # identical timings: every case is noise
-    assert h.steps[-1].counts == {"faster": 0, "slower": 0, "noise": same, "unstable": 0}
+    assert h.changes[-1].counts == {"faster": 0, "slower": 0, "noise": same, "unstable": 0}
 
 
 def test_a_page_shows_history_up_to_its_own_run(written: dict[str, Path]) -> None:

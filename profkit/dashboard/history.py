@@ -33,14 +33,16 @@ from profkit.store import Run
 KEY = ["variant", "dtype", "shape"]
 # manifest fields that differ between any two runs by construction
 SKIPPED = frozenset({"run_id", "created", "complete"})
-MOVED_SHOWN = 12  # largest moves listed per step; the counts cover all cases
+MOVED_SHOWN = 12  # largest moves listed per change of run; the counts cover all cases
 
 
 @dataclass
-class Step:
+class Change:
+    """From one run of a kernel to the next: what differs between them, and what moved."""
+
     before: Run
     after: Run
-    changes: list[tuple[str, str, str]]  # (what, before, after)
+    differences: list[tuple[str, str, str]]  # (what, before, after)
     counts: dict[str, int]  # outcome -> cases
     moved: list[dict] = field(default_factory=list)  # beyond noise, largest first
 
@@ -49,7 +51,7 @@ class Step:
 class History:
     kernel: str
     runs: list[Run]  # oldest first
-    steps: list[Step]
+    changes: list[Change]  # one per pair of consecutive runs
     common_shapes: list[str]
 
 
@@ -84,14 +86,14 @@ def _table(run: Run) -> pd.DataFrame:
 
 
 def history(kernel: str, runs: list[Run]) -> History:
-    """kernel's timed runs (any order; others are ignored), oldest first, one Step per pair."""
+    """kernel's timed runs (any order; others are ignored), oldest first, one Change per pair."""
     # interpret runs check correctness and time nothing: no point in a history of device time
     mine = [r for r in runs if str(r.manifest.get("kernel")) == kernel and not r.interpret]
     mine = sorted({r.run_id: r for r in mine}.values(), key=lambda r: (created(r), r.run_id))
     shapes = [set(_table(r).index.get_level_values("shape")) for r in mine]
     common = sorted(set.intersection(*shapes), key=_shape_key) if shapes else []
-    steps = [_step(a, b) for a, b in zip(mine, mine[1:], strict=False)]
-    return History(kernel, mine, steps, common)
+    changes = [_change(a, b) for a, b in zip(mine, mine[1:], strict=False)]
+    return History(kernel, mine, changes, common)
 
 
 def _shape_key(shape: str) -> tuple:
@@ -102,7 +104,7 @@ def _shape_key(shape: str) -> tuple:
         return (1, 0, shape)
 
 
-def _step(before: Run, after: Run) -> Step:
+def _change(before: Run, after: Run) -> Change:
     a, b = _table(before), _table(after)
     counts = {o: 0 for o in stats.OUTCOMES}
     moved = []
@@ -126,10 +128,10 @@ def _step(before: Run, after: Run) -> Step:
             )
     # the lab's own cases first (the change under study), then baselines (the environment)
     moved.sort(key=lambda m: (not m["lab"], -abs(math.log(m["ratio"])), m["case"]))
-    return Step(before, after, _changes(before, after), counts, moved)
+    return Change(before, after, _differences(before, after), counts, moved)
 
 
-def _changes(before: Run, after: Run) -> list[tuple[str, str, str]]:
+def _differences(before: Run, after: Run) -> list[tuple[str, str, str]]:
     """What the two manifests record differently: top-level fields (source, command, schema, and
     any a capture adds, e.g. a commit), the fingerprint's versions and host, the sweep's options.
     Per-run values (ids, times, measured ceilings, clocks at capture) are not changes."""

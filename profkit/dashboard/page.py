@@ -378,16 +378,16 @@ def _history_section(h: history.History, prefix: str) -> str:
     fig = history.history_figure(h)
     if fig is not None:
         parts.append(plot_div(fig, f"{prefix}-plot"))
-    for step in h.steps:
-        counts = ", ".join(f"{n} {o}" for o, n in step.counts.items())
+    for change in h.changes:
+        counts = ", ".join(f"{n} {o}" for o, n in change.counts.items())
         parts.append(
-            f"<h4>{esc(step.before.run_id)} &rarr; {esc(step.after.run_id)}</h4>"
+            f"<h4>{esc(change.before.run_id)} &rarr; {esc(change.after.run_id)}</h4>"
             f"<p>cases, later against earlier: {esc(counts)}</p>"
         )
-        if step.changes:
+        if change.differences:
             rows = "".join(
                 f"<tr><td>{esc(w)}</td><td>{esc(a)}</td><td>{esc(b)}</td></tr>"
-                for w, a, b in step.changes
+                for w, a, b in change.differences
             )
             parts.append(
                 "<table class='summary'><thead><tr><th>changed</th><th>before</th>"
@@ -400,13 +400,13 @@ def _history_section(h: history.History, prefix: str) -> str:
                     "code (the manifests do not version the kernel source)."
                 )
             )
-        if step.moved:
+        if change.moved:
             rows = "".join(
                 f"<tr><td>{esc(m['case'])}{'' if m['lab'] else ' (baseline)'}</td>"
                 f"<td>{m['before_ms'] * 1e3:.4g}</td><td>{m['after_ms'] * 1e3:.4g}</td>"
                 f"<td>{m['ratio']:.3g}x [{m['ci_low']:.3g}, {m['ci_high']:.3g}]</td>"
                 f"<td>{esc(m['outcome'])}</td><td>{esc(m['method'])}</td></tr>"
-                for m in step.moved[: history.MOVED_SHOWN]
+                for m in change.moved[: history.MOVED_SHOWN]
             )
             parts.append(
                 "<table class='summary'><thead><tr><th>case</th><th>before (us)</th>"
