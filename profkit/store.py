@@ -310,7 +310,7 @@ def unreadable_runs(root: Path) -> list[Unreadable]:
     found = []
     for p in sorted(root.iterdir()):
         named = _RUN_NAME.fullmatch(p.name)
-        if named and p.is_dir() and _manifest(p) is None:
+        if named and not p.name.startswith(".") and p.is_dir() and _manifest(p) is None:
             found.append(Unreadable(p, named["kernel"], _manifest_problem(p)))
     return found
 
@@ -557,7 +557,7 @@ def load(path: Path, force: bool = False) -> Run:
     for col in NUMERIC_CASE_COLUMNS:
         if col in cases.columns:
             cases[col] = _numeric(path, col, cases[col])
-    damage += _count_problems(manifest, cases, optional, path)
+    damage += _count_problems(manifest, cases, optional, path, said=damage)
     if damage and not force:
         raise _damaged(path, damage)
     rules, warnings = _read_rules(table_file(path, RULES))
@@ -651,9 +651,11 @@ def _read_table(f: Path) -> tuple[pd.DataFrame | None, list[str]]:
     return pd.read_csv(io.StringIO(text), dtype=TEXT_COLUMNS), cut
 
 
-def _count_problems(manifest: dict, cases: pd.DataFrame, tables: dict, path: Path) -> list[str]:
+def _count_problems(
+    manifest: dict, cases: pd.DataFrame, tables: dict, path: Path, said: list[str]
+) -> list[str]:
     """Rows the manifest (or, before it counted them, the run's own options) says the run holds,
-    and tables it says must be there."""
+    and tables it says must be there; not for a table left out whose damage is said already."""
     problems = []
     counts = manifest.get("counts") or {}
     found = {
@@ -662,8 +664,9 @@ def _count_problems(manifest: dict, cases: pd.DataFrame, tables: dict, path: Pat
         "samples": len(tables[SAMPLES]) if tables[SAMPLES] is not None else 0,
     }
     name = {v: k for k, v in COUNTED.items()}
+    left_out = {t for t, df in tables.items() if df is None and any(s.startswith(t) for s in said)}
     for key, n in found.items():
-        if key in counts and counts[key] != n:
+        if key in counts and counts[key] != n and name[key] not in left_out:
             problems.append(f"{name[key]} holds {n} {key}, the manifest counts {counts[key]}")
     if counts:
         return problems
@@ -676,11 +679,12 @@ def _count_problems(manifest: dict, cases: pd.DataFrame, tables: dict, path: Pat
         if want and len(cases) < want:
             problems.append(f"{CASES} holds {len(cases)} cases, the run's options make {want}")
     status = (manifest.get("counters") or {}).get("status")
-    if status == "ok" and tables[KERNELS] is None:
+    if status == "ok" and tables[KERNELS] is None and KERNELS not in left_out:
         problems.append(f"{KERNELS} is missing or empty, though the manifest says counters were "
                         "collected")  # fmt: skip
     timed = "device_p50_ms" in cases and cases["device_p50_ms"].notna().any()
-    if int(manifest.get("schema", 1)) >= 2 and timed and tables[SAMPLES] is None:
+    schema2 = int(manifest.get("schema", 1)) >= 2
+    if schema2 and timed and tables[SAMPLES] is None and SAMPLES not in left_out:
         problems.append(f"{SAMPLES} is missing or empty, though the run timed its cases")
     return problems
 

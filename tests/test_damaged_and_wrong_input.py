@@ -421,6 +421,13 @@ def test_a_damaged_manifest_named_or_older_is_said(tmp_path: Path) -> None:
     assert len(said) == 1 and older.name in said[0] and "left out of the history" in said[0]
 
 
+def test_a_capture_in_progress_is_no_damaged_run(tmp_path: Path) -> None:
+    profiles = tmp_path / "profiles"
+    copy_run(profiles)
+    (profiles / f"{store.TMP_PREFIX}{NEWER}").mkdir()  # a capture's temp folder, no manifest yet
+    assert RUN in quiet_ok(invoke("show", "--profiles", profiles)).stdout
+
+
 def test_only_damaged_runs_are_not_swapped_for_the_example(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
