@@ -294,10 +294,9 @@ def read_summaries(path: Path) -> dict[str, SpecSummary] | None:
 
 def read_declared(path: Path) -> list[KernelSpec] | None:
     """The module-level `NAME = KernelSpec(...)` entries of a file as written, read without
-    running it: a callable field that is not a literal stands as `unread` (validate checks the
-    rest, a literal in a callable's place included). None when the file cannot be read that way
-    (a syntax error, no such entry, or a field list needs that is not a literal or a module-level
-    literal constant)."""
+    running it (_declared). None when the file cannot be read that way (a syntax error, no such
+    entry, or a field list and validate need that is not a literal or a module-level literal
+    constant)."""
     try:
         tree = ast.parse(Path(path).read_text(), str(path))
     except (OSError, SyntaxError, ValueError):
@@ -331,19 +330,18 @@ def _names(specs: list[KernelSpec] | None) -> set[str] | None:
 
 
 def unread(*args: Any, **kwargs: Any) -> Any:
-    """A callable field of a spec read from its source (read_declared): never run."""
+    """A field of a spec read from its source (read_declared) that is not a literal: never run."""
     raise ProfkitError("this spec was read from its source without running it: import it to run")
 
 
-# the fields a reader of the source needs as literals; the others (a description) may be any
-# expression, and read as their defaults
+# the fields list and validate need as literals; any other (a callable, a description) that is
+# not a literal reads as `unread`, and one that is (None where a callable belongs) as written,
+# for validate to refuse
 _NEEDED = {"name", "variants", "dtypes", "shapes", "tolerances", "interpret_shapes", "baseline"}
-_CALLABLE = {"fn", "prepare", "make_inputs", "reference", "bytes_moved", "flops"}
 
 
 def _declared(cls: type, call: ast.Call, constants: dict[str, Any], source: str) -> Any:
-    """A KernelSpec or Variant call as written: its literal fields, `unread` for a callable that is
-    not a literal (a literal there, None or a number, is kept for validate to refuse)."""
+    """A KernelSpec or Variant call as written (see _NEEDED)."""
     names = [f.name for f in dataclasses.fields(cls)]
     if len(call.args) > len(names) or any(kw.arg is None for kw in call.keywords):
         raise ValueError("more positional fields than the dataclass has, or a ** splat")
@@ -352,18 +350,13 @@ def _declared(cls: type, call: ast.Call, constants: dict[str, Any], source: str)
     for key, node in nodes.items():
         if key == "variants":
             values[key] = tuple(_variant(n, constants) for n in _elements(node))
-        elif key in _CALLABLE:
-            try:
-                values[key] = _literal(node, constants)
-            except (ValueError, TypeError, KeyError):
-                values[key] = unread
         elif key in _NEEDED:
             values[key] = _literal(node, constants)
         else:
             try:
                 values[key] = _literal(node, constants)
             except (ValueError, TypeError, KeyError):
-                continue  # read as its default (a field no reader of the source needs)
+                values[key] = unread
     if cls is KernelSpec:
         values["source"] = source
     return cls(**values)
