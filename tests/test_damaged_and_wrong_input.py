@@ -1,5 +1,6 @@
 """Issue 31 (faults, round 3), part B: damaged runs and wrong input a new user met, each with what
-the user must see. Every test here failed on the code before its fix.
+the user must see. Each fault's test failed on 46e98b8; the variations beside them guard what a
+user would try next.
 
 - a corrupt compressed member (samples.csv.gz, rules.csv.xz, 4 bytes overwritten): one line naming
   the file, never zlib's or lzma's traceback; with --force the table is left out and said
@@ -99,7 +100,8 @@ def test_a_corrupt_samples_gz_is_one_line_naming_it(tmp_path: Path, command: str
     # stored before checksums: nothing but the file itself can find it
     run = copy_run(tmp_path)
     overwrite(run / store.SAMPLES, at)
-    one_line_error(invoke(command, run), run.name, "damaged", "samples.csv.gz", "--force")
+    line = one_line_error(invoke(command, run), run.name, "damaged", "samples.csv.gz is corrupt")
+    assert "--force" in line
 
 
 def test_a_corrupt_samples_gz_under_force_is_left_out_and_said(tmp_path: Path) -> None:
@@ -210,7 +212,8 @@ TINY = KernelSpec(
 """
 
 
-def capture_cpu(tmp_path: Path, variants: str, reference: str = "") -> pd.DataFrame:
+def capture_cpu(tmp_path: Path, variants: str, reference: str = "") -> pd.Series:
+    """variant -> correct at every case, from `capture --interpret` of CPU_SPEC."""
     spec = tmp_path / "tiny.py"
     reference = reference or "lambda i: i['x'].double() * 2"
     spec.write_text(CPU_SPEC.format(variants=variants, reference=reference))
@@ -250,8 +253,8 @@ def test_a_reference_that_works_in_place_spoils_no_variant_s_inputs(
 
 # --- two specs with one name, and list --from validated as capture validates ----------------------
 
-# a spec file list reads without running it (every field a literal or a name); {fields} replaces
-# fields, {more} adds a module-level line
+# a spec file list reads without running it (every field a literal or a name); FIELDS fill it,
+# {more} adds module-level lines
 LITERAL_SPEC = """
 import torch
 from profkit.spec import KernelSpec, Variant
@@ -291,15 +294,13 @@ def spec_file(tmp_path: Path, **fields: str) -> Path:
     return path
 
 
-def both_refuse(tmp_path: Path, path: Path, *words: str) -> str:
-    """capture and list refuse the file with the same one line."""
+def both_refuse(tmp_path: Path, path: Path, *words: str, kernel: str = "tiny") -> None:
+    """capture and list refuse the file with the same one line, and nothing is stored."""
     out = tmp_path / "runs"
-    caught = one_line_error(
-        invoke("capture", "tiny", "--from", path, "--interpret", "--out", out), *words
-    )
-    listed = one_line_error(invoke("list", "--from", path), *words)
-    assert listed == caught and not out.exists()
-    return listed
+    caught = invoke("capture", kernel, "--from", path, "--interpret", "--out", out)
+    listed = invoke("list", "--from", path)
+    assert one_line_error(listed, *words) == one_line_error(caught, *words)
+    assert not out.exists()
 
 
 TWICE = {
@@ -349,13 +350,8 @@ def test_one_spec_under_two_names_is_one_spec(tmp_path: Path, no_gpu: None) -> N
 def test_list_from_refuses_what_capture_refuses(
     tmp_path: Path, no_gpu: None, fields: dict, words: list[str], read: str
 ) -> None:
-    name = fields.get("name", "tiny")
     path = spec_file(tmp_path, **fields, more=IMPORTED if read == "imported" else "")
-    out = tmp_path / "runs"
-    caught = invoke("capture", name, "--from", path, "--interpret", "--out", out)
-    listed = invoke("list", "--from", path)
-    assert one_line_error(listed, *words) == one_line_error(caught, *words)
-    assert not out.exists()
+    both_refuse(tmp_path, path, *words, kernel=fields.get("name", "tiny"))
 
 
 def test_a_valid_file_lists_read_from_its_source_or_imported(tmp_path: Path) -> None:
@@ -523,9 +519,11 @@ def test_force_csv_and_json_carry_the_damaged_mark(tmp_path: Path) -> None:
     assert all("DAMAGED RUN" in row["damaged"] for row in rows)
     explained = json.loads(quiet_ok(invoke("explain", run, "--force", "--format", "json")).stdout)
     assert "DAMAGED RUN" in explained["damaged"]
-    for fmt in ("csv", "json"):
-        text = quiet_ok(invoke("compare", whole, run, "--force", "--format", fmt)).stdout
-        assert text.count("DAMAGED RUN") >= 1 and "damaged" in text
+    compared = quiet_ok(invoke("compare", whole, run, "--force", "--format", "csv")).stdout
+    marks = pd.read_csv(io.StringIO(compared))["damaged"]
+    assert marks.str.startswith(f"{run.name}: DAMAGED RUN").all() and len(marks)
+    compared = quiet_ok(invoke("compare", whole, run, "--force", "--format", "json")).stdout
+    assert all(row["damaged"] == marks[0] for row in json.loads(compared))
     # a whole run: no such column or key
     assert "damaged" not in quiet_ok(invoke("show", whole, "--format", "csv")).stdout
     assert "damaged" not in json.loads(
