@@ -319,6 +319,21 @@ def test_two_specs_with_one_name_in_a_file_are_refused(
     both_refuse(tmp_path, spec_file(tmp_path, more=twin), "two kernel specs named 'tiny'")
 
 
+def test_one_kernel_name_in_two_lab_files_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from profkit import spec
+    from profkit.errors import ProfkitError
+
+    files = []
+    for folder in (tmp_path / "a", tmp_path / "b"):
+        folder.mkdir()
+        files.append(spec_file(folder))
+    monkeypatch.setattr(spec, "lab_files", lambda: files)
+    with pytest.raises(ProfkitError, match=r"kernel 'tiny' is defined in .*b/mine.py and in"):
+        spec.list_specs()
+
+
 def test_one_spec_under_two_names_is_one_spec(tmp_path: Path, no_gpu: None) -> None:
     path = spec_file(tmp_path, more="ALIAS = TINY")
     listed = quiet_ok(invoke("list", "--from", path)).stdout
