@@ -555,6 +555,13 @@ def damage_line(run) -> str | None:
     return f"DAMAGED RUN (read with --force, what survives): {'; '.join(run.damage)}"
 
 
+def marked(df, *runs):
+    """A table for csv or json with a `damaged` column on every row when a run it comes from was
+    read damaged (--force): a script reading the output sees it, not only stderr."""
+    lines = [f"{r.run_id}: {damage_line(r)}" for r in runs if damage_line(r)]
+    return df.assign(damaged=" | ".join(lines)) if lines else df
+
+
 def load_any(ref: str | None, root: Path, force: bool = False):
     """A stored run (path, id, or newest) or a .ncu-rep report -> (kind, object)."""
     if ref and (ref.endswith((".ncu-rep", ".ncu-rep.xz")) or Path(ref).is_file()):
@@ -606,7 +613,7 @@ def show(ref, fmt, profiles, lines, force) -> None:
                 file=table["file"].map(lambda f: Path(f).name if f else ""),
                 source=table["source"].map(lambda t: t if len(t) <= 40 else t[:39] + "…"),
             )
-        _print_table(table, fmt, LINE_COLUMNS, LINE_KEEP)
+        _print_table(marked(table, obj) if kind == "run" else table, fmt, LINE_COLUMNS, LINE_KEEP)
         return
     if kind == "report":
         launches = obj.kernels
@@ -639,15 +646,22 @@ def show(ref, fmt, profiles, lines, force) -> None:
         console = terminal.console()
         for line in lines:  # wrapped to the terminal's width
             console.print(Text(line))
-    _print_table(obj.cases, fmt, SHOW_COLUMNS, SHOW_KEEP)
+    _print_table(marked(obj.cases, obj), fmt, SHOW_COLUMNS, SHOW_KEEP)
 
 
 def _integrity_line(run) -> str:
     if run.damage:
         return damage_line(run)
     if run.verified:
+        from profkit.store import MANIFEST_SHA
+
         files = run.manifest.get("files") or {}
-        return f"files: {len(files)} verified against the manifest's checksums"
+        itself = (
+            ", and the manifest against its own"
+            if MANIFEST_SHA in run.manifest
+            else " (the manifest itself unverified: stored before manifests carried a checksum)"
+        )
+        return f"files: {len(files)} verified against the manifest's checksums{itself}"
     return "files: unverified (stored before runs carried checksums)"
 
 
@@ -772,11 +786,14 @@ def explain(ref, fmt, profiles, case, variant, verbose, history, force) -> None:
         hot = hotlines.for_run(obj)
         if damage_line(obj) and fmt != "json":
             click.echo(damage_line(obj))
+    for option, value in (("case", case), ("variant", variant)):
+        if value is not None and not value.strip():  # "" would select nothing, and say nothing
+            raise ProfkitError(f"--{option} {value!r} names no {option}: {_what_is_there(report)}")
     if (case or variant) and not render.select(report, case, variant):
         wanted = " and ".join(f"{k} {v!r}" for k, v in (("case", case), ("variant", variant)) if v)
         raise ProfkitError(f"no finding matches {wanted}: {_what_is_there(report)}")
     if fmt == "json":
-        click.echo(render.to_json(report, hot))
+        click.echo(render.to_json(report, hot, damaged=damage_line(obj) if kind == "run" else None))
     elif fmt == "markdown":
         click.echo(render.to_markdown(report, verbose=verbose, hot=hot))
     else:
@@ -849,8 +866,10 @@ def compare(run_a, run_b, fmt, profiles, fail_on, force, across_gpus) -> int:
             click.echo(f"{side}: {damage_line(run)}")
     if fmt == "terminal":
         cmp.render_terminal(df, terminal.console())
+    elif fmt == "markdown":
+        click.echo(cmp.to_markdown(df))
     else:
-        click.echo({"markdown": cmp.to_markdown, "json": cmp.to_json, "csv": cmp.to_csv}[fmt](df))
+        click.echo({"json": cmp.to_json, "csv": cmp.to_csv}[fmt](marked(df, a, b)))
     slower = df[df["flag"] == "slower"]
     if fail_on == "slower" and not slower.empty:
         click.echo(
@@ -879,16 +898,18 @@ def compare(run_a, run_b, fmt, profiles, fail_on, force, across_gpus) -> int:
 @click.option("--force", is_flag=True, help=FORCE_HELP)
 def dashboard(refs, kernels, out, profiles, inline, force) -> None:
     """Write one offline HTML page of runs (default: the newest; several: one page for a PR)."""
-    from profkit.dashboard import default_path, newest_of, stored_runs
+    from profkit.dashboard import default_path, stored_runs
     from profkit.run_kinds import write_dashboard
 
     root = runs_root(profiles, *(() if kernels else refs))  # a kernel's newest needs the folder
-    stored, unreadable = stored_runs(root)
+    # the page's own runs first, as show and explain read them (a damaged one refused, or read
+    # with --force and said once); then the others, for the history
+    runs = [load_run(ref, root, force) for ref in refs]
+    runs += [load_run(k, root, force) for k in kernels]  # a kernel's newest, as show reads it
+    runs = runs or [load_run(None, root, force)]
+    stored, unreadable = stored_runs(root, loaded=runs)
     for problem in unreadable:
         click.echo(f"warning: left out of the history: {problem}", err=True)
-    runs = [load_run(ref, root, force) for ref in refs]
-    runs += [newest_of(k, stored, root) for k in kernels]
-    runs = runs or [load_run(None, root, force)]
     path = Path(out) if out else default_path(runs)
     path = write_dashboard(runs, path, stored, plotlyjs="inline" if inline else "shared")
     click.echo(f"wrote {path}")

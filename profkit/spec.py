@@ -7,6 +7,7 @@ A spec is plain data plus callables; this module imports no torch, so the analys
 from __future__ import annotations
 
 import ast
+import dataclasses
 import importlib.machinery
 import importlib.util
 import operator
@@ -129,12 +130,22 @@ def load_module_specs(path: Path, module_name: str | None = None) -> dict[str, K
         raise ProfkitError(f"could not import {path}: it called sys.exit({exc.code!r})") from exc
     except Exception as exc:  # the user's file: report its error in one line
         raise ProfkitError(f"could not import {path}: {type(exc).__name__}: {exc}") from exc
-    found = {}
+    found: dict[str, KernelSpec] = {}
+    defined: dict[str, KernelSpec] = {}  # name -> the object (one spec under two names is one)
     for value in vars(module).values():
         if isinstance(value, KernelSpec):
+            if value.name in defined and defined[value.name] is not value:
+                raise _twice(value.name, path)
+            defined[value.name] = value
             found[value.name] = KernelSpec(**{**value.__dict__, "source": str(path)})
             validate(found[value.name])
     return found
+
+
+def _twice(name: object, path: Path) -> ProfkitError:
+    return ProfkitError(
+        f"{path} defines two kernel specs named {name!r}: one name, one spec (rename one)"
+    )
 
 
 _GPU_EXTRA = " (capture needs torch and triton: pip install -e '.[gpu]')"
@@ -159,8 +170,20 @@ def lab_specs() -> dict[str, KernelSpec]:
     _lab_package()
     specs: dict[str, KernelSpec] = {}
     for path in lab_files():
-        specs.update(load_module_specs(path, f"profkit_lab.{path.stem}"))
+        found = load_module_specs(path, f"profkit_lab.{path.stem}")
+        _no_repeats(specs, found, path)
+        specs.update(found)
     return specs
+
+
+def _no_repeats(known: Mapping[str, Any], found: Mapping[str, Any], path: Path) -> None:
+    """Two lab files defining one kernel name: refused, as two specs of one name in one file."""
+    for name in found:
+        if name in known:
+            raise ProfkitError(
+                f"kernel {name!r} is defined in {path} and in {known[name].source or 'another'} "
+                "lab file: one name, one spec (rename one)"
+            )
 
 
 def find_spec(name: str, from_file: str | Path | None = None) -> KernelSpec:
@@ -168,7 +191,7 @@ def find_spec(name: str, from_file: str | Path | None = None) -> KernelSpec:
         # read statically (each file once): import only the module that defines the name, so
         # another lab module's failing import (no torch, a broken file) is not this kernel's
         # problem, and an unknown name is an error before any import
-        static = {path: read_summaries(path) for path in lab_files()}
+        static = {path: _names(read_declared(path)) for path in lab_files()}
         home = [path for path, found in static.items() if found and name in found]
         if home:
             _lab_package()
@@ -197,18 +220,24 @@ class SpecSummary:
     variants: tuple[tuple[str, bool], ...]  # (name, baseline)
     dtypes: tuple[str, ...]
     shapes: tuple[Shape, ...]
+    source: str = ""
 
 
 def summarize(spec: KernelSpec) -> SpecSummary:
     return SpecSummary(
-        spec.name, tuple((v.name, v.baseline) for v in spec.variants), spec.dtypes, spec.shapes
+        spec.name,
+        tuple((v.name, v.baseline) for v in spec.variants),
+        spec.dtypes,
+        spec.shapes,
+        spec.source,
     )
 
 
 def list_specs(from_file: str | Path | None = None) -> dict[str, SpecSummary]:
     """The summaries of the lab's specs (or a file's), read from the source where the fields are
     literals, so listing needs neither torch nor triton (nor runs the file's code); a file whose
-    specs are built another way is imported."""
+    specs are built another way is imported. Either way a spec is validated as capture validates
+    it (validate): what list shows, capture runs."""
     found: dict[str, SpecSummary] = {}
     for path in [Path(from_file)] if from_file else lab_files():
         static = read_summaries(path)
@@ -217,14 +246,31 @@ def list_specs(from_file: str | Path | None = None) -> dict[str, SpecSummary]:
             if module:
                 lab_specs()  # registers the profkit_lab package its modules import under
             static = {n: summarize(s) for n, s in load_module_specs(path, module).items()}
+        _no_repeats(found, static, path)
         found.update(static)
     return found
 
 
 def read_summaries(path: Path) -> dict[str, SpecSummary] | None:
-    """The module-level `NAME = KernelSpec(...)` entries of a file, read without running it; None
-    when the file cannot be read that way (a syntax error, no such entry, or a field that is not
-    a literal or a module-level literal constant)."""
+    """The specs of a file read without running it (read_declared), validated; None when the
+    file cannot be read that way."""
+    declared = read_declared(path)
+    if declared is None:
+        return None
+    summaries: dict[str, SpecSummary] = {}
+    for spec in declared:
+        if spec.name in summaries:
+            raise _twice(spec.name, path)
+        validate(spec)
+        summaries[spec.name] = summarize(spec)
+    return summaries
+
+
+def read_declared(path: Path) -> list[KernelSpec] | None:
+    """The module-level `NAME = KernelSpec(...)` entries of a file as written, read without
+    running it (_declared). None when the file cannot be read that way (a syntax error, no such
+    entry, or a field list and validate need that is not a literal or a module-level literal
+    constant)."""
     try:
         tree = ast.parse(Path(path).read_text(), str(path))
     except (OSError, SyntaxError, ValueError):
@@ -248,10 +294,52 @@ def read_summaries(path: Path) -> dict[str, SpecSummary] | None:
     if not calls or total != len(calls):
         return None
     try:
-        summaries = [_summary(call, constants) for call in calls]
-    except (ValueError, TypeError, KeyError):
+        return [_declared(KernelSpec, call, constants, str(path)) for call in calls]
+    except (ValueError, TypeError, KeyError, AttributeError):
         return None
-    return {s.name: s for s in summaries}
+
+
+def _names(specs: list[KernelSpec] | None) -> set[str] | None:
+    return None if specs is None else {str(s.name) for s in specs}
+
+
+def unread(*args: Any, **kwargs: Any) -> Any:
+    """A field of a spec read from its source (read_declared) that is not a literal: never run."""
+    raise ProfkitError("this spec was read from its source without running it: import it to run")
+
+
+# the fields list and validate need as literals; any other (a callable, a description) that is
+# not a literal reads as `unread`, and one that is (None where a callable belongs) as written,
+# for validate to refuse
+_NEEDED = {"name", "variants", "dtypes", "shapes", "tolerances", "interpret_shapes", "baseline"}
+
+
+def _declared(cls: type, call: ast.Call, constants: dict[str, Any], source: str) -> Any:
+    """A KernelSpec or Variant call as written (see _NEEDED)."""
+    names = [f.name for f in dataclasses.fields(cls)]
+    if len(call.args) > len(names) or any(kw.arg is None for kw in call.keywords):
+        raise ValueError("more positional fields than the dataclass has, or a ** splat")
+    nodes = {**dict(zip(names, call.args, strict=False)), **{k.arg: k.value for k in call.keywords}}
+    values: dict[str, Any] = {}
+    for key, node in nodes.items():
+        if key == "variants":
+            values[key] = tuple(_variant(n, constants) for n in _elements(node))
+        elif key in _NEEDED:
+            values[key] = _literal(node, constants)
+        else:
+            try:
+                values[key] = _literal(node, constants)
+            except (ValueError, TypeError, KeyError):
+                values[key] = unread
+    if cls is KernelSpec:
+        values["source"] = source
+    return cls(**values)
+
+
+def _variant(node: ast.AST, constants: dict[str, Any]) -> Variant:
+    if _called(node) != "Variant":
+        raise ValueError("a variant that is not a Variant(...) call")
+    return _declared(Variant, node, constants, "")  # type: ignore[arg-type]
 
 
 def _called(node: ast.AST) -> str | None:
@@ -259,29 +347,6 @@ def _called(node: ast.AST) -> str | None:
         return None
     func = node.func
     return func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
-
-
-def _summary(call: ast.Call, constants: dict[str, Any]) -> SpecSummary:
-    fields = {kw.arg: kw.value for kw in call.keywords}
-    if call.args:  # positional fields, in KernelSpec's order
-        raise ValueError("positional KernelSpec fields")
-    variants = []
-    for node in _elements(fields["variants"]):
-        if _called(node) != "Variant":
-            raise ValueError("a variant that is not a Variant(...) call")
-        kw = {k.arg: k.value for k in node.keywords}
-        name = _literal(node.args[0] if node.args else kw["name"], constants)
-        baseline = _literal(kw["baseline"], constants) if "baseline" in kw else False
-        if len(node.args) > 2:
-            baseline = _literal(node.args[2], constants)
-        variants.append((str(name), bool(baseline)))
-    shapes = _literal(fields["shapes"], constants)
-    return SpecSummary(
-        name=str(_literal(fields["name"], constants)),
-        variants=tuple(variants),
-        dtypes=tuple(_literal(fields["dtypes"], constants)),
-        shapes=tuple(tuple(int(d) for d in shape) for shape in shapes),
-    )
 
 
 def _elements(node: ast.AST) -> list[ast.AST]:
@@ -328,24 +393,25 @@ def validate(spec: KernelSpec) -> None:
     def bad(field_name: str, what: str) -> ProfkitError:
         return ProfkitError(f"{where}: field {field_name}: {what}")
 
+    if not isinstance(spec.variants, (tuple, list)) or not spec.variants:
+        raise bad("variants", "at least one variant is required, as a tuple of Variant(...)")
+    for v in spec.variants:
+        if not isinstance(v, Variant):
+            raise bad("variants", f"every entry must be a Variant(...), not {type(v).__name__}")
+    check_names(spec)
     for name in ("make_inputs", "reference", "bytes_moved", "flops"):
         if not callable(getattr(spec, name)):
             raise bad(name, f"must be callable, not {type(getattr(spec, name)).__name__}")
-    variants = spec.variants if isinstance(spec.variants, (tuple, list)) else ()
-    if not variants:
-        raise bad("variants", "at least one variant is required")
     seen: set[str] = set()
-    for v in variants:
-        if not isinstance(v, Variant):
-            raise bad("variants", f"every entry must be a Variant(...), not {type(v).__name__}")
+    for v in spec.variants:
         if v.name in seen:
             raise bad("variants", f"the name {v.name!r} is used more than once")
         seen.add(v.name)
         if not callable(v.fn) or (v.prepare is not None and not callable(v.prepare)):
             which = "fn" if not callable(v.fn) else "prepare"
             raise bad("variants", f"variant {v.name!r}: its {which} must be callable")
-    if not spec.dtypes:
-        raise bad("dtypes", "at least one dtype is required")
+    if not isinstance(spec.dtypes, (tuple, list)) or not spec.dtypes:
+        raise bad("dtypes", "at least one dtype is required, as a tuple of names")
     for d in spec.dtypes:
         if d not in DTYPE_ITEMSIZE:
             raise bad("dtypes", f"unknown dtype {d!r}; known: {', '.join(DTYPE_ITEMSIZE)}")
@@ -360,8 +426,8 @@ def validate(spec: KernelSpec) -> None:
             raise bad("tolerances", f"{d!r} must map to (atol, rtol), two numbers >= 0")
     for name in ("shapes", "interpret_shapes"):
         shapes = getattr(spec, name)
-        if not shapes:
-            raise bad(name, "at least one shape is required")
+        if not isinstance(shapes, (tuple, list)) or not shapes:
+            raise bad(name, "at least one shape is required, as a tuple of shapes")
         for shape in shapes:
             if not (
                 isinstance(shape, tuple)
@@ -369,3 +435,19 @@ def validate(spec: KernelSpec) -> None:
                 and all(isinstance(n, int) and n > 0 for n in shape)
             ):
                 raise bad(name, f"{shape!r} is not a tuple of positive integers")
+
+
+# kernel and variant names become directory names, NVTX range names (where ncu reads '/' as
+# nesting) and text in HTML and markdown: letters, digits and _ . - only
+_NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+
+
+def check_names(spec: KernelSpec) -> None:
+    """A kernel or variant name that cannot name a run or an NVTX range is an input error, found
+    when the spec loads (validate) rather than when its run is stored."""
+    for what, name in [("kernel", spec.name), *(("variant", v.name) for v in spec.variants)]:
+        if not (isinstance(name, str) and _NAME_RE.fullmatch(name)):
+            raise ProfkitError(
+                f"{what} name {name!r} (in {spec.source or 'its spec'}) may hold only letters, "
+                "digits, '_', '.' and '-' (it names the run directory and the NVTX ranges)"
+            )

@@ -532,9 +532,9 @@ def test_cli_writes_one_page_for_several_runs_and_kernels(tmp_path: Path) -> Non
     assert (tmp_path / dashboard.PLOTLY_ASSET).is_file()
     bad = CliRunner().invoke(cli, ["dashboard", "--kernel", "ghost", "--profiles", str(PROFILES)])
     assert bad.exit_code != 0
-    assert bad.output.strip().splitlines()[-1] == (
-        f"error: no stored timed run of kernel 'ghost' under {PROFILES}/"
-    )
+    said = bad.output.strip().splitlines()[-1]
+    assert said.startswith("error: no run named 'ghost' (looked for a directory, a run id and a ")
+    assert said.endswith(f"kernel's runs under {PROFILES}/)")
 
 
 def test_a_few_hundred_cases_build_in_seconds(tmp_path: Path) -> None:
@@ -638,5 +638,6 @@ def test_an_interpret_run_says_so_and_stays_out_of_the_history(tmp_path: Path) -
     assert NEWPLOT.findall(text) == ["run0-plot-latency", "run0-plot-bandwidth", "history0-plot"]
     h = history.history("rmsnorm", [*stored(), run])
     assert run.run_id not in [r.run_id for r in h.runs] and len(h.runs) == len(stored())
-    # --kernel never picks it, though it is the newest stored run of rmsnorm
-    assert dashboard.newest_of("rmsnorm", [*stored(), run], PROFILES).run_id == stored()[-1].run_id
+    # --kernel (store.resolve) never picks it, though it is the newest stored run of rmsnorm
+    with pytest.raises(ProfkitError, match="only 1 interpret run"):
+        store.resolve("rmsnorm", tmp_path)

@@ -5,7 +5,7 @@ step_latency); `page` assembles them. Every number drawn or written comes from a
 cases.csv, kernels.csv or samples, or from a finding or comparison computed from them.
 """
 
-from profkit.dashboard.history import newest_of, stored_runs
+from profkit.dashboard.history import stored_runs
 from profkit.dashboard.page import (
     PLOTLY_ASSET,
     build_dashboard,
@@ -19,7 +19,6 @@ __all__ = [
     "PLOTLY_ASSET",
     "build_dashboard",
     "default_path",
-    "newest_of",
     "stored_runs",
     "counter_figures",
     "figures",

@@ -9,6 +9,7 @@ that moved beyond noise and what changed in the environment between the two runs
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,25 +56,24 @@ class History:
     common_shapes: list[str]
 
 
-def stored_runs(root: Path) -> tuple[list[Run], list[str]]:
+def stored_runs(root: Path, loaded: Sequence[Run] = ()) -> tuple[list[Run], list[str]]:
     """Every finished run under root, oldest first, and one line per run that could not be read
-    (left out of the history, and named, never dropped silently)."""
+    (left out of the history, and named, never dropped silently). A run already loaded (the
+    page's own) is not read again, nor its damage said again."""
+    known = {r.path.resolve(): r for r in loaded}
     runs, problems = [], []
     for path in store.list_runs(root):
+        run = known.get(path.resolve())
+        if run is not None:
+            if not run.damage:  # read with --force: said once already, and kept out
+                runs.append(run)
+            continue
         try:
             runs.append(store.load(path))
         except ProfkitError as exc:
             problems.append(str(exc))
+    problems += [f"run {u.path.name} is damaged: {u.why}" for u in store.unreadable_runs(root)]
     return runs, problems
-
-
-def newest_of(kernel: str, runs: list[Run], root: Path) -> Run:
-    """The newest timed run of kernel (an interpret run is never the default, as in store.resolve);
-    a clear error when there is none."""
-    mine = [r for r in runs if str(r.manifest.get("kernel")) == kernel and not r.interpret]
-    if not mine:
-        raise ProfkitError(f"no stored timed run of kernel {kernel!r} under {root}/")
-    return max(mine, key=lambda r: (created(r), r.run_id))
 
 
 def created(run: Run) -> str:

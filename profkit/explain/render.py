@@ -566,10 +566,13 @@ def to_markdown(
     return "\n".join(lines).rstrip() + "\n"
 
 
-def to_json(report: Report | Iterable[Finding], hot: SourceLines | None = None) -> str:
+def to_json(
+    report: Report | Iterable[Finding], hot: SourceLines | None = None, damaged: str | None = None
+) -> str:
+    """damaged: the mark of a run read damaged (--force), first in the object."""
     if not isinstance(report, Report):
         report = Report(findings=list(report))
-    out = report_dict(report)
+    out = {"damaged": damaged, **report_dict(report)} if damaged else report_dict(report)
     if hot is not None and hot.measured:  # one entry per launch with hot lines
         out["source_lines"] = hot.to_list()
     return json.dumps(out, indent=2)
