@@ -333,6 +333,67 @@ def capture(
     return max(statuses)  # the worst over the kernels (exitcodes)
 
 
+@cli.command(epilog=exitcodes.HELP)
+@click.argument("kernel")
+@click.option("--variant", default=None, help="the variant to tune [default: its tunable one]")
+@click.option("--shape", default=None, help="the case, MxN [default: the sweep's first shape]")
+@click.option("--dtype", default=None, help="the case's dtype [default: the spec's first]")
+@click.option(
+    "--budget",
+    type=click.IntRange(min=1),
+    default=None,
+    help="configurations measured at most [default: a quarter of the grid]",
+)
+@click.option("--set", "restrict", multiple=True, help="NAME=V1,V2: only these values of a tunable")
+@click.option("--from", "from_file", type=click.Path(dir_okay=False), help="your own spec file")
+@click.option("--out", type=click.Path(file_okay=False), default=None, help="[default: profiles/]")
+@click.option("--interpret", is_flag=True, help="no GPU: check every configuration's correctness")
+@click.option(
+    "--cluster", default=None, help="each round as a Dask sweep: local or tcp://HOST:PORT"
+)
+@click.option(
+    "--workers", type=click.IntRange(min=1), default=None, help="--cluster local: workers"
+)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--ncu-timeout", type=float, default=600, show_default=True, callback=_positive_seconds
+)
+def tune(
+    kernel,
+    variant,
+    shape,
+    dtype,
+    budget,
+    restrict,
+    from_file,
+    out,
+    interpret,
+    cluster,
+    workers,
+    seed,
+    ncu_timeout,
+) -> int:
+    """Tune KERNEL's variant: counters propose configurations, a sweep measures them, explain says
+    why the winner wins; stored as a run of kind tune."""
+    from profkit.tune.command import tune_command
+
+    return tune_command(
+        kernel,
+        variant,
+        shape,
+        dtype,
+        budget,
+        restrict,
+        from_file,
+        out,
+        interpret,
+        cluster,
+        workers,
+        seed,
+        ncu_timeout,
+    )
+
+
 @cli.command(
     epilog=exitcodes.HELP,
     context_settings={"allow_interspersed_args": False},

@@ -1,0 +1,202 @@
+"""profkit tune: tunables in a spec, the grid and its names, explain's steps as parameter moves,
+the loop (its capture and explain replaced by a model of a kernel), the stored run of kind tune."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from profkit import store
+from profkit.explain import Action, Cause, Finding, Kind, NextStep, Reason
+from profkit.spec import Variant, tunables_problem
+from profkit.tune import KIND, loop, steps
+from profkit.tune.space import Space
+
+VALUES = {"BLOCK": (256, 512, 1024), "num_warps": (2, 4, 8), "num_stages": (1, 2, 3)}
+SHIPPED = {"BLOCK": 512, "num_warps": 4, "num_stages": 1}
+
+
+def _variant(**kw) -> Variant:
+    base = dict(tunables=VALUES, configure=lambda p: lambda i: i, shipped=lambda s, d: SHIPPED)
+    return Variant("v", lambda i: i, **{**base, **kw})
+
+
+def test_tunables_are_validated():
+    assert tunables_problem(_variant()) is None
+    assert tunables_problem(Variant("v", lambda i: i)) is None
+    assert "non-empty tuple" in tunables_problem(_variant(tunables={"BLOCK": []}))
+    assert "repeats" in tunables_problem(_variant(tunables={"BLOCK": (1, 1)}))
+    assert "configure" in tunables_problem(_variant(configure=None))
+    assert "identifier" in tunables_problem(_variant(tunables={"a b": (1,)}))
+
+
+def test_space_names_round_trip_and_shipped_joins_the_grid():
+    space = Space("k", "v", dict(VALUES), SHIPPED)
+    assert space.size == 27 and len(space.grid()) == 27
+    for p in space.grid():
+        assert space.params(space.name(p)) == p
+    assert space.name(SHIPPED) == "g012"  # (1 * 3 + 1) * 3 + 0
+
+
+def _finding(reasons, actions) -> Finding:
+    return Finding(
+        "x",
+        Kind.CASE,
+        "k",
+        variant="g012",
+        reasons=[Reason(c) for c in reasons],
+        next=[NextStep(a, detail={"gain_us": 3.0}) for a in actions],
+    )
+
+
+def test_a_step_becomes_one_move_per_parameter_of_its_role():
+    f = _finding([Cause.MEMORY_LATENCY], [Action.BYTES_IN_FLIGHT, Action.LIBRARY_SHAPES])
+    props, unmapped = steps.propose(VALUES, SHIPPED, "g012", f)
+    moves = [p.move for p in props]
+    assert moves == ["num_stages 1 -> 2", "BLOCK 512 -> 1024", "num_warps 4 -> 2"]
+    assert {p.cause for p in props} == {"memory_latency"} and unmapped == ["library_shapes"]
+    # at the edge of a parameter's values there is no move that way
+    props, _ = steps.propose(
+        VALUES,
+        {**SHIPPED, "num_warps": 8},
+        "g",
+        _finding([Cause.REGISTER_SPILLS], [Action.CUT_SPILLS]),
+    )
+    assert [p.move for p in props] == ["BLOCK 512 -> 256"]
+
+
+# a model kernel: stages help up to 3, BLOCK 1024 is best, warps 4; the "explain" of a config
+# points to what would help it
+def _model_ms(p: dict) -> float:
+    return 0.1 * (
+        1
+        + 0.2 * (3 - p["num_stages"])
+        + 0.15 * abs(np.log2(p["BLOCK"] / 1024))
+        + 0.1 * abs(np.log2(p["num_warps"] / 4))
+    )
+
+
+def _fake_capture(space, names, opts, work, console):
+    rows, samples = [], []
+    rng = np.random.default_rng(len(names))
+    for n in names:
+        ms = _model_ms(space.params(n))
+        case = f"k.{n}.float16.64x64"
+        rows.append(
+            dict(
+                kernel="k",
+                variant=n,
+                baseline=False,
+                dtype="float16",
+                shape="64x64",
+                case=case,
+                correct=True,
+                device_p50_ms=ms,
+                stall_long_scoreboard_pct=60 - 10 * space.params(n)["num_stages"],
+                registers_per_thread=32,
+            )
+        )
+        samples += [(case, "device", ms * (1 + 0.002 * e)) for e in rng.standard_normal(60)]
+    manifest = {"run_id": f"r{len(names)}", "counters": {"status": "ok"}, "timing": {}}
+    return store.Run(
+        work,
+        manifest,
+        pd.DataFrame(rows),
+        None,
+        None,
+        pd.DataFrame(samples, columns=["case", "kind", "ms"]),
+    )
+
+
+def _fake_finding(m):
+    p = m.params
+    actions = []
+    if p["num_stages"] < 3:
+        actions.append(Action.BYTES_IN_FLIGHT)
+    if p["BLOCK"] != 1024:
+        actions.append(Action.MORE_PROGRAMS if p["BLOCK"] > 1024 else Action.ILP)
+    if not actions:  # as explain words a gain under the practical floor
+        f = _finding([Cause.AT_ROOF], [])
+        f.next = [NextStep(Action.FEWER_BYTES, ["headroom_us"], {"under_floor": True})]
+        return f
+    return _finding([Cause.MEMORY_LATENCY], actions)
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    monkeypatch.setattr(loop, "_capture", _fake_capture)
+    monkeypatch.setattr(loop, "_finding", _fake_finding)
+
+
+def _tune(tmp_path, shipped=SHIPPED, budget=8):
+    space = Space("k", "v", dict(VALUES), shipped)
+    opts = loop.TuneOptions(dtype="float16", shape=(64, 64), root=tmp_path, budget=budget)
+    spec = type("S", (), {"name": "k", "source": ""})()
+    path = loop.run_tune(spec, space, opts)
+    run = store.load(path)
+    return space, run, loop.tune_record(run)
+
+
+def test_the_loop_follows_the_steps_to_the_best_and_stores_a_tune_run(fake, tmp_path):
+    space, run, rec = _tune(tmp_path)
+    assert run.manifest["kind"] == KIND and rec["measured"] == len(run.cases) <= 8
+    best = min(space.grid(), key=_model_ms)
+    assert rec["winner"] == space.name(best)
+    # every configuration but the shipped one names the step and the configuration behind it
+    steps_ = run.cases.set_index("variant")
+    assert steps_.loc["g012", "action"] == "shipped"
+    others = steps_.drop(index="g012")
+    assert others.proposed_from.isin(steps_.index).all() and others.action.ne("shipped").all()
+    assert "long-scoreboard stalls 50% of stalls -> 30% of stalls" in rec["why"]
+    assert rec["against_shipped"]["outcome"] == "faster"
+    assert not any(p.name.startswith(".tune-") for p in tmp_path.iterdir())
+
+
+def test_a_shipped_best_stops_after_one_round(fake, tmp_path):
+    best = {"BLOCK": 1024, "num_warps": 4, "num_stages": 3}
+    space, run, rec = _tune(tmp_path, shipped=best)
+    assert len(rec["rounds"]) == 1 and rec["shipped_is_best"] and rec["measured"] == 1
+    assert "no step clears the practical floor" in rec["stop"]
+
+
+def test_the_budget_caps_configurations(fake, tmp_path):
+    _, run, rec = _tune(tmp_path, budget=3)
+    assert rec["measured"] == 3 and "budget" in rec["stop"]
+
+
+@pytest.mark.interpret
+def test_tune_interpret_checks_a_small_grid(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from profkit.cli import cli
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    args = ["tune", "rmsnorm", "--interpret", "--shape", "3x100", "--out", str(tmp_path)]
+    args += ["--set", "BLOCK_N=1024", "--set", "ROWS=1,2", "--set", "num_warps=4,8"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    run = store.load(store.list_runs(tmp_path)[-1])
+    assert run.manifest["kind"] == KIND and run.interpret
+    # the shipped BLOCK_N at 100 columns (128) joins the grid: 2 x 2 x 2
+    assert json.loads((run.path / "tune.json").read_text())["space"]["added"] == ["BLOCK_N"]
+    assert len(run.cases) == 8 and run.cases.correct.all()
+    assert sorted(run.cases.action)[-1] == "shipped" and (run.cases.action == "grid").sum() == 7
+    assert "stopped: interpret mode" in result.output
+
+
+def test_bad_input_is_one_line(tmp_path):
+    from click.testing import CliRunner
+    from conftest import one_line_error
+
+    from profkit.cli import cli
+
+    for args, words in [
+        (["tune", "rmsnorm", "--set", "BLOCK_N=3"], ("--set BLOCK_N", "not among")),
+        (["tune", "rmsnorm", "--set", "nope=1"], ("no tunable 'nope'",)),
+        (["tune", "rmsnorm", "--variant", "eager"], ("declares no tunables",)),
+        (["tune", "softmax", "--shape", "256x65536", "--interpret"], ("split-row design",)),
+    ]:
+        one_line_error(CliRunner().invoke(cli, [*args, "--out", str(tmp_path)]), *words)
