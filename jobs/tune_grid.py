@@ -113,7 +113,7 @@ def compare(runs: Path, grid_dir: Path, out: Path) -> int:
         tuned = [
             r
             for r in tune_runs
-            if r.manifest.get("kind") == "tune" and r.manifest.get("kernel") == kernel
+            if r.manifest.get("kind") == "tune" and r.manifest.get("tuned_kernel") == kernel
         ]
         if not tuned:
             lines.append(f"| {kernel} | {shape} | no tune run |")

@@ -833,6 +833,10 @@ def explain(ref, fmt, profiles, case, variant, verbose, history, force) -> None:
         hot = hotlines.for_run(obj)
         if damage_line(obj) and fmt != "json":
             click.echo(damage_line(obj))
+        if obj.manifest.get("kind") == "tune" and fmt != "json":
+            from profkit.tune.command import run_summary
+
+            click.echo(run_summary(obj))  # the path and the winner, before each case's finding
     if (case or variant) and not render.select(report, case, variant):
         wanted = " and ".join(f"{k} {v!r}" for k, v in (("case", case), ("variant", variant)) if v)
         raise ProfkitError(f"no finding matches {wanted}: {_what_is_there(report)}")

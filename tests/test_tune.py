@@ -131,6 +131,13 @@ def fake(monkeypatch):
     monkeypatch.setattr(loop, "_finding", _fake_finding)
 
 
+def fake_tune_run(root, monkeypatch) -> store.Run:
+    """A tune run of the model kernel (for the page's test)."""
+    monkeypatch.setattr(loop, "_capture", _fake_capture)
+    monkeypatch.setattr(loop, "_finding", _fake_finding)
+    return _tune(root)[1]
+
+
 def _tune(tmp_path, shipped=SHIPPED, budget=8):
     space = Space("k", "v", dict(VALUES), shipped)
     opts = loop.TuneOptions(dtype="float16", shape=(64, 64), root=tmp_path, budget=budget)

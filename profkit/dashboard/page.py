@@ -158,6 +158,10 @@ def _run_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
         from profkit.workload.dashboard import profile_sections
 
         return profile_sections(run, prefix)
+    if run.manifest.get("kind") == "tune":  # profkit tune: the path of configurations measured
+        from profkit.tune.dashboard import tune_sections
+
+        return tune_sections(run, prefix)
     out: list[tuple[str, str]] = []
     step_run = step_latency.applies(run)
     # a step-latency run measures no call's device time: its speedups are over step latency

@@ -42,7 +42,7 @@ def tune_command(
         os.environ["TRITON_INTERPRET"] = "1"  # before the kernel's module imports triton
     from profkit import store
     from profkit.spec import find_spec, format_shape, normalize_dtype, parse_shape
-    from profkit.tune.loop import TuneOptions, default_budget, run_tune, tune_record
+    from profkit.tune.loop import TuneOptions, default_budget, run_tune
     from profkit.tune.space import space_of, tunable_variant
 
     spec = find_spec(kernel, from_file)
@@ -79,7 +79,7 @@ def tune_command(
     )
     path = run_tune(spec, space, opts)
     run = store.load(path)
-    click.echo(summary(run, tune_record(run) or {}))
+    click.echo(run_summary(run))
     click.echo(f"stored {path}")
     wrong = run.cases[~run.cases.correct.astype(bool)]
     return 0 if wrong.empty or not interpret else 1
@@ -89,9 +89,12 @@ def parse_shape_set(restrict: tuple[str, ...]) -> dict[str, tuple]:
     return parse_set(restrict)
 
 
-def summary(run, record: dict) -> str:
+def run_summary(run) -> str:
     """The tune run in a few lines: each configuration, the step that proposed it, the winner."""
-    lines = []
+    from profkit.tune.loop import tune_record
+
+    record = tune_record(run) or {}
+    lines = [f"tune {run.run_id}: {record['space']['kernel']} {record['space']['variant']}"]
     cases = run.cases
     for _, r in cases.sort_values(["round", "variant"]).iterrows():
         ms = r.get("device_p50_ms")

@@ -217,6 +217,9 @@ def _store(spec, space, opts, measured, rounds, stop, wall_s) -> Path:
     # each round's cases are joined with their own counters already: concatenated as they are
     cases = cases.drop(columns=[c for c in extra.columns if c != "variant" and c in cases])
     joined = cases.merge(extra, on="variant", how="left")
+    # in the tune run the shipped configuration is every other one's baseline: explain's verdicts
+    # then weigh each configuration against it (the rounds' runs explained none as a baseline)
+    joined["baseline"] = joined["variant"].astype(str) == space.name(space.shipped)
     samples_all = pd.concat(samples, ignore_index=True) if samples else pd.DataFrame()
     record = {
         "space": space.as_dict(),
@@ -230,7 +233,7 @@ def _store(spec, space, opts, measured, rounds, stop, wall_s) -> Path:
     if not opts.interpret:
         record |= why.winner(space, joined, samples_all)
     first = next(iter(runs))
-    writer = store.RunWriter(opts.root, spec.name)
+    writer = store.RunWriter(opts.root, stored_kernel(spec.name))
     try:
         writer.write_table(store.CASES, joined)
         if kernels is not None:
@@ -240,7 +243,8 @@ def _store(spec, space, opts, measured, rounds, stop, wall_s) -> Path:
         writer.path(TUNE_FILE).write_text(json.dumps(record, indent=2, default=str) + "\n")
         manifest = {
             "kind": KIND,
-            "kernel": spec.name,
+            "kernel": stored_kernel(spec.name),
+            "tuned_kernel": spec.name,
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "mode": "interpret" if opts.interpret else "gpu",
             "source": spec.source,
@@ -279,6 +283,13 @@ def _counters(runs) -> dict:
     if statuses == {"ok"}:
         return {"status": "ok", "rounds": blocks}
     return {**blocks[0], "rounds": blocks}
+
+
+def stored_kernel(kernel: str) -> str:
+    """The name a tune run is stored under: KERNEL.tune, so that the kernel's own name (`profkit
+    explain KERNEL`, its history, its dashboard's history) keeps meaning its captures, and
+    `profkit explain KERNEL.tune` reads its newest tune run."""
+    return f"{kernel}.tune"
 
 
 def tune_record(run: store.Run) -> dict | None:
