@@ -94,7 +94,6 @@ def test_two_workers_two_kernels_equal_the_single_process_runs(
     assert "GPU" in merged.output  # the column show prints for a run spread over a cluster
 
 
-
 def test_tune_spreads_a_rounds_configurations_over_the_workers(
     tmp_path: Path, address: str
 ) -> None:

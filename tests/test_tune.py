@@ -194,6 +194,31 @@ def test_tune_interpret_checks_a_small_grid(tmp_path, monkeypatch):
     assert "stopped: interpret mode" in result.output
 
 
+@pytest.mark.interpret
+@pytest.mark.parametrize(
+    "kernel, shape, sets, n",
+    [
+        # the shipped 2 warps of a short row join the grid
+        ("softmax", "3x100", ["ROWS=1,2", "num_warps=4"], 4),
+        # the shipped decode tile at M = 64 (BN 64, 8 stages) joins the grid
+        ("matmul", "64x64x64", ["BM=64", "BN=128", "BK=64", "num_stages=3", "num_warps=4"], 4),
+    ],
+)
+def test_the_labs_other_tunables_are_correct_under_the_interpreter(
+    tmp_path, monkeypatch, kernel, shape, sets, n
+):
+    from click.testing import CliRunner
+
+    from profkit.cli import cli
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    args = ["tune", kernel, "--interpret", "--shape", shape, "--out", str(tmp_path)]
+    result = CliRunner().invoke(cli, [*args, *(a for s in sets for a in ("--set", s))])
+    assert result.exit_code == 0, result.output
+    run = store.load(store.list_runs(tmp_path)[-1])
+    assert len(run.cases) == n and run.cases.correct.all()
+
+
 def test_bad_input_is_one_line(tmp_path):
     from click.testing import CliRunner
     from conftest import one_line_error
