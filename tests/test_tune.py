@@ -232,3 +232,14 @@ def test_bad_input_is_one_line(tmp_path):
         (["tune", "softmax", "--shape", "256x65536", "--interpret"], ("split-row design",)),
     ]:
         one_line_error(CliRunner().invoke(cli, [*args, "--out", str(tmp_path)]), *words)
+
+
+def test_without_counters_the_loop_stops_and_says_why(fake, tmp_path, monkeypatch):
+    def timing_only(*args):
+        run = _fake_capture(*args)
+        run.manifest["counters"] = {"status": "timing_only", "reason": "ERR_NVGPUCTRPERM"}
+        return run
+
+    monkeypatch.setattr(loop, "_capture", timing_only)
+    _, run, rec = _tune(tmp_path)
+    assert rec["measured"] == 1 and rec["stop"] == "g012: no counters to explain (ERR_NVGPUCTRPERM)"

@@ -108,9 +108,12 @@ def _loop(space, opts, work, console, started, measured, rounds) -> str:
         if best.name in explained:
             return f"{best.name}'s steps point only to configurations already measured"
         explained.add(best.name)
+        if best.run.timing_only:
+            why = best.run.manifest.get("counters", {}).get("reason") or "the counter pass failed"
+            return f"{best.name}: no counters to explain ({why})"
         finding = _finding(best)
         if finding is None:
-            return f"{best.name} has no counters to explain (the counter pass failed)"
+            return f"{best.name}: explain found no case finding with a cause or a step"
         entry["explained"] = best.name
         entry["causes"] = [str(x.cause) for x in finding.reasons]
         entry["steps"] = [
