@@ -12,7 +12,7 @@ import pytest
 from profkit import store
 from profkit.explain import Action, Cause, Finding, Kind, NextStep, Reason
 from profkit.spec import Variant, tunables_problem
-from profkit.tune import KIND, loop, steps
+from profkit.tune import KIND, loop, steps, why
 from profkit.tune.space import Space
 
 VALUES = {"BLOCK": (256, 512, 1024), "num_warps": (2, 4, 8), "num_stages": (1, 2, 3)}
@@ -243,3 +243,23 @@ def test_without_counters_the_loop_stops_and_says_why(fake, tmp_path, monkeypatc
     monkeypatch.setattr(loop, "_capture", timing_only)
     _, run, rec = _tune(tmp_path)
     assert rec["measured"] == 1 and rec["stop"] == "g012: no counters to explain (ERR_NVGPUCTRPERM)"
+
+
+def test_the_counters_quoted_are_those_past_explains_margins_the_steps_causes_first():
+    shipped = pd.Series(
+        dict(stall_wait_pct=40.0, stall_barrier_pct=10.0, achieved_occupancy_pct=30.0,
+             registers_per_thread=168, grid_size=1024, tensor_pipe_pct=50.0)
+    )  # fmt: skip
+    winner = pd.Series(
+        dict(stall_wait_pct=12.0, stall_barrier_pct=13.0, achieved_occupancy_pct=60.0,
+             registers_per_thread=128, grid_size=1024, tensor_pipe_pct=58.0)
+    )  # fmt: skip
+    moved = why.changed(winner, shipped, ["stall_wait_pct", "tensor_underfed"])
+    # barrier +3 points and tensor +8 stay under the margins (5, 10), the grid did not move
+    assert [c["counter"] for c in moved] == [
+        "stall_wait_pct",
+        "achieved_occupancy_pct",
+        "registers_per_thread",
+    ]
+    assert why.phrase(moved[0]) == "fixed-latency wait stalls 40% of stalls -> 12% of stalls"
+    assert why.phrase(moved[2]) == "1.3x fewer registers per thread (168 -> 128)"

@@ -212,6 +212,7 @@ def _store(spec, space, opts, measured, rounds, stop, wall_s) -> Path:
                 "answers": m.proposal.cause if m.proposal else _unproposed(space, n),
                 "move": m.proposal.move if m.proposal else "",
                 "proposed_from": m.proposal.origin if m.proposal else "",
+                "stall": (m.proposal.stall or "") if m.proposal else "",
                 "measured_at_s": round(m.seconds, 1),
             }
             for n, m in by_name.items()

@@ -99,6 +99,7 @@ class Proposal:
     why: str  # the mapping's words for the action
     origin: str  # the configuration explained
     gain_us: float | None
+    stall: str | None = None  # the warp stall the step reads, where it names one ("wait")
 
     def as_dict(self) -> dict:
         return {
@@ -108,6 +109,7 @@ class Proposal:
             "why": self.why,
             "from": self.origin,
             "gain_us": self.gain_us,
+            "stall": self.stall,
         }
 
 
@@ -152,6 +154,7 @@ def propose(
                         why,
                         origin,
                         step.detail.get("gain_us"),
+                        step.detail.get("stall"),
                     )
                 )
         if not found:

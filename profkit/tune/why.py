@@ -25,7 +25,7 @@ COUNTERS = {
     "stall_barrier_pct": ("barrier stalls", "stall"),
     "stall_short_scoreboard_pct": ("short-scoreboard stalls", "stall"),
     "stall_mio_throttle_pct": ("MIO-throttle stalls", "stall"),
-    "stall_wait_pct": ("fixed-latency waits", "stall"),
+    "stall_wait_pct": ("fixed-latency wait stalls", "stall"),
     "stall_math_pipe_throttle_pct": ("math-pipe-throttle stalls", "stall"),
     "stall_lg_throttle_pct": ("LG-throttle stalls", "stall"),
     "achieved_occupancy_pct": ("achieved occupancy", "pct"),
@@ -78,7 +78,10 @@ def changed(winner: pd.Series, shipped: pd.Series, causes: list[str]) -> list[di
         out.append(
             {"counter": col, "words": words, "kind": kind, "shipped": a, "winner": b, "size": size}
         )
-    first = [c for cause in causes for c in CAUSE_COUNTERS.get(cause, ())]
+    # a stall a step named ("stall_wait_pct") first, then the counters of the causes answered
+    first: list[str] = []
+    for c in causes:
+        first += [c] if c.startswith("stall_") else list(CAUSE_COUNTERS.get(c, ()))
     out.sort(
         key=lambda c: (
             c["counter"] not in first,
@@ -96,6 +99,10 @@ def phrase(c: dict) -> str:
         return f"{max(a / b, b / a):.1f}x {more} {c['words']} ({a:.4g} -> {b:.4g})"
     unit = "% of stalls" if c["kind"] == "stall" else "%"
     return f"{c['words']} {a:.0f}{unit} -> {b:.0f}{unit}"
+
+
+def _text(value: object) -> str:
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
 
 
 def path(cases: pd.DataFrame, name: str) -> list[pd.Series]:
@@ -146,7 +153,8 @@ def winner(space: Space, cases: pd.DataFrame, samples: pd.DataFrame) -> dict:
         )
         return out
     chain = path(cases, str(best.variant))
-    causes = [str(r.get("answers")) for r in chain if str(r.get("answers")) != "shipped"]
+    causes = [f"stall_{r.get('stall')}_pct" for r in chain if _text(r.get("stall"))]
+    causes += [str(r.get("answers")) for r in chain if str(r.get("answers")) != "shipped"]
     moves = [f"{r.get('move')} ({r.get('answers')})" for r in chain if r.get("move")]
     moved = changed(best, base, causes)
     said = "; ".join(phrase(c) for c in moved[:QUOTED]) or "no counter moved by explain's margins"
