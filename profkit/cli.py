@@ -840,7 +840,12 @@ def explain(ref, fmt, profiles, case, variant, verbose, history, force) -> None:
     if (case or variant) and not render.select(report, case, variant):
         wanted = " and ".join(f"{k} {v!r}" for k, v in (("case", case), ("variant", variant)) if v)
         raise ProfkitError(f"no finding matches {wanted}: {_what_is_there(report)}")
-    if fmt == "json":
+    if fmt == "json" and kind != "report" and obj.manifest.get("kind") == "tune":
+        from profkit.tune.loop import tune_record
+
+        out = json.loads(render.to_json(report, hot))
+        click.echo(json.dumps({**out, "tune": tune_record(obj)}, indent=2, default=str))
+    elif fmt == "json":
         click.echo(render.to_json(report, hot))
     elif fmt == "markdown":
         click.echo(render.to_markdown(report, verbose=verbose, hot=hot))

@@ -263,3 +263,23 @@ def test_the_counters_quoted_are_those_past_explains_margins_the_steps_causes_fi
     ]
     assert why.phrase(moved[0]) == "fixed-latency wait stalls 40% of stalls -> 12% of stalls"
     assert why.phrase(moved[2]) == "1.3x fewer registers per thread (168 -> 128)"
+
+
+def test_explain_reads_a_tune_run_by_its_name(fake, tmp_path):
+    from click.testing import CliRunner
+
+    from profkit.cli import cli
+
+    space, run, rec = _tune(tmp_path)
+    assert run.manifest["kernel"] == "k.tune" and run.manifest["tuned_kernel"] == "k"
+    said = CliRunner().invoke(cli, ["explain", "k.tune", "--profiles", str(tmp_path)])
+    assert said.exit_code == 0, said.output
+    lines = said.output.splitlines()
+    assert lines[0].startswith(f"tune {run.run_id}: k v") and "[shipped]" in lines[1]
+    assert f"winner {rec['winner']}: " in said.output
+    # every other configuration is weighed against the shipped one, its baseline
+    assert f"k {rec['winner']}  WIN" in said.output
+    out = CliRunner().invoke(
+        cli, ["explain", "k.tune", "--profiles", str(tmp_path), "--format", "json"]
+    )
+    assert json.loads(out.output)["tune"]["winner"] == rec["winner"]
