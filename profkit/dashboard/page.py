@@ -456,13 +456,16 @@ def build_dashboard(
     for i, run in enumerate(runs):
         prefix = f"run{i}"
         sections = _run_sections(run, prefix)
+        verdicts = findings_view.verdict_blocks(findings.get(run.run_id, ()))
+        if run.manifest.get("kind") == "tune":  # the path first, then each verdict under it
+            sections.append(("Each configuration against the shipped one", verdicts))
+            verdicts = ""
         nav.append(f"<a href='#{prefix}'>{esc(run.run_id)}</a>")
         level = 3 if several else 2
         body.append(
             f"<section class='run' id='{prefix}'>"
             f"{'<h2>' + esc(run.run_id) + '</h2>' if several else ''}"
-            f"{_header(run)}\n{_timing_note(run)}"
-            f"{findings_view.verdict_blocks(findings.get(run.run_id, ()))}"
+            f"{_header(run)}\n{_timing_note(run)}{verdicts}"
         )
         for title, content in sections:
             body.append(

@@ -70,9 +70,15 @@ def path_figure(run: Run, record: dict) -> go.Figure:
                 hoverinfo="skip",
             )
         )
+    fig.update_xaxes(
+        tickvals=cases["n"].tolist(),
+        ticktext=[
+            f"{esc(v)}<br>r{int(r)}" for v, r in zip(cases.variant, cases["round"], strict=True)
+        ],
+    )
     fig.update_layout(
         height=420,
-        xaxis_title="configuration, in the order measured",
+        xaxis_title="configuration (and its round), in the order measured",
         yaxis_title="device time p50 (us)",
         legend_title_text="cause its step answered",
     )
