@@ -54,18 +54,22 @@ def _finding(reasons, actions) -> Finding:
 
 def test_a_step_becomes_one_move_per_parameter_of_its_role():
     f = _finding([Cause.MEMORY_LATENCY], [Action.BYTES_IN_FLIGHT, Action.LIBRARY_SHAPES])
-    props, unmapped = steps.propose(VALUES, SHIPPED, "g012", f)
+    props, idle = steps.propose(VALUES, SHIPPED, "g012", f)
     moves = [p.move for p in props]
     assert moves == ["num_stages 1 -> 2", "BLOCK 512 -> 1024", "num_warps 4 -> 2"]
-    assert {p.cause for p in props} == {"memory_latency"} and unmapped == ["library_shapes"]
-    # at the edge of a parameter's values there is no move that way
-    props, _ = steps.propose(
+    assert {p.cause for p in props} == {"memory_latency"}
+    assert idle == {"library_shapes": "no tunable parameter"}
+    # at the edge of a parameter's values there is no move that way, and the round says so
+    props, idle = steps.propose(
         VALUES,
         {**SHIPPED, "num_warps": 8},
         "g",
         _finding([Cause.REGISTER_SPILLS], [Action.CUT_SPILLS]),
     )
     assert [p.move for p in props] == ["BLOCK 512 -> 256"]
+    top = {"BLOCK": 1024, "num_warps": 4, "num_stages": 3}
+    props, idle = steps.propose(VALUES, top, "g", _finding([Cause.STALL], [Action.DEEPER_PIPELINE]))
+    assert not props and idle == {"deeper_pipeline": "num_stages at its largest"}
 
 
 # a model kernel: stages help up to 3, BLOCK 1024 is best, warps 4; the "explain" of a config
@@ -277,8 +281,9 @@ def test_explain_reads_a_tune_run_by_its_name(fake, tmp_path):
     lines = said.output.splitlines()
     assert lines[0].startswith(f"tune {run.run_id}: k v") and "[shipped]" in lines[1]
     assert f"winner {rec['winner']}: " in said.output
-    # every other configuration is weighed against the shipped one, its baseline
-    assert f"k {rec['winner']}  WIN" in said.output
+    # every other configuration against the shipped one, by the stats module's interval
+    won = next(line for line in lines if line.startswith(f"  r4 {rec['winner']}"))
+    assert "0.645x shipped (faster)" in won
     out = CliRunner().invoke(
         cli, ["explain", "k.tune", "--profiles", str(tmp_path), "--format", "json"]
     )

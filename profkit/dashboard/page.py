@@ -457,8 +457,7 @@ def build_dashboard(
         prefix = f"run{i}"
         sections = _run_sections(run, prefix)
         verdicts = findings_view.verdict_blocks(findings.get(run.run_id, ()))
-        if run.manifest.get("kind") == "tune":  # the path first, then each verdict under it
-            sections.append(("Each configuration against the shipped one", verdicts))
+        if run.manifest.get("kind") == "tune":  # no baseline: the path says how each compares
             verdicts = ""
         nav.append(f"<a href='#{prefix}'>{esc(run.run_id)}</a>")
         level = 3 if several else 2

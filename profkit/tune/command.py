@@ -107,7 +107,9 @@ def run_summary(run) -> str:
                 r.get("proposed_from")
             )
         params = describe(json.loads(r["params"]))
-        lines.append(f"  r{int(r['round'])} {r['variant']} {timed} {ok} {params} [{step}]")
+        vs = (record.get("vs_shipped") or {}).get(str(r["variant"]))
+        against = f" {vs['ratio']:.3f}x shipped ({vs['outcome']})" if vs else ""
+        lines.append(f"  r{int(r['round'])} {r['variant']} {timed} {ok}{against} {params} [{step}]")
     lines.append(f"stopped: {record.get('stop')}")
     if record.get("why"):
         lines.append(f"winner {record.get('winner')}: {record['why']}")

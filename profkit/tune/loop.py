@@ -119,17 +119,19 @@ def _loop(space, opts, work, console, started, measured, rounds) -> str:
         entry["steps"] = [
             {"action": str(s.action), "gain_us": s.detail.get("gain_us")} for s in finding.next
         ]
-        props, unmapped = steps.propose(space.values, best.params, best.name, finding)
-        entry["unmapped"] = unmapped
+        props, idle = steps.propose(space.values, best.params, best.name, finding)
+        entry["steps_not_taken"] = idle
         fresh: dict[str, steps.Proposal] = {}
         for p in props:
             fresh.setdefault(space.name(p.params), p)
         fresh = {n: p for n, p in fresh.items() if n not in measured}
         if not props:
+            causes = ", ".join(entry["causes"]) or "no cause"
             held = [s for s in finding.next if s.detail.get("under_floor")]
             if held or not finding.next:
-                return f"{best.name}: no step clears the practical floor"
-            return f"{best.name}: explain's steps ({', '.join(unmapped)}) move none of the tunables"
+                return f"{best.name} ({causes}): no step clears the practical floor"
+            why = "; ".join(f"{a}: {w}" for a, w in idle.items())
+            return f"{best.name} ({causes}): no step moves a tunable ({why})"
         if not fresh:
             return f"{best.name}'s steps point only to configurations already measured"
         left = opts.budget - len(measured)
@@ -221,9 +223,6 @@ def _store(spec, space, opts, measured, rounds, stop, wall_s) -> Path:
     # each round's cases are joined with their own counters already: concatenated as they are
     cases = cases.drop(columns=[c for c in extra.columns if c != "variant" and c in cases])
     joined = cases.merge(extra, on="variant", how="left")
-    # in the tune run the shipped configuration is every other one's baseline: explain's verdicts
-    # then weigh each configuration against it (the rounds' runs explained none as a baseline)
-    joined["baseline"] = joined["variant"].astype(str) == space.name(space.shipped)
     samples_all = pd.concat(samples, ignore_index=True) if samples else pd.DataFrame()
     record = {
         "space": space.as_dict(),

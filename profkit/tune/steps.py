@@ -123,18 +123,19 @@ def cause_for(action: Action, finding: Finding) -> str:
 
 def propose(
     values: dict[str, tuple], params: dict[str, Any], origin: str, finding: Finding
-) -> tuple[list[Proposal], list[str]]:
+) -> tuple[list[Proposal], dict[str, str]]:
     """The configurations the finding's steps point to, one move each, in the steps' order; and
-    the steps that map onto no parameter here (their actions), for the record."""
+    for each step that proposed none, why: it moves no parameter role, or the parameters it moves
+    are already at the end of their values (both recorded with the round)."""
     out: list[Proposal] = []
-    unmapped: list[str] = []
+    idle: dict[str, str] = {}
     for step in finding.next:
         mapped = MOVES.get(step.action)
         if mapped is None:
-            unmapped.append(str(step.action))
+            idle[str(step.action)] = "no tunable parameter"
             continue
         why, moves = mapped
-        found = False
+        edges = []
         for want, direction in moves:
             for name in values:
                 if role(name) != want:
@@ -142,12 +143,11 @@ def propose(
                 options = values[name]
                 i = options.index(params[name]) + direction
                 if not 0 <= i < len(options):
+                    edges.append(f"{name} at its {'largest' if direction > 0 else 'smallest'}")
                     continue
-                found = True
-                moved = {**params, name: options[i]}
                 out.append(
                     Proposal(
-                        moved,
+                        {**params, name: options[i]},
                         str(step.action),
                         cause_for(step.action, finding),
                         f"{name} {params[name]} -> {options[i]}",
@@ -157,6 +157,6 @@ def propose(
                         step.detail.get("stall"),
                     )
                 )
-        if not found:
-            unmapped.append(str(step.action))
-    return out, unmapped
+        if not any(p.action == str(step.action) for p in out):
+            idle[str(step.action)] = ", ".join(edges) or "no tunable of its roles here"
+    return out, idle
