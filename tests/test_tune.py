@@ -4,6 +4,7 @@ the loop (its capture and explain replaced by a model of a kernel), the stored r
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -133,13 +134,6 @@ def _fake_finding(m):
 def fake(monkeypatch):
     monkeypatch.setattr(loop, "_capture", _fake_capture)
     monkeypatch.setattr(loop, "_finding", _fake_finding)
-
-
-def fake_tune_run(root, monkeypatch) -> store.Run:
-    """A tune run of the model kernel (for the page's test)."""
-    monkeypatch.setattr(loop, "_capture", _fake_capture)
-    monkeypatch.setattr(loop, "_finding", _fake_finding)
-    return _tune(root)[1]
 
 
 def _tune(tmp_path, shipped=SHIPPED, budget=8):
@@ -288,3 +282,44 @@ def test_explain_reads_a_tune_run_by_its_name(fake, tmp_path):
         cli, ["explain", "k.tune", "--profiles", str(tmp_path), "--format", "json"]
     )
     assert json.loads(out.output)["tune"]["winner"] == rec["winner"]
+
+
+# the job's tune runs on the H200 (jobs/tune.toml, 2026-12-04; tables only)
+H200 = Path(__file__).parent / "data" / "tune_runs"
+MATMUL_TUNE = "matmul.tune-20261204-152231-vm-94862c"
+
+
+def _h200(run_id: str) -> tuple[store.Run, dict, Space]:
+    run = store.load(H200 / run_id)
+    rec = loop.tune_record(run)
+    sp = rec["space"]
+    values = {k: tuple(v) for k, v in sp["values"].items()}
+    return run, rec, Space(sp["kernel"], sp["variant"], values, sp["shipped"])
+
+
+def test_the_h200_matmul_tune_run_is_explained_step_by_step():
+    run, rec, space = _h200(MATMUL_TUNE)
+    assert run.verified and rec["measured"] == len(run.cases) == 3 <= space.size // 4
+    rows = run.cases.set_index("variant")
+    assert rows.loc["g045", "action"] == "shipped" and rec["shipped"] == "g045"
+    proposed = rows.drop(index="g045")
+    assert set(proposed.proposed_from) == {"g045"}
+    assert dict(zip(proposed.move, proposed.action, strict=True)) == {
+        "num_stages 3 -> 4": "feed_tensor",
+        "num_warps 8 -> 4": "ilp",
+    }
+    # recomputed from the stored tables by this checkout's why
+    got = why.winner(space, run.cases, run.samples)
+    assert got["winner"] == "g047" and got["against_shipped"]["outcome"] == "faster"
+    assert got["counters"][0]["counter"] == "tensor_pipe_pct"  # the cause its step answered
+    assert "4 stages keep 3 tiles' loads in flight ahead of the math" in got["why"]
+    assert got["vs_shipped"]["g044"]["outcome"] == "slower"
+
+
+@pytest.mark.parametrize(
+    "run_id", ["rmsnorm.tune-20261204-152052-vm-c48ccf", "softmax.tune-20261204-152145-vm-80e3b4"]
+)
+def test_a_shipped_configuration_at_the_roof_stops_after_one_round(run_id):
+    run, rec, space = _h200(run_id)
+    assert len(rec["rounds"]) == 1 and rec["measured"] == 1 and rec["shipped_is_best"]
+    assert rec["rounds"][0]["steps"] == [{"action": "fewer_bytes", "gain_us": None}]

@@ -1,6 +1,6 @@
-"""A tune run's page in Chromium (the pattern of test_dashboard_browser.py, one page): the path is
-drawn with one trace per cause answered plus the winner, no console or page error, no request
-beyond the page and plotly.min.js, and the winner's sentence is on the page."""
+"""A tune run's page in Chromium (the pattern of test_dashboard_browser.py, one page: the H200
+matmul tune run): the path is drawn with one trace per cause answered plus the winner, no console
+or page error, no request beyond the page and plotly.min.js, and the winner's sentence is there."""
 
 from __future__ import annotations
 
@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 from test_dashboard_browser import CHROMIUM_ARGS, TIMEOUT_MS, chromium
-from test_tune import fake_tune_run
+from test_tune import H200, MATMUL_TUNE
 
 from profkit import dashboard, store
 
 pytestmark = pytest.mark.browser
 
 
-def test_tune_path_in_chromium(tmp_path: Path, monkeypatch) -> None:
-    run = fake_tune_run(tmp_path / "runs", monkeypatch)
+def test_tune_path_in_chromium(tmp_path: Path) -> None:
+    run = store.load(H200 / MATMUL_TUNE)
     page_path = dashboard.write_dashboard(run, tmp_path / "site" / "tune.html", [run])
     html_text = page_path.read_text()
     assert re.findall(r'Plotly\.newPlot\("([^"]+)"', html_text)[0] == "run0-plot-tune"
@@ -49,7 +49,6 @@ def test_tune_path_in_chromium(tmp_path: Path, monkeypatch) -> None:
             browser.close()
     assert not errors
     assert {Path(u.split("://", 1)[1]).name for u in requests} <= {"tune.html", "plotly.min.js"}
-    record = store.load(run.path).manifest["tune"]
-    assert names == ["shipped", "memory_latency", f"winner {record['winner']}"]
+    assert names == ["shipped", "stall", "tensor_underfed", "winner g047"]
     assert points == len(run.cases) + 1  # every configuration, and the winner's star
-    assert "is 1.55x faster than the shipped configuration" in text
+    assert "g047 (BM=128 BN=256 BK=64 num_stages=4 num_warps=8) is 1.10x faster" in text
