@@ -284,7 +284,8 @@ def test_explain_reads_a_tune_run_by_its_name(fake, tmp_path):
     assert json.loads(out.output)["tune"]["winner"] == rec["winner"]
 
 
-# the job's tune runs on the H200 (jobs/tune.toml, 2026-12-04; tables only)
+# the job's tune runs on the H200 (jobs/tune.toml, 2026-12-04; tables only). They mark the shipped
+# configuration `baseline` (the code then did; no test here reads the flag)
 H200 = Path(__file__).parent / "data" / "tune_runs"
 MATMUL_TUNE = "matmul.tune-20261204-152231-vm-94862c"
 
