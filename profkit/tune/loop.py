@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -67,8 +68,10 @@ def run_tune(
     spec: KernelSpec, space: Space, opts: TuneOptions, console: Console | None = None
 ) -> Path:
     console = console or Console(stderr=True)
-    work = opts.root / f".tune-{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{space.kernel}"
-    work.mkdir(parents=True, exist_ok=True)
+    # the rounds' captures, hidden from the run listing and removed at the end whatever happens;
+    # a name of its own, so two tunes under one root never share it
+    opts.root.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".tune-{space.kernel}-", dir=opts.root))
     started = time.perf_counter()
     measured: dict[str, Measured] = {}
     rounds: list[dict] = []
