@@ -18,6 +18,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,7 +28,7 @@ from rich.console import Console
 
 from profkit import store
 from profkit.errors import ProfkitError
-from profkit.explain import Kind, explain_run
+from profkit.explain import Finding, Kind, explain_run
 from profkit.spec import KernelSpec, Shape, find_spec, format_shape
 from profkit.tune import KIND, steps, why
 from profkit.tune.space import Space, describe, spec_file
@@ -90,7 +91,16 @@ def run_tune(
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _loop(space, opts, work, console, started, measured, rounds) -> str:
+def _loop(
+    space: Space,
+    opts: TuneOptions,
+    work: Path,
+    console: Console,
+    started: float,
+    measured: dict[str, Measured],
+    rounds: list[dict],
+) -> str:
+    """Rounds until one of the stops; fills measured and rounds, returns why it stopped."""
     shipped = space.name(space.shipped)
     todo: list[tuple[str, steps.Proposal | None]] = [(shipped, None)]
     explained: set[str] = set()
@@ -147,7 +157,9 @@ def _label(space: Space, name: str) -> str:
     return f"{name} ({describe(space.params(name))})"
 
 
-def _capture(space: Space, names: list[str], opts: TuneOptions, work: Path, console) -> store.Run:
+def _capture(
+    space: Space, names: list[str], opts: TuneOptions, work: Path, console: Console
+) -> store.Run:
     from profkit.capture import CaptureOptions, run_capture
 
     path = spec_file(work, space, opts.from_file, names)
@@ -190,8 +202,9 @@ def _fastest(measured: dict[str, Measured]) -> Measured | None:
     return measured[min(timed)[1]] if timed else None
 
 
-def _finding(m: Measured):
-    """explain's case finding for m, from the round run that measured it."""
+def _finding(m: Measured) -> Finding | None:
+    """explain's case finding for m, from the round run that measured it (None: no such finding,
+    or one with neither a cause nor a step)."""
     report = explain_run(m.run, history_runs=[])
     for f in report.findings:
         if f.kind == Kind.CASE and f.variant == m.name:
@@ -199,7 +212,16 @@ def _finding(m: Measured):
     return None
 
 
-def _store(spec, space, opts, measured, rounds, stop, wall_s) -> Path:
+def _store(
+    spec: KernelSpec,
+    space: Space,
+    opts: TuneOptions,
+    measured: dict[str, Measured],
+    rounds: list[dict],
+    stop: str,
+    wall_s: float,
+) -> Path:
+    """The tune run: the rounds' tables merged, each configuration's step, the record."""
     from profkit import cluster as _cluster_merge  # the launch-number merge, reused
 
     runs = {id(m.run): m.run for m in measured.values()}.values()
@@ -283,12 +305,11 @@ def _unproposed(space: Space, name: str) -> str:
     return "shipped" if name == space.name(space.shipped) else "grid"
 
 
-def _counters(runs) -> dict:
+def _counters(runs: Iterable[store.Run]) -> dict:
+    """The rounds' counter passes: ok when every one was, else the first that was not."""
     blocks = [r.manifest.get("counters", {}) for r in runs]
-    statuses = {b.get("status") for b in blocks}
-    if statuses == {"ok"}:
-        return {"status": "ok", "rounds": blocks}
-    return {**blocks[0], "rounds": blocks}
+    failed = [b for b in blocks if b.get("status") != "ok"]
+    return {**(failed[0] if failed else {"status": "ok"}), "rounds": blocks}
 
 
 def stored_kernel(kernel: str) -> str:
