@@ -377,7 +377,7 @@ def tune(
     why the winner wins; stored as a run of kind tune."""
     from profkit.tune.command import tune_command
 
-    return tune_command(
+    run = tune_command(
         kernel,
         variant,
         shape,
@@ -392,6 +392,7 @@ def tune(
         seed,
         ncu_timeout,
     )
+    return _correctness_status(run.cases, run.cases[~run.cases.correct.astype(bool)])
 
 
 @cli.command(

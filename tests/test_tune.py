@@ -324,3 +324,39 @@ def test_a_shipped_configuration_at_the_roof_stops_after_one_round(run_id):
     run, rec, space = _h200(run_id)
     assert len(rec["rounds"]) == 1 and rec["measured"] == 1 and rec["shipped_is_best"]
     assert rec["rounds"][0]["steps"] == [{"action": "fewer_bytes", "gain_us": None}]
+
+
+OWN_SPEC = """
+import torch
+from profkit.spec import KernelSpec, Variant
+
+
+def configure(params):
+    return lambda i: i["x"] * params["SCALE"]  # SCALE 2 is wrong on purpose
+
+
+SPEC = KernelSpec(
+    name="own", description="y = x",
+    variants=(Variant("torch", lambda i: i["x"], tunables={"SCALE": (1, 2)},
+                      configure=configure, shipped=lambda shape, dtype: {"SCALE": 1}),),
+    make_inputs=lambda s, d, dev, g: {"x": torch.randn(s, generator=g, device=dev)},
+    reference=lambda i: i["x"].double(), dtypes=("float32",), shapes=((8,),),
+    tolerances={"float32": (1e-6, 1e-6)}, bytes_moved=lambda s, e: 2 * s[0] * e,
+    flops=lambda s: 0, interpret_shapes=((8,),),
+)
+"""
+
+
+def test_a_wrong_configuration_of_your_own_spec_is_stored_and_fails_the_exit_status(tmp_path):
+    from click.testing import CliRunner
+
+    from profkit.cli import cli
+
+    path = tmp_path / "own.py"
+    path.write_text(OWN_SPEC)
+    args = ["tune", "own", "--from", str(path), "--interpret", "--out", str(tmp_path / "runs")]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 3, result.output  # exitcodes.INCORRECT
+    assert "1 of 2 case(s) incorrect" in result.stderr and "own.g001.float32.8" in result.stderr
+    run = store.load(store.list_runs(tmp_path / "runs")[-1])
+    assert run.manifest["kernel"] == "own.tune" and list(run.cases.correct) == [True, False]

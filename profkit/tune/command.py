@@ -24,20 +24,21 @@ def parse_set(items: tuple[str, ...]) -> dict[str, tuple]:
 
 
 def tune_command(
-    kernel,
-    variant,
-    shape,
-    dtype,
-    budget,
-    restrict,
-    from_file,
-    out,
-    interpret,
-    cluster,
-    workers,
-    seed,
-    ncu_timeout,
-) -> int:
+    kernel: str,
+    variant: str | None,
+    shape: str | None,
+    dtype: str | None,
+    budget: int | None,
+    restrict: tuple[str, ...],
+    from_file: str | None,
+    out: str | None,
+    interpret: bool,
+    cluster: str | None,
+    workers: int | None,
+    seed: int,
+    ncu_timeout: float,
+):
+    """Tune, print the run's summary; returns the stored run."""
     if interpret:
         os.environ["TRITON_INTERPRET"] = "1"  # before the kernel's module imports triton
     from profkit import store
@@ -52,7 +53,7 @@ def tune_command(
         case_shape = parse_shape(shape)
     else:
         case_shape = spec.interpret_shapes[0] if interpret else spec.shapes[0]
-    space = space_of(spec, v, case_shape, dt, parse_shape_set(restrict))
+    space = space_of(spec, v, case_shape, dt, parse_set(restrict))
     if not interpret and not cluster:
         import torch
 
@@ -81,12 +82,7 @@ def tune_command(
     run = store.load(path)
     click.echo(run_summary(run))
     click.echo(f"stored {path}")
-    wrong = run.cases[~run.cases.correct.astype(bool)]
-    return 0 if wrong.empty or not interpret else 1
-
-
-def parse_shape_set(restrict: tuple[str, ...]) -> dict[str, tuple]:
-    return parse_set(restrict)
+    return run
 
 
 def run_summary(run) -> str:
