@@ -276,8 +276,8 @@ def softmax_triton(inputs: dict, config: Rows | RowSplit | None = None) -> torch
 
 
 # `profkit tune`: the rows design (rows up to MAX_ROW_IN_REGISTERS columns, each in registers):
-# rows per program and warps; the block always covers the row. At most 4 rows of 16384 at 4 warps
-# (512 values per thread): fewer warps or more rows only spill, and take long to compile
+# rows per program and warps; the block always covers the row. Bounded at 4 rows and 4 warps: up
+# to 512 values per thread at 16384 columns (the grid: 12 configurations)
 TUNABLES = {"ROWS": (1, 2, 4), "num_warps": (4, 8, 16, 32)}
 
 
