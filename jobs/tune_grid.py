@@ -44,7 +44,7 @@ def check() -> int:
     return 0
 
 
-# one shape each: rmsnorm at README's example case (at the DRAM roof in every earlier run: the
+# one shape each: rmsnorm at the README example's case (at the DRAM roof there and in 82b6b9: the
 # shipped-is-best case), softmax and matmul where explain saw headroom (run a879b0: softmax bf16
 # 16384x8192 short of the roof, hide_latency 10.5 us; run f75dcf: matmul 4096^3 tensor_underfed)
 CASES = {"rmsnorm": "4096x8192", "softmax": "16384x8192", "matmul": "4096x4096x4096"}
