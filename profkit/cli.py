@@ -333,6 +333,68 @@ def capture(
     return max(statuses)  # the worst over the kernels (exitcodes)
 
 
+@cli.command(epilog=exitcodes.HELP)
+@click.argument("kernel")
+@click.option("--variant", default=None, help="the variant to tune [default: its tunable one]")
+@click.option("--shape", default=None, help="the case, MxN [default: the sweep's first shape]")
+@click.option("--dtype", default=None, help="the case's dtype [default: the spec's first]")
+@click.option(
+    "--budget",
+    type=click.IntRange(min=1),
+    default=None,
+    help="configurations measured at most [default: a quarter of the grid]",
+)
+@click.option("--set", "restrict", multiple=True, help="NAME=V1,V2: only these values of a tunable")
+@click.option("--from", "from_file", type=click.Path(dir_okay=False), help="your own spec file")
+@click.option("--out", type=click.Path(file_okay=False), default=None, help="[default: profiles/]")
+@click.option("--interpret", is_flag=True, help="no GPU: check every configuration's correctness")
+@click.option(
+    "--cluster", default=None, help="each round as a Dask sweep: local or tcp://HOST:PORT"
+)
+@click.option(
+    "--workers", type=click.IntRange(min=1), default=None, help="--cluster local: workers"
+)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--ncu-timeout", type=float, default=600, show_default=True, callback=_positive_seconds
+)
+def tune(
+    kernel,
+    variant,
+    shape,
+    dtype,
+    budget,
+    restrict,
+    from_file,
+    out,
+    interpret,
+    cluster,
+    workers,
+    seed,
+    ncu_timeout,
+) -> int:
+    """Tune KERNEL's variant: counters propose configurations, a sweep measures them, explain says
+    why the winner wins; stored as a run of kind tune."""
+    from profkit.tune.command import tune_command
+
+    run = tune_command(
+        kernel,
+        variant,
+        shape,
+        dtype,
+        budget,
+        restrict,
+        from_file,
+        out,
+        interpret,
+        cluster,
+        workers,
+        seed,
+        ncu_timeout,
+    )
+    return _correctness_status(run.cases, run.cases[~run.cases.correct.astype(bool)])
+
+
 @cli.command(
     epilog=exitcodes.HELP,
     context_settings={"allow_interspersed_args": False},
@@ -786,6 +848,10 @@ def explain(ref, fmt, profiles, case, variant, verbose, history, force) -> None:
         hot = hotlines.for_run(obj)
         if damage_line(obj) and fmt != "json":
             click.echo(damage_line(obj))
+        if obj.manifest.get("kind") == "tune" and fmt != "json":
+            from profkit.tune.command import run_summary
+
+            click.echo(run_summary(obj))  # the path and the winner, before each case's finding
     for option, value in (("case", case), ("variant", variant)):
         if value is not None and not value.strip():  # "" would select nothing, and say nothing
             raise ProfkitError(f"--{option} {value!r} names no {option}: {_what_is_there(report)}")
@@ -793,7 +859,13 @@ def explain(ref, fmt, profiles, case, variant, verbose, history, force) -> None:
         wanted = " and ".join(f"{k} {v!r}" for k, v in (("case", case), ("variant", variant)) if v)
         raise ProfkitError(f"no finding matches {wanted}: {_what_is_there(report)}")
     if fmt == "json":
-        click.echo(render.to_json(report, hot, damaged=damage_line(obj) if kind == "run" else None))
+        damaged = damage_line(obj) if kind == "run" else None
+        out = render.to_json(report, hot, damaged=damaged)
+        if kind == "run" and obj.manifest.get("kind") == "tune":
+            from profkit.tune.loop import tune_record
+
+            out = json.dumps({**json.loads(out), "tune": tune_record(obj)}, indent=2, default=str)
+        click.echo(out)
     elif fmt == "markdown":
         click.echo(render.to_markdown(report, verbose=verbose, hot=hot))
     else:

@@ -1,21 +1,26 @@
 """What each kind of stored run is explained and drawn by: a lab capture's findings by
 profkit.explain and its views by profkit.dashboard; a workload profile's (`profkit profile`) by
-profkit.workload. The choice lives here, above all three, so none imports another back."""
+profkit.workload; a tune run's path by profkit.tune. The choice lives here, above them all, so none
+imports another back."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from profkit.dashboard.page import Sections, write_page
+from profkit.dashboard.page import KindView, write_page
 from profkit.explain import Report, explain_run
 from profkit.store import Run
+from profkit.tune.dashboard import tune_sections
 from profkit.workload.dashboard import profile_sections
 from profkit.workload.explain import explain_profile
 
 # a run kind's own findings and views; a kind not listed is explained and drawn as a capture
 EXPLAINERS: dict[str, Callable[[Run], Report]] = {"profile": explain_profile}
-VIEWS: dict[str, Sections] = {"profile": profile_sections}
+VIEWS: dict[str, KindView] = {
+    "profile": KindView(profile_sections),
+    "tune": KindView(tune_sections, verdicts=False),
+}
 
 
 def for_run(

@@ -52,6 +52,12 @@ class Variant:
     requires: tuple[str, ...] = ()
     # False where its kernels cannot run under Triton's interpreter: capture --interpret skips it
     interpretable: bool = True
+    # `profkit tune`: each parameter's candidate values, e.g. {"BLOCK": (256, 512, 1024),
+    # "num_warps": (2, 4, 8)}; configure(params) returns the variant's callable at those values,
+    # and shipped(shape, dtype) the params the variant ships at that case (fn's configuration)
+    tunables: Mapping[str, tuple] | None = None
+    configure: Callable[[dict[str, Any]], Callable[[dict[str, Any]], Any]] | None = None
+    shipped: Callable[[Shape, str], dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True)
@@ -385,6 +391,26 @@ def _literal(node: ast.AST, constants: dict[str, Any]) -> Any:
 # ---- validation when a spec loads ---------------------------------------------------------------
 
 
+def tunables_problem(v: Variant) -> str | None:
+    """What is wrong with a variant's tunables (None when it declares none, or they are sound):
+    names that are identifiers, each a non-empty tuple of distinct values, and both callables."""
+    if v.tunables is None and v.configure is None and v.shipped is None:
+        return None
+    if not isinstance(v.tunables, Mapping) or not v.tunables:
+        return "tunables must map each parameter's name to its candidate values"
+    for name, values in v.tunables.items():
+        if not (isinstance(name, str) and name.isidentifier()):
+            return f"tunable name {name!r} is not an identifier"
+        if not isinstance(values, tuple) or not values:
+            return f"tunable {name!r} must be a non-empty tuple of values"
+        if len(set(values)) != len(values):
+            return f"tunable {name!r} repeats a value"
+    for which in ("configure", "shipped"):
+        if not callable(getattr(v, which)):
+            return f"tunables need a callable {which}"
+    return None
+
+
 def validate(spec: KernelSpec) -> None:
     """A spec that cannot run a sweep is refused when it loads, naming the field, rather than
     failing every case (or tracing back) half-way through a capture."""
@@ -410,6 +436,9 @@ def validate(spec: KernelSpec) -> None:
         if not callable(v.fn) or (v.prepare is not None and not callable(v.prepare)):
             which = "fn" if not callable(v.fn) else "prepare"
             raise bad("variants", f"variant {v.name!r}: its {which} must be callable")
+        problem = tunables_problem(v)
+        if problem:
+            raise bad("variants", f"variant {v.name!r}: {problem}")
     if not isinstance(spec.dtypes, (tuple, list)) or not spec.dtypes:
         raise bad("dtypes", "at least one dtype is required, as a tuple of names")
     for d in spec.dtypes:

@@ -30,8 +30,11 @@ LAYERS: list[set[str]] = [
     {"dashboard"},
     # whole commands' work: a capture, a cluster sweep, a program's profile, the doctor, compare
     {"capture", "workload", "compare", "doctor"},
-    # what explains and draws each kind of run; a sweep over a cluster
-    {"cluster", "run_kinds"},
+    # a sweep over a cluster; the tuning loop, whose rounds are captures or cluster sweeps
+    {"cluster"},
+    {"tune"},
+    # what explains and draws each kind of run
+    {"run_kinds"},
     # the command line, which wires the rest
     {"cli"},
     {"__main__"},

@@ -12,7 +12,7 @@ import os
 import secrets
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
 
@@ -45,8 +45,16 @@ from profkit.explain import Finding
 from profkit.explain.decode_steps import as_timed_frame
 from profkit.store import Run
 
-# a run kind's own views: (run, id prefix) -> (title, html) per view, in page order
-Sections = Callable[[Run, str], list[tuple[str, str]]]
+
+@dataclass(frozen=True)
+class KindView:
+    """A run kind's own page (profkit.run_kinds.VIEWS): its sections, (run, id prefix) -> (title,
+    html) per view in page order, and whether the verdict blocks stand above them (a tune run has
+    no baseline to judge against: its path says how each configuration compares)."""
+
+    sections: Callable[[Run, str], list[tuple[str, str]]]
+    verdicts: bool = True
+
 
 PLOTLY_ASSET = "plotly.min.js"
 
@@ -156,13 +164,14 @@ def _timing_note(run: Run) -> str:
 
 
 def _run_sections(
-    run: Run, prefix: str, views: Mapping[str, Sections] = MappingProxyType({})
+    run: Run, prefix: str, views: Mapping[str, KindView] = MappingProxyType({})
 ) -> list[tuple[str, str]]:
     """(title, html) per view of one run, in page order: its kind's own views where views has
-    them (profkit.run_kinds: a workload profile's kernel groups), else a capture's."""
+    them (profkit.run_kinds: a workload profile's kernel groups, a tune's path), else a
+    capture's."""
     own = views.get(run.manifest.get("kind"))
     if own is not None:
-        return own(run, prefix)
+        return own.sections(run, prefix)
     out: list[tuple[str, str]] = []
     step_run = step_latency.applies(run)
     # a step-latency run measures no call's device time: its speedups are over step latency
@@ -444,7 +453,7 @@ def build_dashboard(
     findings: Mapping[str, Sequence[Finding]],
     history_runs: Sequence[Run] = (),
     plotlyjs: str = "inline",
-    views: Mapping[str, Sections] = MappingProxyType({}),
+    views: Mapping[str, KindView] = MappingProxyType({}),
 ) -> str:
     """The page for runs (findings by run id): per run its header, verdicts and views (views: a run
     kind's own, profkit.run_kinds.VIEWS); then the history of each kernel shown (over history_runs
@@ -459,13 +468,16 @@ def build_dashboard(
     for i, run in enumerate(runs):
         prefix = f"run{i}"
         sections = _run_sections(run, prefix, views)
+        own = views.get(run.manifest.get("kind"))
+        verdicts = findings_view.verdict_blocks(findings.get(run.run_id, ()))
+        if own is not None and not own.verdicts:
+            verdicts = ""
         nav.append(f"<a href='#{prefix}'>{esc(run.run_id)}</a>")
         level = 3 if several else 2
         body.append(
             f"<section class='run' id='{prefix}'>"
             f"{'<h2>' + esc(run.run_id) + '</h2>' if several else ''}"
-            f"{_header(run)}\n{_timing_note(run)}"
-            f"{findings_view.verdict_blocks(findings.get(run.run_id, ()))}"
+            f"{_header(run)}\n{_timing_note(run)}{verdicts}"
         )
         for title, content in sections:
             body.append(
@@ -539,7 +551,7 @@ def write_page(
     path: Path,
     history_runs: Sequence[Run] = (),
     plotlyjs: str = "shared",
-    views: Mapping[str, Sections] = MappingProxyType({}),
+    views: Mapping[str, KindView] = MappingProxyType({}),
 ) -> Path:
     """Build the page, then write it (and, when shared, plotly.js beside it where missing or
     different) atomically: a failed build or write leaves existing files."""
