@@ -16,7 +16,7 @@ import torch
 import triton
 import triton.language as tl
 
-from profkit.compiled import compile_per_shape
+from profkit.compile_baseline import compile_per_shape
 from profkit.spec import KernelSpec, Variant
 
 EPS = 1e-6

@@ -301,6 +301,35 @@ def matmul_persistent(inputs: dict, config: Config | None = None) -> torch.Tenso
     return _launch_persistent(a, b, out, cfg, widen=_widen(a))
 
 
+# `profkit tune`: the tiled kernel's tile, pipeline and warps (GROUP_M stays 8)
+TUNABLES = {
+    "BM": (64, 128),
+    "BN": (128, 256),
+    "BK": (32, 64),
+    "num_stages": (2, 3, 4),
+    "num_warps": (4, 8),
+}
+
+
+def configure(params: dict):
+    """variant triton at params (TUNABLES' names) instead of launch_config's."""
+    cfg = Config(
+        params["BM"], params["BN"], params["BK"], 8, params["num_stages"], params["num_warps"]
+    )
+    return lambda inputs: matmul_tiled(inputs, cfg)
+
+
+def shipped(shape, dtype: str) -> dict:
+    cfg = launch_config(*_mnk(shape))
+    return {
+        "BM": cfg.bm,
+        "BN": cfg.bn,
+        "BK": cfg.bk,
+        "num_stages": cfg.stages,
+        "num_warps": cfg.warps,
+    }
+
+
 def matmul_cublas(inputs: dict) -> torch.Tensor:
     return torch.matmul(inputs["a"], inputs["b"], out=inputs["out"])
 
@@ -338,7 +367,14 @@ SPEC = KernelSpec(
     name="matmul",
     description="C = A @ B (MxNxK: A is MxK, B is KxN), fp32 accumulation, vs cuBLAS",
     variants=(
-        Variant("triton", matmul_tiled, description="tiled tl.dot, one tile per program"),
+        Variant(
+            "triton",
+            matmul_tiled,
+            description="tiled tl.dot, one tile per program",
+            tunables=TUNABLES,
+            configure=configure,
+            shipped=shipped,
+        ),
         Variant(
             "persistent",
             matmul_persistent,

@@ -8,13 +8,15 @@ Minimum traffic: read x and w once, write y once.
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-from profkit.compiled import compile_per_shape
-from profkit.spec import KernelSpec, Variant
+from profkit.compile_baseline import compile_per_shape
+from profkit.spec import DTYPE_ITEMSIZE, KernelSpec, Variant
 
 EPS = 1e-6
 
@@ -206,6 +208,34 @@ def rmsnorm_triton(inputs: dict) -> torch.Tensor:
     )
 
 
+# `profkit tune`: the chunk width (a whole row when it covers one), rows per program and warps;
+# every other choice (masks, eviction, w's early load) stays v4's for the shape
+TUNABLES = {"BLOCK_N": (1024, 2048, 4096, 8192), "ROWS": (1, 2, 4), "num_warps": (4, 8, 16, 32)}
+
+
+def configure(params: dict):
+    """variant triton at params (TUNABLES' names) instead of V4_TABLE's launch."""
+
+    def run(inputs: dict) -> torch.Tensor:
+        x = inputs["x"]
+        n_cols = x.shape[-1]
+        design = v4_design(x.numel() // n_cols, n_cols, x.element_size())
+        block = min(params["BLOCK_N"], triton.next_power_of_2(n_cols))
+        config = (block, params["ROWS"], params["num_warps"])
+        return rmsnorm_triton_v3(inputs, config, {**design, "WARPS": 0, "CHUNK": 0})
+
+    return run
+
+
+def shipped(shape, dtype: str) -> dict:
+    """The params variant triton launches at a case (V4_TABLE's design through plan)."""
+    n_cols = shape[-1]
+    n_rows = math.prod(shape) // n_cols
+    itemsize = DTYPE_ITEMSIZE[dtype]
+    _, const, warps = plan(n_rows, n_cols, itemsize, v4_design(n_rows, n_cols, itemsize))
+    return {"BLOCK_N": const["BLOCK_N"], "ROWS": const["ROWS"], "num_warps": warps}
+
+
 def rmsnorm_eager(inputs: dict) -> torch.Tensor:
     """The classic reference code (as in Llama's RMSNorm): every step is its own kernel."""
     x, w = inputs["x"], inputs["w"]
@@ -258,6 +288,9 @@ SPEC = KernelSpec(
             "triton",
             rmsnorm_triton,
             description="fused Triton kernel (v4): a design per row size, 16 KB+ rows in halves",
+            tunables=TUNABLES,
+            configure=configure,
+            shipped=shipped,
         ),
         Variant("eager", rmsnorm_eager, baseline=True, description="unfused eager PyTorch"),
         Variant(

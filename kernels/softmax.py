@@ -18,6 +18,7 @@ Minimum traffic: read x once, write y once (what the floor counts).
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, replace
 
@@ -25,8 +26,8 @@ import torch
 import triton
 import triton.language as tl
 
-from profkit.compiled import compile_per_shape
-from profkit.spec import KernelSpec, Variant
+from profkit.compile_baseline import compile_per_shape
+from profkit.spec import DTYPE_ITEMSIZE, KernelSpec, Variant
 
 MAX_ROW_IN_REGISTERS = 16384  # elements: 32 fp32 values per thread at 16 warps
 PROGRAMS_TARGET = 4 * 132  # long rows: at least 4 programs per SM of the H200's 132
@@ -274,6 +275,40 @@ def softmax_triton(inputs: dict, config: Rows | RowSplit | None = None) -> torch
     return out
 
 
+# `profkit tune`: the rows design (rows up to MAX_ROW_IN_REGISTERS columns, each in registers):
+# rows per program and warps; the block always covers the row. Bounded at 4 rows and 4 warps: up
+# to 512 values per thread at 16384 columns (the grid: 12 configurations)
+TUNABLES = {"ROWS": (1, 2, 4), "num_warps": (4, 8, 16, 32)}
+
+
+def _rows_only(n_rows: int, n_cols: int, itemsize: int) -> Rows:
+    cfg = launch_config(n_rows, n_cols, itemsize)
+    if not isinstance(cfg, Rows):
+        raise ValueError(
+            f"softmax's tunables cover its rows design (up to {MAX_ROW_IN_REGISTERS} columns); "
+            f"{n_rows}x{n_cols} runs the split-row design"
+        )
+    return cfg
+
+
+def configure(params: dict):
+    """variant triton at params (TUNABLES' names) instead of CONFIG's launch."""
+
+    def run(inputs: dict) -> torch.Tensor:
+        x = inputs["x"]
+        n_cols = x.shape[-1]
+        cfg = _rows_only(x.numel() // n_cols, n_cols, x.element_size())
+        return softmax_triton(inputs, replace(cfg, rows=params["ROWS"], warps=params["num_warps"]))
+
+    return run
+
+
+def shipped(shape, dtype: str) -> dict:
+    n_cols = shape[-1]
+    cfg = _rows_only(math.prod(shape) // n_cols, n_cols, DTYPE_ITEMSIZE[dtype])
+    return {"ROWS": cfg.rows, "num_warps": cfg.warps}
+
+
 def softmax_eager(inputs: dict) -> torch.Tensor:
     """Softmax written out as the textbook does: every step is its own kernel."""
     x = inputs["x"]
@@ -337,6 +372,9 @@ SPEC = KernelSpec(
             "triton",
             softmax_triton,
             description="Triton: rows in registers to 16384, else split over programs",
+            tunables=TUNABLES,
+            configure=configure,
+            shipped=shipped,
         ),
         Variant(
             "eager", softmax_eager, baseline=True, description="unfused eager (exp, sum, divide)"

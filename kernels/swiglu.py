@@ -14,7 +14,7 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-from profkit.compiled import compile_per_shape
+from profkit.compile_baseline import compile_per_shape
 from profkit.spec import KernelSpec, Variant
 
 

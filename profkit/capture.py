@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import re
 import sys
 import threading
 import time
@@ -29,7 +28,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from profkit import store
 from profkit.counters import ncu
 from profkit.errors import ProfkitError
-from profkit.spec import DTYPE_ITEMSIZE, KernelSpec, Shape, case_name, format_shape
+from profkit.spec import DTYPE_ITEMSIZE, KernelSpec, Shape, case_name, check_names, format_shape
 
 TIMING_COLUMNS = (
     "device_reps",
@@ -301,7 +300,7 @@ def counter_pass(
         crashed.append(culprit)
         job["cases"] = [c for c in job["cases"] if _job_case_name(spec, c) != culprit]
         console.print(
-            f"[yellow]ncu crashed while profiling {culprit}[/] ({result.message.splitlines()[0]}); "
+            f"[yellow]ncu crashed while profiling {culprit}[/] ({result.reason}); "
             f"profiling the other {len(job['cases'])} cases again"
         )
     job_path.unlink()
@@ -363,10 +362,9 @@ def _crashed_case(result: ncu.CounterPass, job: dict, log_path: Path) -> str | N
     without a report) part-way through a job of several cases; None otherwise."""
     if result.ok or len(job["cases"]) < 2:
         return None
-    code = re.search(r"error code \((-?\d+)\)", result.message)
     # the program died of a signal (exit >= 128), or ncu itself failed mid-pass; an ordinary
     # error exit means every case failed in Python (the worker's own rule): nothing to isolate
-    if not (result.problem == "ncu_failed" or (code and int(code.group(1)) >= 128)):
+    if not (result.problem == "ncu_failed" or (result.app_code or 0) >= 128):
         return None
     from profkit.worker import CASE_MARK
 
@@ -379,21 +377,6 @@ def _crashed_case(result: ncu.CounterPass, job: dict, log_path: Path) -> str | N
 
 
 # ---- input checks, before any work ---------------------------------------------------------------
-
-# kernel and variant names become directory names, NVTX range names (where ncu reads '/' as
-# nesting) and text in HTML and markdown: letters, digits and _ . - only
-_NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
-
-
-def check_names(spec: KernelSpec) -> None:
-    """A kernel or variant name that cannot name a run or an NVTX range is an input error, found
-    before the sweep rather than when the run is stored."""
-    for what, name in [("kernel", spec.name), *(("variant", v.name) for v in spec.variants)]:
-        if not _NAME_RE.fullmatch(name):
-            raise ProfkitError(
-                f"{what} name {name!r} (in {spec.source or 'its spec'}) may hold only letters, "
-                "digits, '_', '.' and '-' (it names the run directory and the NVTX ranges)"
-            )
 
 
 def unique(option: str, values: tuple, show: Callable[[Any], str], notes: list[str]) -> tuple:
@@ -419,6 +402,9 @@ def _check_shapes(spec: KernelSpec, opts: CaptureOptions) -> None:
     tensors cannot fit in memory, is an input error, reported before any work, not a traceback or
     a sweep of failed cases."""
     limit, where = _memory_limit(opts.interpret)
+    # the ranks the spec's own sweeps use: a bytes model that reads shape[0] and shape[1] counts
+    # 2x8x4 as 2x8, a quarter of its bytes, and GB/s would be under-reported 4x, silently
+    ranks = sorted({len(s) for s in (*spec.shapes, *spec.interpret_shapes)})
     for shape in opts.shapes:
         try:
             need = max(spec.bytes_moved(shape, DTYPE_ITEMSIZE[d]) for d in opts.dtypes)
@@ -428,6 +414,13 @@ def _check_shapes(spec: KernelSpec, opts: CaptureOptions) -> None:
                 f"{spec.name} does not take shape {format_shape(shape)!r}: its "
                 f"bytes/flops model failed ({type(exc).__name__}: {exc})"
             ) from exc
+        if len(shape) not in ranks:
+            takes = " or ".join(f"{r}-D" for r in ranks)
+            like = ", ".join(format_shape(s) for s in spec.shapes[:2])
+            raise ProfkitError(
+                f"{spec.name} does not take shape {format_shape(shape)!r} ({len(shape)}-D): it "
+                f"takes {takes} shapes, as its sweep's ({like})"
+            )
         if need > limit:
             raise ProfkitError(
                 f"shape {format_shape(shape)} is too large: its tensors take at least {need:.3g} "

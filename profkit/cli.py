@@ -372,6 +372,81 @@ def capture(
     return max(statuses)  # the worst over the kernels (exitcodes)
 
 
+@cli.command(epilog=exitcodes.HELP)
+@click.argument("kernel")
+@click.option("--variant", default=None, help="the variant to tune [default: its tunable one]")
+@click.option("--shape", default=None, help="the case, MxN [default: the sweep's first shape]")
+@click.option("--dtype", default=None, help="the case's dtype [default: the spec's first]")
+@click.option(
+    "--budget",
+    type=click.IntRange(min=1),
+    default=None,
+    help="configurations measured at most [default: a quarter of the grid]",
+)
+@click.option("--set", "restrict", multiple=True, help="NAME=V1,V2: only these values of a tunable")
+@click.option("--from", "from_file", type=click.Path(dir_okay=False), help="your own spec file")
+@click.option("--out", type=click.Path(file_okay=False), default=None, help="[default: profiles/]")
+@click.option("--interpret", is_flag=True, help="no GPU: check every configuration's correctness")
+@click.option(
+    "--cluster", default=None, help="each round as a Dask sweep: local or tcp://HOST:PORT"
+)
+@click.option(
+    "--workers", type=click.IntRange(min=1), default=None, help="--cluster local: workers"
+)
+@click.option(
+    "--seed",
+    type=SEED_RANGE,
+    default=0,
+    show_default=True,
+    help="seed of the cases' random inputs (0 to 4294967295)",
+)
+@click.option(
+    "--ncu-timeout",
+    type=float,
+    default=600,
+    show_default=True,
+    callback=_positive_seconds,
+    help="seconds each round's counter pass may run",
+)
+def tune(
+    kernel,
+    variant,
+    shape,
+    dtype,
+    budget,
+    restrict,
+    from_file,
+    out,
+    interpret,
+    cluster,
+    workers,
+    seed,
+    ncu_timeout,
+) -> int:
+    """Tune KERNEL's variant: counters propose configurations, a sweep measures them, explain says
+    why the winner wins; stored as a run of kind tune."""
+    from profkit.store import default_root
+    from profkit.tune.command import tune_command
+
+    _sweep_stale(Path(out) if out else default_root())
+    run = tune_command(
+        kernel,
+        variant,
+        shape,
+        dtype,
+        budget,
+        restrict,
+        from_file,
+        out,
+        interpret,
+        cluster,
+        workers,
+        seed,
+        ncu_timeout,
+    )
+    return _correctness_status(run.cases, run.cases[~run.cases.correct.astype(bool)])
+
+
 @cli.command(
     epilog=exitcodes.HELP,
     context_settings={"allow_interspersed_args": False},
@@ -615,6 +690,13 @@ def damage_line(run) -> str | None:
     return f"DAMAGED RUN (read with --force, what survives): {'; '.join(run.damage)}"
 
 
+def marked(df, *runs):
+    """A table for csv or json with a `damaged` column on every row when a run it comes from was
+    read damaged (--force): a script reading the output sees it, not only stderr."""
+    lines = [f"{r.run_id}: {damage_line(r)}" for r in runs if damage_line(r)]
+    return df.assign(damaged=" | ".join(lines)) if lines else df
+
+
 def load_any(ref: str | None, root: Path, force: bool = False):
     """A stored run (path, id, or newest) or a .ncu-rep report -> (kind, object)."""
     if ref and (ref.endswith((".ncu-rep", ".ncu-rep.xz")) or Path(ref).is_file()):
@@ -663,7 +745,7 @@ def show(ref, fmt, profiles, lines, force) -> None:
                 file=table["file"].map(lambda f: Path(f).name if f else ""),
                 source=table["source"].map(lambda t: t if len(t) <= 40 else t[:39] + "…"),
             )
-        _print_table(table, fmt, LINE_COLUMNS, LINE_KEEP)
+        _print_table(marked(table, obj) if kind == "run" else table, fmt, LINE_COLUMNS, LINE_KEEP)
         return
     if kind == "report":
         launches = obj.kernels
@@ -696,15 +778,22 @@ def show(ref, fmt, profiles, lines, force) -> None:
         console = terminal.console()
         for line in lines:  # wrapped to the terminal's width
             console.print(Text(line))
-    _print_table(obj.cases, fmt, SHOW_COLUMNS, SHOW_KEEP)
+    _print_table(marked(obj.cases, obj), fmt, SHOW_COLUMNS, SHOW_KEEP)
 
 
 def _integrity_line(run) -> str:
     if run.damage:
         return damage_line(run)
     if run.verified:
+        from profkit.store import MANIFEST_SHA
+
         files = run.manifest.get("files") or {}
-        return f"files: {len(files)} verified against the manifest's checksums"
+        itself = (
+            ", and the manifest against its own"
+            if MANIFEST_SHA in run.manifest
+            else " (the manifest itself unverified: stored before manifests carried a checksum)"
+        )
+        return f"files: {len(files)} verified against the manifest's checksums{itself}"
     return "files: unverified (stored before runs carried checksums)"
 
 
@@ -816,7 +905,7 @@ def _what_is_there(report) -> str:
 def explain(ref, fmt, profiles, case, variant, verbose, history, force) -> None:
     """Findings, bottlenecks and verdicts for a run (default: the newest) or a .ncu-rep report."""
     from profkit import explain as ex
-    from profkit import findings
+    from profkit import run_kinds
     from profkit.explain import hotlines, render
 
     root = runs_root(profiles, ref)
@@ -826,15 +915,28 @@ def explain(ref, fmt, profiles, case, variant, verbose, history, force) -> None:
         hot = hotlines.for_report(obj.kernels, obj.source_lines)
     else:
         earlier = [_history_run(obj, h, root, force) for h in history] if history else None
-        report = findings.for_run(obj, earlier)
+        report = run_kinds.for_run(obj, earlier)
         hot = hotlines.for_run(obj)
         if damage_line(obj) and fmt != "json":
             click.echo(damage_line(obj))
+        if obj.manifest.get("kind") == "tune" and fmt != "json":
+            from profkit.tune.command import run_summary
+
+            click.echo(run_summary(obj))  # the path and the winner, before each case's finding
+    for option, value in (("case", case), ("variant", variant)):
+        if value is not None and not value.strip():  # "" would select nothing, and say nothing
+            raise ProfkitError(f"--{option} {value!r} names no {option}: {_what_is_there(report)}")
     if (case or variant) and not render.select(report, case, variant):
         wanted = " and ".join(f"{k} {v!r}" for k, v in (("case", case), ("variant", variant)) if v)
         raise ProfkitError(f"no finding matches {wanted}: {_what_is_there(report)}")
     if fmt == "json":
-        click.echo(render.to_json(report, hot))
+        damaged = damage_line(obj) if kind == "run" else None
+        out = render.to_json(report, hot, damaged=damaged)
+        if kind == "run" and obj.manifest.get("kind") == "tune":
+            from profkit.tune.loop import tune_record
+
+            out = json.dumps({**json.loads(out), "tune": tune_record(obj)}, indent=2, default=str)
+        click.echo(out)
     elif fmt == "markdown":
         click.echo(render.to_markdown(report, verbose=verbose, hot=hot))
     else:
@@ -889,7 +991,7 @@ def compare(run_a, run_b, fmt, profiles, fail_on, force, across_gpus) -> int:
     root = runs_root(profiles, run_a, run_b)
     a, b = load_run(run_a, root, force), load_run(run_b, root, force)
     df = cmp.compare_runs(a, b, across_gpus=across_gpus)
-    if not df["flag"].str.startswith("only in").eq(False).any():
+    if not df.attrs["in_both"]:
         sides = [
             f"{side} ({r.run_id}) is {'an interpret run' if r.interpret else 'a run'} of "
             f"{r.manifest.get('kernel')!r} ({len(r.cases)} cases)"
@@ -908,8 +1010,10 @@ def compare(run_a, run_b, fmt, profiles, fail_on, force, across_gpus) -> int:
             click.echo(f"{side}: {damage_line(run)}")
     if fmt == "terminal":
         cmp.render_terminal(df, terminal.console())
+    elif fmt == "markdown":
+        click.echo(cmp.to_markdown(df))
     else:
-        click.echo({"markdown": cmp.to_markdown, "json": cmp.to_json, "csv": cmp.to_csv}[fmt](df))
+        click.echo({"json": cmp.to_json, "csv": cmp.to_csv}[fmt](marked(df, a, b)))
     slower = df[df["flag"] == "slower"]
     if fail_on == "slower" and not slower.empty:
         click.echo(
@@ -938,15 +1042,18 @@ def compare(run_a, run_b, fmt, profiles, fail_on, force, across_gpus) -> int:
 @click.option("--force", is_flag=True, help=FORCE_HELP)
 def dashboard(refs, kernels, out, profiles, inline, force) -> None:
     """Write one offline HTML page of runs (default: the newest; several: one page for a PR)."""
-    from profkit.dashboard import default_path, newest_of, stored_runs, write_dashboard
+    from profkit.dashboard import default_path, stored_runs
+    from profkit.run_kinds import write_dashboard
 
     root = runs_root(profiles, *(() if kernels else refs))  # a kernel's newest needs the folder
-    stored, unreadable = stored_runs(root)
+    # the page's own runs first, as show and explain read them (a damaged one refused, or read
+    # with --force and said once); then the others, for the history
+    runs = [load_run(ref, root, force) for ref in refs]
+    runs += [load_run(k, root, force) for k in kernels]  # a kernel's newest, as show reads it
+    runs = runs or [load_run(None, root, force)]
+    stored, unreadable = stored_runs(root, loaded=runs)
     for problem in unreadable:
         click.echo(f"warning: left out of the history: {problem}", err=True)
-    runs = [load_run(ref, root, force) for ref in refs]
-    runs += [newest_of(k, stored, root) for k in kernels]
-    runs = runs or [load_run(None, root, force)]
     path = Path(out) if out else default_path(runs)
     path = write_dashboard(runs, path, stored, plotlyjs="inline" if inline else "shared")
     click.echo(f"wrote {path}")

@@ -2,7 +2,7 @@
 counter deltas.
 
 Ratios and deltas are B against A (B is the newer run as the user names them): "faster" means B is
-faster than A, decided by `profkit.measure.stats` on device time: the 95% interval of the ratio of
+faster than A, decided by `profkit.stats` on device time: the 95% interval of the ratio of
 medians excludes 1 and the gap clears the practical floor; a wide interval is "unstable". The
 summary under the table counts the flags per lab variant, says how far the baselines, whose code did
 not change, moved between the runs, and warns when the runs ran at different clocks or throttled.
@@ -16,12 +16,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from profkit import terminal
+from profkit import stats, terminal
 from profkit.errors import ProfkitError
 from profkit.explain import as_bool, format_value
-from profkit.measure import stats
 from profkit.store import Run
 from profkit.textsafe import md_escape
+from profkit.thresholds import CLOCK_MISMATCH_SHARE
 
 KEYS = ["kernel", "variant", "dtype", "shape"]
 # Counters worth a delta column: what a kernel change moves (traffic, occupancy, fusion, time).
@@ -45,9 +45,6 @@ _COMPARED = (
     *DELTA_COUNTERS,
 )
 _FLAG_STYLE = {"faster": "green", "slower": "red", "noise": "dim", "unstable": "yellow"}
-# Two runs whose median SM clocks differ by more than this share ran at different clocks: their
-# times are not comparable as they stand. profkit choice: 3%, above NVML's reading jitter.
-CLOCK_MISMATCH_SHARE = 0.03
 
 
 def _side(run: Run) -> pd.DataFrame:
@@ -102,6 +99,7 @@ def compare_runs(run_a: Run, run_b: Run, across_gpus: bool = False) -> pd.DataFr
         clock_b=_median_clock(run_b),
         throttled_a=_throttled(run_a),
         throttled_b=_throttled(run_b),
+        in_both=int((merged["_present_a"].notna() & merged["_present_b"].notna()).sum()),
     )
     return out
 

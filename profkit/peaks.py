@@ -52,6 +52,8 @@ LABEL_TENSOR_KIND = {
     "int8": "tensor_int8",
     "float64": "tensor_fp64",
 }
+# the kinds that run on the Tensor Cores
+TENSOR_KINDS = frozenset(LABEL_TENSOR_KIND.values())
 
 
 def label_vector_kind(dtype: str) -> str:

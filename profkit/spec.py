@@ -7,6 +7,7 @@ A spec is plain data plus callables; this module imports no torch, so the analys
 from __future__ import annotations
 
 import ast
+import dataclasses
 import importlib.machinery
 import importlib.util
 import operator
@@ -17,7 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from profkit.dtypes import DTYPE_ALIASES
 from profkit.errors import ProfkitError
+from profkit.lab import lab_dir
 
 Shape = tuple[int, ...]
 DTYPE_ITEMSIZE = {
@@ -30,22 +33,6 @@ DTYPE_ITEMSIZE = {
     # integer kernels (the zoo's int8 GEMM, hashes, pointer chases): outputs checked exactly
     "int8": 1,
     "int32": 4,
-}
-DTYPE_ALIASES = {
-    "fp16": "float16",
-    "half": "float16",
-    "bf16": "bfloat16",
-    "fp32": "float32",
-    "float": "float32",
-    "fp64": "float64",
-    "double": "float64",
-    "fp8": "float8_e4m3fn",
-    "e4m3": "float8_e4m3fn",
-    "fp8_e4m3": "float8_e4m3fn",
-    "float8_e4m3": "float8_e4m3fn",
-    "e5m2": "float8_e5m2",
-    "fp8_e5m2": "float8_e5m2",
-    "i8": "int8",
 }
 
 
@@ -65,6 +52,12 @@ class Variant:
     requires: tuple[str, ...] = ()
     # False where its kernels cannot run under Triton's interpreter: capture --interpret skips it
     interpretable: bool = True
+    # `profkit tune`: each parameter's candidate values, e.g. {"BLOCK": (256, 512, 1024),
+    # "num_warps": (2, 4, 8)}; configure(params) returns the variant's callable at those values,
+    # and shipped(shape, dtype) the params the variant ships at that case (fn's configuration)
+    tunables: Mapping[str, tuple] | None = None
+    configure: Callable[[dict[str, Any]], Callable[[dict[str, Any]], Any]] | None = None
+    shipped: Callable[[Shape, str], dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True)
@@ -123,18 +116,6 @@ def case_name(kernel: str, variant: str, dtype: str, shape: Shape) -> str:
 # ---- finding specs -------------------------------------------------------------------------------
 
 
-def lab_dir() -> Path:
-    """The lab's kernels/ folder: the one beside profkit/ in a checkout (so a checkout or worktree
-    runs its own lab, whatever is installed), else the installed package `profkit_lab` (it is never
-    importable as `kernels`, a name PyPI already uses)."""
-    beside = Path(__file__).resolve().parent.parent / "kernels"
-    if beside.is_dir():
-        return beside
-    import profkit_lab  # type: ignore[import-not-found]
-
-    return Path(list(profkit_lab.__path__)[0])
-
-
 def load_module_specs(path: Path, module_name: str | None = None) -> dict[str, KernelSpec]:
     """Import a Python file by path and collect the KernelSpec objects it defines."""
     path = Path(path)
@@ -155,12 +136,22 @@ def load_module_specs(path: Path, module_name: str | None = None) -> dict[str, K
         raise ProfkitError(f"could not import {path}: it called sys.exit({exc.code!r})") from exc
     except Exception as exc:  # the user's file: report its error in one line
         raise ProfkitError(f"could not import {path}: {type(exc).__name__}: {exc}") from exc
-    found = {}
+    found: dict[str, KernelSpec] = {}
+    defined: dict[str, KernelSpec] = {}  # name -> the object (one spec under two names is one)
     for value in vars(module).values():
         if isinstance(value, KernelSpec):
+            if value.name in defined and defined[value.name] is not value:
+                raise _twice(value.name, path)
+            defined[value.name] = value
             found[value.name] = KernelSpec(**{**value.__dict__, "source": str(path)})
             validate(found[value.name])
     return found
+
+
+def _twice(name: object, path: Path) -> ProfkitError:
+    return ProfkitError(
+        f"{path} defines two kernel specs named {name!r}: one name, one spec (rename one)"
+    )
 
 
 _GPU_EXTRA = " (capture needs torch and triton: pip install -e '.[gpu]')"
@@ -185,8 +176,20 @@ def lab_specs() -> dict[str, KernelSpec]:
     _lab_package()
     specs: dict[str, KernelSpec] = {}
     for path in lab_files():
-        specs.update(load_module_specs(path, f"profkit_lab.{path.stem}"))
+        found = load_module_specs(path, f"profkit_lab.{path.stem}")
+        _no_repeats(specs, found, path)
+        specs.update(found)
     return specs
+
+
+def _no_repeats(known: Mapping[str, Any], found: Mapping[str, Any], path: Path) -> None:
+    """Two lab files defining one kernel name: refused, as two specs of one name in one file."""
+    for name in found:
+        if name in known:
+            raise ProfkitError(
+                f"kernel {name!r} is defined in {path} and in {known[name].source or 'another'} "
+                "lab file: one name, one spec (rename one)"
+            )
 
 
 def find_spec(name: str, from_file: str | Path | None = None) -> KernelSpec:
@@ -194,7 +197,7 @@ def find_spec(name: str, from_file: str | Path | None = None) -> KernelSpec:
         # read statically (each file once): import only the module that defines the name, so
         # another lab module's failing import (no torch, a broken file) is not this kernel's
         # problem, and an unknown name is an error before any import
-        static = {path: read_summaries(path) for path in lab_files()}
+        static = {path: _names(read_declared(path)) for path in lab_files()}
         home = [path for path, found in static.items() if found and name in found]
         if home:
             _lab_package()
@@ -223,18 +226,24 @@ class SpecSummary:
     variants: tuple[tuple[str, bool], ...]  # (name, baseline)
     dtypes: tuple[str, ...]
     shapes: tuple[Shape, ...]
+    source: str = ""
 
 
 def summarize(spec: KernelSpec) -> SpecSummary:
     return SpecSummary(
-        spec.name, tuple((v.name, v.baseline) for v in spec.variants), spec.dtypes, spec.shapes
+        spec.name,
+        tuple((v.name, v.baseline) for v in spec.variants),
+        spec.dtypes,
+        spec.shapes,
+        spec.source,
     )
 
 
 def list_specs(from_file: str | Path | None = None) -> dict[str, SpecSummary]:
     """The summaries of the lab's specs (or a file's), read from the source where the fields are
     literals, so listing needs neither torch nor triton (nor runs the file's code); a file whose
-    specs are built another way is imported."""
+    specs are built another way is imported. Either way a spec is validated as capture validates
+    it (validate): what list shows, capture runs."""
     found: dict[str, SpecSummary] = {}
     for path in [Path(from_file)] if from_file else lab_files():
         static = read_summaries(path)
@@ -243,14 +252,31 @@ def list_specs(from_file: str | Path | None = None) -> dict[str, SpecSummary]:
             if module:
                 lab_specs()  # registers the profkit_lab package its modules import under
             static = {n: summarize(s) for n, s in load_module_specs(path, module).items()}
+        _no_repeats(found, static, path)
         found.update(static)
     return found
 
 
 def read_summaries(path: Path) -> dict[str, SpecSummary] | None:
-    """The module-level `NAME = KernelSpec(...)` entries of a file, read without running it; None
-    when the file cannot be read that way (a syntax error, no such entry, or a field that is not
-    a literal or a module-level literal constant)."""
+    """The specs of a file read without running it (read_declared), validated; None when the
+    file cannot be read that way."""
+    declared = read_declared(path)
+    if declared is None:
+        return None
+    summaries: dict[str, SpecSummary] = {}
+    for spec in declared:
+        if spec.name in summaries:
+            raise _twice(spec.name, path)
+        validate(spec)
+        summaries[spec.name] = summarize(spec)
+    return summaries
+
+
+def read_declared(path: Path) -> list[KernelSpec] | None:
+    """The module-level `NAME = KernelSpec(...)` entries of a file as written, read without
+    running it (_declared). None when the file cannot be read that way (a syntax error, no such
+    entry, or a field list and validate need that is not a literal or a module-level literal
+    constant)."""
     try:
         tree = ast.parse(Path(path).read_text(), str(path))
     except (OSError, SyntaxError, ValueError):
@@ -274,10 +300,52 @@ def read_summaries(path: Path) -> dict[str, SpecSummary] | None:
     if not calls or total != len(calls):
         return None
     try:
-        summaries = [_summary(call, constants) for call in calls]
-    except (ValueError, TypeError, KeyError):
+        return [_declared(KernelSpec, call, constants, str(path)) for call in calls]
+    except (ValueError, TypeError, KeyError, AttributeError):
         return None
-    return {s.name: s for s in summaries}
+
+
+def _names(specs: list[KernelSpec] | None) -> set[str] | None:
+    return None if specs is None else {str(s.name) for s in specs}
+
+
+def unread(*args: Any, **kwargs: Any) -> Any:
+    """A field of a spec read from its source (read_declared) that is not a literal: never run."""
+    raise ProfkitError("this spec was read from its source without running it: import it to run")
+
+
+# the fields list and validate need as literals; any other (a callable, a description) that is
+# not a literal reads as `unread`, and one that is (None where a callable belongs) as written,
+# for validate to refuse
+_NEEDED = {"name", "variants", "dtypes", "shapes", "tolerances", "interpret_shapes", "baseline"}
+
+
+def _declared(cls: type, call: ast.Call, constants: dict[str, Any], source: str) -> Any:
+    """A KernelSpec or Variant call as written (see _NEEDED)."""
+    names = [f.name for f in dataclasses.fields(cls)]
+    if len(call.args) > len(names) or any(kw.arg is None for kw in call.keywords):
+        raise ValueError("more positional fields than the dataclass has, or a ** splat")
+    nodes = {**dict(zip(names, call.args, strict=False)), **{k.arg: k.value for k in call.keywords}}
+    values: dict[str, Any] = {}
+    for key, node in nodes.items():
+        if key == "variants":
+            values[key] = tuple(_variant(n, constants) for n in _elements(node))
+        elif key in _NEEDED:
+            values[key] = _literal(node, constants)
+        else:
+            try:
+                values[key] = _literal(node, constants)
+            except (ValueError, TypeError, KeyError):
+                values[key] = unread
+    if cls is KernelSpec:
+        values["source"] = source
+    return cls(**values)
+
+
+def _variant(node: ast.AST, constants: dict[str, Any]) -> Variant:
+    if _called(node) != "Variant":
+        raise ValueError("a variant that is not a Variant(...) call")
+    return _declared(Variant, node, constants, "")  # type: ignore[arg-type]
 
 
 def _called(node: ast.AST) -> str | None:
@@ -285,29 +353,6 @@ def _called(node: ast.AST) -> str | None:
         return None
     func = node.func
     return func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
-
-
-def _summary(call: ast.Call, constants: dict[str, Any]) -> SpecSummary:
-    fields = {kw.arg: kw.value for kw in call.keywords}
-    if call.args:  # positional fields, in KernelSpec's order
-        raise ValueError("positional KernelSpec fields")
-    variants = []
-    for node in _elements(fields["variants"]):
-        if _called(node) != "Variant":
-            raise ValueError("a variant that is not a Variant(...) call")
-        kw = {k.arg: k.value for k in node.keywords}
-        name = _literal(node.args[0] if node.args else kw["name"], constants)
-        baseline = _literal(kw["baseline"], constants) if "baseline" in kw else False
-        if len(node.args) > 2:
-            baseline = _literal(node.args[2], constants)
-        variants.append((str(name), bool(baseline)))
-    shapes = _literal(fields["shapes"], constants)
-    return SpecSummary(
-        name=str(_literal(fields["name"], constants)),
-        variants=tuple(variants),
-        dtypes=tuple(_literal(fields["dtypes"], constants)),
-        shapes=tuple(tuple(int(d) for d in shape) for shape in shapes),
-    )
 
 
 def _elements(node: ast.AST) -> list[ast.AST]:
@@ -346,6 +391,26 @@ def _literal(node: ast.AST, constants: dict[str, Any]) -> Any:
 # ---- validation when a spec loads ---------------------------------------------------------------
 
 
+def tunables_problem(v: Variant) -> str | None:
+    """What is wrong with a variant's tunables (None when it declares none, or they are sound):
+    names that are identifiers, each a non-empty tuple of distinct values, and both callables."""
+    if v.tunables is None and v.configure is None and v.shipped is None:
+        return None
+    if not isinstance(v.tunables, Mapping) or not v.tunables:
+        return "tunables must map each parameter's name to its candidate values"
+    for name, values in v.tunables.items():
+        if not (isinstance(name, str) and name.isidentifier()):
+            return f"tunable name {name!r} is not an identifier"
+        if not isinstance(values, tuple) or not values:
+            return f"tunable {name!r} must be a non-empty tuple of values"
+        if len(set(values)) != len(values):
+            return f"tunable {name!r} repeats a value"
+    for which in ("configure", "shipped"):
+        if not callable(getattr(v, which)):
+            return f"tunables need a callable {which}"
+    return None
+
+
 def validate(spec: KernelSpec) -> None:
     """A spec that cannot run a sweep is refused when it loads, naming the field, rather than
     failing every case (or tracing back) half-way through a capture."""
@@ -354,24 +419,28 @@ def validate(spec: KernelSpec) -> None:
     def bad(field_name: str, what: str) -> ProfkitError:
         return ProfkitError(f"{where}: field {field_name}: {what}")
 
+    if not isinstance(spec.variants, (tuple, list)) or not spec.variants:
+        raise bad("variants", "at least one variant is required, as a tuple of Variant(...)")
+    for v in spec.variants:
+        if not isinstance(v, Variant):
+            raise bad("variants", f"every entry must be a Variant(...), not {type(v).__name__}")
+    check_names(spec)
     for name in ("make_inputs", "reference", "bytes_moved", "flops"):
         if not callable(getattr(spec, name)):
             raise bad(name, f"must be callable, not {type(getattr(spec, name)).__name__}")
-    variants = spec.variants if isinstance(spec.variants, (tuple, list)) else ()
-    if not variants:
-        raise bad("variants", "at least one variant is required")
     seen: set[str] = set()
-    for v in variants:
-        if not isinstance(v, Variant):
-            raise bad("variants", f"every entry must be a Variant(...), not {type(v).__name__}")
+    for v in spec.variants:
         if v.name in seen:
             raise bad("variants", f"the name {v.name!r} is used more than once")
         seen.add(v.name)
         if not callable(v.fn) or (v.prepare is not None and not callable(v.prepare)):
             which = "fn" if not callable(v.fn) else "prepare"
             raise bad("variants", f"variant {v.name!r}: its {which} must be callable")
-    if not spec.dtypes:
-        raise bad("dtypes", "at least one dtype is required")
+        problem = tunables_problem(v)
+        if problem:
+            raise bad("variants", f"variant {v.name!r}: {problem}")
+    if not isinstance(spec.dtypes, (tuple, list)) or not spec.dtypes:
+        raise bad("dtypes", "at least one dtype is required, as a tuple of names")
     for d in spec.dtypes:
         if d not in DTYPE_ITEMSIZE:
             raise bad("dtypes", f"unknown dtype {d!r}; known: {', '.join(DTYPE_ITEMSIZE)}")
@@ -386,8 +455,8 @@ def validate(spec: KernelSpec) -> None:
             raise bad("tolerances", f"{d!r} must map to (atol, rtol), two numbers >= 0")
     for name in ("shapes", "interpret_shapes"):
         shapes = getattr(spec, name)
-        if not shapes:
-            raise bad(name, "at least one shape is required")
+        if not isinstance(shapes, (tuple, list)) or not shapes:
+            raise bad(name, "at least one shape is required, as a tuple of shapes")
         for shape in shapes:
             if not (
                 isinstance(shape, tuple)
@@ -395,3 +464,19 @@ def validate(spec: KernelSpec) -> None:
                 and all(isinstance(n, int) and n > 0 for n in shape)
             ):
                 raise bad(name, f"{shape!r} is not a tuple of positive integers")
+
+
+# kernel and variant names become directory names, NVTX range names (where ncu reads '/' as
+# nesting) and text in HTML and markdown: letters, digits and _ . - only
+_NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+
+
+def check_names(spec: KernelSpec) -> None:
+    """A kernel or variant name that cannot name a run or an NVTX range is an input error, found
+    when the spec loads (validate) rather than when its run is stored."""
+    for what, name in [("kernel", spec.name), *(("variant", v.name) for v in spec.variants)]:
+        if not (isinstance(name, str) and _NAME_RE.fullmatch(name)):
+            raise ProfkitError(
+                f"{what} name {name!r} (in {spec.source or 'its spec'}) may hold only letters, "
+                "digits, '_', '.' and '-' (it names the run directory and the NVTX ranges)"
+            )

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from profkit.errors import ProfkitError
-from profkit.measure import clocks
+from profkit.stats.throttle import REASON_SEP
 
 # 2: device time by CUDA-graph replay (device_* columns), host cost, eager-loop time, clocks,
 #    raw samples in samples.csv.gz. 1: event time around each call, stored as p50_ms etc.
@@ -44,6 +44,10 @@ REPORT = "counters.ncu-rep"
 SOURCE_REPORT = "source.ncu-rep"  # the --source pass's report (SourceCounters, imported source)
 SOURCE_LINES = "source_lines.csv"  # its per-line table (profkit.counters.sourcelines)
 TMP_PREFIX = ".tmp-"
+# the manifest's checksum of its own content (every other field), so that an edit to the manifest
+# (its kernel, GPU, ceilings, run id) is found as an edit to a table is; runs stored before it
+# read with the manifest itself unverified
+MANIFEST_SHA = "manifest_sha256"
 
 
 # the README's example run (an H200 capture, tables only), shipped in the package so that a fresh
@@ -63,7 +67,12 @@ def reading_root(root: Path | None = None) -> tuple[Path, bool]:
     if root is not None:
         return root, False
     root = default_root()
-    if "PROFKIT_PROFILES" in os.environ or list_runs(root) or not list_runs(EXAMPLES):
+    if (
+        "PROFKIT_PROFILES" in os.environ
+        or list_runs(root)
+        or unreadable_runs(root)  # damaged runs are runs: said, never swapped for the example
+        or not list_runs(EXAMPLES)
+    ):
         return root, False
     return EXAMPLES, True
 
@@ -147,7 +156,7 @@ class RunWriter:
             final = self.root / self.run_id
             body = {"schema": SCHEMA, **manifest, **vouch, "run_id": self.run_id, "complete": True}
             with self._storing():
-                (self.tmp / MANIFEST).write_text(json.dumps(body, indent=2) + "\n")
+                _write_manifest(self.tmp, body)
             if not final.exists():
                 try:
                     os.rename(self.tmp, final)  # atomic; fails if another run took the name
@@ -244,7 +253,20 @@ def seal(path: Path) -> None:
     edited on purpose, e.g. a test's, or one stored before runs carried them)."""
     manifest = json.loads((path / MANIFEST).read_text())
     manifest.update(account(path))
-    (path / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    _write_manifest(path, manifest)
+
+
+def manifest_checksum(manifest: dict) -> str:
+    """sha256 of a manifest's content (all but its own checksum), key order and layout aside."""
+    content = {k: v for k, v in manifest.items() if k != MANIFEST_SHA}
+    text = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _write_manifest(folder: Path, manifest: dict) -> None:
+    body = {k: v for k, v in manifest.items() if k != MANIFEST_SHA}
+    body[MANIFEST_SHA] = manifest_checksum(body)
+    (folder / MANIFEST).write_text(json.dumps(body, indent=2) + "\n")
 
 
 # tables a run kept as a reference (tests/data, the shipped example) may hold xz-compressed:
@@ -263,7 +285,13 @@ def _checksum_problems(path: Path, manifest: dict) -> list[str]:
     """'FILE: what is wrong' for each file that does not match the manifest's account (a table
     kept xz-compressed is checked by its decompressed bytes, which the manifest recorded)."""
     problems = []
-    for name, want in sorted((manifest.get("files") or {}).items()):
+    if MANIFEST_SHA in manifest and manifest[MANIFEST_SHA] != manifest_checksum(manifest):
+        problems.append(f"{MANIFEST} does not match its own checksum (edited since capture)")
+    files = manifest.get("files") or {}
+    if not isinstance(files, dict):
+        return [*problems, f"{MANIFEST}'s files entry is not a table of checksums"]
+    for name, want in sorted(files.items()):
+        want = want if isinstance(want, dict) else {}
         f = path / name
         if not f.is_file():
             if name in (REPORT, SOURCE_REPORT):
@@ -315,6 +343,75 @@ def is_run(path: Path) -> bool:
     return _manifest(path) is not None
 
 
+# a run directory's name: its id, kernel-YYYYmmdd-HHMMSS-host-xxxxxx (new_run_id)
+_RUN_NAME = re.compile(r"(?P<kernel>.+)-(?P<date>\d{8})-(?P<time>\d{6})-.+")
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """A directory named as a run whose manifest is gone or damaged: no reader can use it, and no
+    reader may skip it silently (it would read an older run as the newest)."""
+
+    path: Path
+    kernel: str
+    why: str
+
+
+def unreadable_runs(root: Path) -> list[Unreadable]:
+    """The directories under root named as runs (not hidden: a capture in progress is) whose
+    manifest is missing, not JSON, or not a finished run's."""
+    if not root.is_dir():
+        return []
+    found = []
+    for p in sorted(root.iterdir()):
+        named = _RUN_NAME.fullmatch(p.name)
+        if named and not p.name.startswith(".") and p.is_dir() and _manifest(p) is None:
+            found.append(Unreadable(p, named["kernel"], _manifest_problem(p)))
+    return found
+
+
+def _manifest_problem(path: Path) -> str:
+    f = path / MANIFEST
+    if not f.is_file():
+        return f"its {MANIFEST} is missing"
+    try:
+        manifest = json.loads(f.read_text())
+    except (OSError, ValueError) as exc:
+        return f"its {MANIFEST} is not JSON (cut short or overwritten: {_oneline(exc)[:60]})"
+    if not isinstance(manifest, dict):
+        return f"its {MANIFEST} is not a JSON object"
+    return f"its {MANIFEST} does not mark it complete"
+
+
+def _started(path: Path) -> str:
+    """When a run started, YYYYmmddHHMMSS, from its id (the directory's name), else its
+    manifest's creation time; '' when neither says."""
+    named = _RUN_NAME.fullmatch(path.name)
+    if named:
+        return named["date"] + named["time"]
+    created = str((_manifest(path) or {}).get("created", ""))
+    return re.sub(r"\D", "", created)[:14]
+
+
+def _newer_unreadable(root: Path, kernel: str | None, newest: Path | None) -> None:
+    """Refuse to read `newest` (the newest readable run, of kernel or of any) when a run started at
+    or after it cannot be read: the user asked for the newest run, and that one is damaged."""
+    since = _started(newest) if newest is not None else ""
+    bad = [
+        u
+        for u in unreadable_runs(root)
+        if (kernel is None or u.kernel == kernel) and _started(u.path) >= since
+    ]
+    if not bad:
+        return
+    last = max(bad, key=lambda u: (_started(u.path), u.path.name))
+    whose = f"of {kernel} " if kernel else ""
+    older = f"; name an older run to read it instead (e.g. {newest.name})" if newest else ""
+    raise ProfkitError(
+        f"the newest run {whose}under {root}/, {last.path.name}, is damaged: {last.why}{older}"
+    )
+
+
 def list_runs(root: Path | None = None, interpret: bool = True) -> list[Path]:
     """Finished runs under root, oldest first (by the manifest's creation time); interpret=False
     leaves out correctness runs made through Triton's interpreter."""
@@ -338,6 +435,7 @@ def resolve(ref: str | None, root: Path | None = None) -> Path:
     root = root or default_root()
     if ref is None:
         runs = list_runs(root, interpret=False)
+        _newer_unreadable(root, None, runs[-1] if runs else None)
         if runs:
             return runs[-1]
         checks = list_runs(root)
@@ -353,8 +451,12 @@ def resolve(ref: str | None, root: Path | None = None) -> Path:
         if candidate.is_dir():
             if is_run(candidate):
                 return candidate
+            if _RUN_NAME.fullmatch(candidate.name):
+                why = _manifest_problem(candidate)
+                raise ProfkitError(f"run {candidate.name} is damaged: {why}")
             raise ProfkitError(f"{candidate} is not a profkit run (no complete {MANIFEST})")
     of_kernel = [p for p in list_runs(root, interpret=False) if _manifest(p).get("kernel") == ref]
+    _newer_unreadable(root, ref, of_kernel[-1] if of_kernel else None)
     if of_kernel:
         return of_kernel[-1]
     checks = [p for p in list_runs(root) if _manifest(p).get("kernel") == ref]
@@ -437,7 +539,7 @@ def _structured_fields(cases: pd.DataFrame) -> pd.DataFrame:
         read = pd.to_numeric(cases["sm_clock_mhz"], errors="coerce").notna()
         new["clock_throttled"] = _as_read((notes != "").where(read))
         names = notes.map(lambda n: [w for w in n.split("; ") if not w.startswith("sm clock")])
-        joined = names.map(lambda words: clocks.REASON_SEP.join(w for w in words if w))
+        joined = names.map(lambda words: REASON_SEP.join(w for w in words if w))
         # as a new run's column reads back: empty where no reason was set
         new["throttle_reasons"] = _as_read(joined.where(read & (joined != "")))
     # added at once: a wide table (a run with counters) read column by column is fragmented, and
@@ -510,7 +612,7 @@ def load(path: Path, force: bool = False) -> Run:
     for col in NUMERIC_CASE_COLUMNS:
         if col in cases.columns:
             cases[col] = _numeric(path, col, cases[col])
-    damage += _count_problems(manifest, cases, optional, path)
+    damage += _count_problems(manifest, cases, optional, path, said=damage)
     if damage and not force:
         raise _damaged(path, damage)
     rules, warnings = _read_rules(table_file(path, RULES))
@@ -537,7 +639,17 @@ def _whole_rows(f: Path) -> tuple[str, list[str]]:
         try:
             data, cut = gzip.decompress(raw), ""
         except (EOFError, OSError, zlib.error) as exc:
-            data = zlib.decompressobj(zlib.MAX_WBITS | 16).decompress(raw)
+            # cut short: what came before the cut is whole; corrupt (bytes overwritten): what
+            # inflates before the error may already be wrong, so nothing of it is kept
+            unzip = zlib.decompressobj(zlib.MAX_WBITS | 16)
+            try:
+                data = unzip.decompress(raw)
+                corrupt = exc if unzip.eof else None  # whole, but its check or trailer is wrong
+            except zlib.error as error:
+                corrupt = error
+            if corrupt is not None:
+                why = _oneline(corrupt)[:60]
+                return "", [f"{f.name} is corrupt (it does not decompress: {why})"]
             cut = f"{f.name} is cut short ({_oneline(exc)[:60]})"
         text = data.decode("utf-8", errors="replace")
     else:
@@ -594,9 +706,11 @@ def _read_table(f: Path) -> tuple[pd.DataFrame | None, list[str]]:
     return pd.read_csv(io.StringIO(text), dtype=TEXT_COLUMNS), cut
 
 
-def _count_problems(manifest: dict, cases: pd.DataFrame, tables: dict, path: Path) -> list[str]:
+def _count_problems(
+    manifest: dict, cases: pd.DataFrame, tables: dict, path: Path, said: list[str]
+) -> list[str]:
     """Rows the manifest (or, before it counted them, the run's own options) says the run holds,
-    and tables it says must be there."""
+    and tables it says must be there; not for a table left out whose damage is said already."""
     problems = []
     counts = manifest.get("counts") or {}
     found = {
@@ -605,8 +719,9 @@ def _count_problems(manifest: dict, cases: pd.DataFrame, tables: dict, path: Pat
         "samples": len(tables[SAMPLES]) if tables[SAMPLES] is not None else 0,
     }
     name = {v: k for k, v in COUNTED.items()}
+    left_out = {t for t, df in tables.items() if df is None and any(s.startswith(t) for s in said)}
     for key, n in found.items():
-        if key in counts and counts[key] != n:
+        if key in counts and counts[key] != n and name[key] not in left_out:
             problems.append(f"{name[key]} holds {n} {key}, the manifest counts {counts[key]}")
     if counts:
         return problems
@@ -619,11 +734,12 @@ def _count_problems(manifest: dict, cases: pd.DataFrame, tables: dict, path: Pat
         if want and len(cases) < want:
             problems.append(f"{CASES} holds {len(cases)} cases, the run's options make {want}")
     status = (manifest.get("counters") or {}).get("status")
-    if status == "ok" and tables[KERNELS] is None:
+    if status == "ok" and tables[KERNELS] is None and KERNELS not in left_out:
         problems.append(f"{KERNELS} is missing or empty, though the manifest says counters were "
                         "collected")  # fmt: skip
     timed = "device_p50_ms" in cases and cases["device_p50_ms"].notna().any()
-    if int(manifest.get("schema", 1)) >= 2 and timed and tables[SAMPLES] is None:
+    schema2 = int(manifest.get("schema", 1)) >= 2
+    if schema2 and timed and tables[SAMPLES] is None and SAMPLES not in left_out:
         problems.append(f"{SAMPLES} is missing or empty, though the run timed its cases")
     return problems
 
@@ -643,7 +759,7 @@ def _read_rules(f: Path) -> tuple[pd.DataFrame | None, list[str]]:
     """rules.csv, or None with a one-line warning when it is there but cannot be used."""
     try:
         rules = _read_optional(f)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, EOFError, lzma.LZMAError) as exc:  # EOFError: an .xz cut short
         return None, [f"{f} is unreadable ({_oneline(exc)[:120]}): left out, {_NO_RULES}"]
     missing = [c for c in RULE_COLUMNS_READ if rules is not None and c not in rules.columns]
     if missing:

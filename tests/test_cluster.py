@@ -94,6 +94,19 @@ def test_two_workers_two_kernels_equal_the_single_process_runs(
     assert "GPU" in merged.output  # the column show prints for a run spread over a cluster
 
 
+def test_tune_spreads_a_rounds_configurations_over_the_workers(
+    tmp_path: Path, address: str
+) -> None:
+    """profkit tune --cluster: each configuration its own group, the round merged into one run."""
+    args = ["tune", "rmsnorm", "--interpret", "--shape", "2x64", "--set", "BLOCK_N=1024"]
+    args += ["--set", "ROWS=1,2", "--set", "num_warps=4", "--cluster", address]
+    result = CliRunner().invoke(cli, [*args, "--out", tmp_path])
+    assert result.exit_code == 0, (result.output, result.exception)
+    run = store.load(store.list_runs(tmp_path)[-1])
+    assert run.manifest["kind"] == "tune" and run.cases.correct.all() and len(run.cases) == 4
+    assert set(run.cases.group.str.rsplit("/", n=1).str[-1]) == set(run.cases.variant)
+
+
 DIES_ONCE = """
 import os
 import torch

@@ -1,7 +1,7 @@
 """profkit dashboard on the committed H200 runs: one offline HTML page of one or more runs.
 
 Expected values are read from the stored tables here (pandas on cases.csv and kernels.csv, the
-manifest's JSON, profkit.measure.stats on the same rows), never from the dashboard's own code. Tests
+manifest's JSON, profkit.stats on the same rows), never from the dashboard's own code. Tests
 that change a run (a host-cost column, samples, a hostile name, an L2 ceiling) say so: those tables
 are constructed, on a copy of a real run.
 """
@@ -26,13 +26,12 @@ import pytest
 from click.testing import CliRunner
 from stored_runs import v1_v2_profiles
 
-from profkit import dashboard, store
+from profkit import dashboard, run_kinds, stats, store
 from profkit.cli import cli
 from profkit.dashboard import findings_view, history, host, launches, page, roofline, speedup
 from profkit.errors import ProfkitError
 from profkit.explain import Finding, explain_run
 from profkit.explain.phrases import finding_text
-from profkit.measure import stats
 
 ROOT = Path(__file__).parents[1]
 PROFILES = v1_v2_profiles()  # the two schema-1 RMSNorm runs alone
@@ -68,7 +67,7 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Each stored run's page, written once as `profkit dashboard RUN_ID` writes it."""
     folder = tmp_path_factory.mktemp("pages")
     return {
-        r.run_id: dashboard.write_dashboard(r, folder / f"{r.run_id}.html", stored())
+        r.run_id: run_kinds.write_dashboard(r, folder / f"{r.run_id}.html", stored())
         for r in stored()
     }
 
@@ -401,12 +400,12 @@ def test_history_compares_consecutive_runs_case_by_case() -> None:
     older, newer = stored()
     h = history.history("rmsnorm", list(stored()))
     assert [r.run_id for r in h.runs] == [older.run_id, newer.run_id]
-    (step,) = h.steps
+    (change,) = h.changes
     a, b = older.cases.set_index("case"), newer.cases.set_index("case")
     common = a.index.intersection(b.index)
-    assert sum(step.counts.values()) == len(common)
-    labs = [m for m in step.moved if m["lab"]]
-    assert step.moved[: len(labs)] == labs  # the lab's own cases first
+    assert sum(change.counts.values()) == len(common)
+    labs = [m for m in change.moved if m["lab"]]
+    assert change.moved[: len(labs)] == labs  # the lab's own cases first
     top = labs[0]
     assert top["ratio"] == pytest.approx(
         b.loc[top["case"], "device_p50_ms"] / a.loc[top["case"], "device_p50_ms"]
@@ -425,12 +424,12 @@ def test_history_names_what_changed_between_two_runs(tmp_path: Path) -> None:
     later = store.load(path)
     h = history.history("rmsnorm", [*stored(), later])
     assert [r.run_id for r in h.runs][-1] == "rmsnorm-later"
-    changes = h.steps[-1].changes
+    changes = h.changes[-1].differences
     assert ("fingerprint.torch", newer.manifest["fingerprint"]["torch"], "9.9.9") in changes
     assert ("git_commit", "None", "abc123") in changes
     assert not any(what in ("created", "run_id") for what, _, _ in changes)
     same = len(later.cases)  # identical timings: every case is noise
-    assert h.steps[-1].counts == {"faster": 0, "slower": 0, "noise": same, "unstable": 0}
+    assert h.changes[-1].counts == {"faster": 0, "slower": 0, "noise": same, "unstable": 0}
 
 
 def test_a_page_shows_history_up_to_its_own_run(written: dict[str, Path]) -> None:
@@ -486,7 +485,7 @@ def test_names_are_data_never_markup(tmp_path: Path) -> None:
 def test_write_dashboard_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run, _, _ = built()
     target = tmp_path / "out" / "nested" / "dash.html"
-    assert dashboard.write_dashboard(run, target) == target
+    assert run_kinds.write_dashboard(run, target) == target
     assert sorted(target.parent.iterdir()) == sorted([target, target.parent / "plotly.min.js"])
     assert target.read_text().startswith("<!doctype html>") and run.run_id in target.read_text()
 
@@ -497,7 +496,7 @@ def test_write_dashboard_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
     monkeypatch.setattr(page, "build_dashboard", broken)
     with pytest.raises(RuntimeError):
-        dashboard.write_dashboard(run, target)
+        run_kinds.write_dashboard(run, target)
     assert target.read_text() == "previous page" and len(list(target.parent.iterdir())) == 2
 
 
@@ -512,7 +511,7 @@ def test_a_failed_write_keeps_the_old_page(tmp_path: Path, monkeypatch: pytest.M
 
     monkeypatch.setattr(page.os, "replace", no_space)
     with pytest.raises(ProfkitError, match="No space left on device"):
-        dashboard.write_dashboard(run, target, plotlyjs="inline")
+        run_kinds.write_dashboard(run, target, plotlyjs="inline")
     assert target.read_text() == "previous page" and list(tmp_path.iterdir()) == [target]
 
 
@@ -533,9 +532,9 @@ def test_cli_writes_one_page_for_several_runs_and_kernels(tmp_path: Path) -> Non
     assert (tmp_path / dashboard.PLOTLY_ASSET).is_file()
     bad = CliRunner().invoke(cli, ["dashboard", "--kernel", "ghost", "--profiles", str(PROFILES)])
     assert bad.exit_code != 0
-    assert bad.output.strip().splitlines()[-1] == (
-        f"error: no stored timed run of kernel 'ghost' under {PROFILES}/"
-    )
+    said = bad.output.strip().splitlines()[-1]
+    assert said.startswith("error: no run named 'ghost' (looked for a directory, a run id and a ")
+    assert said.endswith(f"kernel's runs under {PROFILES}/)")
 
 
 def test_a_few_hundred_cases_build_in_seconds(tmp_path: Path) -> None:
@@ -557,7 +556,7 @@ def test_a_few_hundred_cases_build_in_seconds(tmp_path: Path) -> None:
     run = store.load(path)
     assert len(run.cases) == 384
     start = time.perf_counter()
-    dashboard.write_dashboard(run, tmp_path / "big.html")
+    run_kinds.write_dashboard(run, tmp_path / "big.html")
     assert time.perf_counter() - start < 15
 
 
@@ -639,5 +638,6 @@ def test_an_interpret_run_says_so_and_stays_out_of_the_history(tmp_path: Path) -
     assert NEWPLOT.findall(text) == ["run0-plot-latency", "run0-plot-bandwidth", "history0-plot"]
     h = history.history("rmsnorm", [*stored(), run])
     assert run.run_id not in [r.run_id for r in h.runs] and len(h.runs) == len(stored())
-    # --kernel never picks it, though it is the newest stored run of rmsnorm
-    assert dashboard.newest_of("rmsnorm", [*stored(), run], PROFILES).run_id == stored()[-1].run_id
+    # --kernel (store.resolve) never picks it, though it is the newest stored run of rmsnorm
+    with pytest.raises(ProfkitError, match="only 1 interpret run"):
+        store.resolve("rmsnorm", tmp_path)

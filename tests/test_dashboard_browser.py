@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from stored_runs import all_runs, v1_v2_profiles
 
-from profkit import dashboard, store
+from profkit import dashboard, run_kinds, store
 
 pytestmark = pytest.mark.browser
 
@@ -103,7 +103,7 @@ def page_of(tmp_path_factory: pytest.TempPathFactory):
     @cache
     def write(run_id: str) -> Path:
         run = next(r for r in every_run() if r.run_id == run_id)
-        return dashboard.write_dashboard(run, site / f"{run_id}.html", every_run())
+        return run_kinds.write_dashboard(run, site / f"{run_id}.html", every_run())
 
     return write
 
@@ -169,7 +169,7 @@ LAYOUT_JS = """() => {
 def test_dashboard_in_chromium(tmp_path: Path, browser) -> None:
     stored = [store.load(p) for p in store.list_runs(PROFILES)]
     runs = [stored[-1], evil_run(tmp_path)]  # history0: both stored runs of rmsnorm
-    page_path = dashboard.write_dashboard(runs, tmp_path / "site" / "pr.html", stored)
+    page_path = run_kinds.write_dashboard(runs, tmp_path / "site" / "pr.html", stored)
     html_text = page_path.read_text()
     plot_ids = re.findall(r'Plotly\.newPlot\("([^"]+)"', html_text)
     assert {*SHOTS, "run0-plot-bandwidth", "run1-plot-speedup", "run1-plot-roofline"} <= set(

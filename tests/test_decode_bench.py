@@ -1,4 +1,4 @@
-"""profkit/decode_capture.py end to end on its CPU path (tiny layer, graph variants run eagerly,
+"""jobs/decode_capture.py end to end on its CPU path (tiny layer, graph variants run eagerly,
 host clock): every variant checked, timed, probed and stored as a profkit run, schema-2 columns.
 
 One bench run (each costs seconds of CPU) checks the counter pass's failure path too: a fake ncu on
@@ -21,7 +21,7 @@ def test_bench_stores_a_decode_run(tmp_path, fake_ncu_on_path, monkeypatch):
     monkeypatch.setenv("FAKE_NCU_MODE", "perm")
     argv_file = tmp_path.parent / "ncu-argv.json"
     monkeypatch.setenv("FAKE_NCU_ARGV", str(argv_file))
-    argv = [sys.executable, "-m", "profkit.decode_capture", "--device", "cpu"]
+    argv = [sys.executable, str(ROOT / "jobs" / "decode_capture.py"), "--device", "cpu"]
     argv += ["--out", str(tmp_path), "--steps", "6", "--warmup", "2", "--batches", "1"]
     argv += ["--caches", "8", "--probe-caches", "8", "--dynamic-cache", "12", "--walk", "2,4"]
     argv += ["--cpu-counters", "--counter-shape", "1,8"]

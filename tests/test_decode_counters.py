@@ -1,4 +1,4 @@
-"""The decode lab's counter pass (profkit/decode_capture.py, Lab.counters) off the GPU.
+"""The decode lab's counter pass (jobs/decode_capture.py, Lab.counters) off the GPU.
 
 - Its failure path end to end: in tests/test_decode_bench.py (the same bench run).
 - Its join: a real per-launch table (the 8 launches of eager RMSNorm at bfloat16 1x4096, from the
@@ -33,7 +33,7 @@ TARGET_CASE = "decode.eager.bfloat16.1x2048"
 
 
 def _bench(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
-    argv = [sys.executable, "-m", "profkit.decode_capture", "--device", "cpu"]
+    argv = [sys.executable, str(ROOT / "jobs" / "decode_capture.py"), "--device", "cpu"]
     argv += ["--out", str(tmp_path), "--steps", "12", "--warmup", "2", "--batches", "1"]
     argv += ["--caches", "8", "--probe-caches", "8", "--dynamic-cache", "12", "--walk", "2,4"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

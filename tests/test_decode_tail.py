@@ -1,5 +1,5 @@
 """The inherent mix and the within-bucket split of the dynamic tail
-(profkit.measure.step_latency.dynamic_tail), and explain quoting them, on the stored H200 run
+(profkit.measure.tail.dynamic_tail), and explain quoting them, on the stored H200 run
 decode-20261130-184819-vm-acb534 (its manifest predates both, so explain computes them from the
 run's samples). Expected figures are computed here with pandas from samples.csv.gz and
 manifest.json, not with profkit's code."""
@@ -17,7 +17,7 @@ from stored_runs import explained, run_path
 from profkit import store
 from profkit.explain import Cause, Kind, explain_run
 from profkit.explain.phrases import finding_text
-from profkit.measure import step_latency
+from profkit.stats import tail
 
 RUN_ID = "decode-20261130-184819-vm-acb534"
 RUN = run_path(RUN_ID)
@@ -49,7 +49,7 @@ def test_inherent_mix_is_every_step_at_its_bucket_median():
     w = frame()
     at_median = w.groupby("bucket")["device"].transform("median")
     want = at_median.quantile(0.95) / at_median.median()
-    got = step_latency.dynamic_tail(pd.read_csv(RUN / "samples.csv.gz"), CASE, *_walk())
+    got = tail.dynamic_tail(pd.read_csv(RUN / "samples.csv.gz"), CASE, *_walk())
     assert got["inherent_mix_p95_over_p50"] == pytest.approx(want)
     # the bucket mix alone stays under the run's own p95/p50 (jitter adds the rest)
     ratio = w["device"].quantile(0.95) / w["device"].median()
@@ -62,9 +62,7 @@ def _walk():
 
 
 def test_split_of_bucket_32_tail_against_its_own_stage_medians():
-    got = step_latency.dynamic_tail(pd.read_csv(RUN / "samples.csv.gz"), CASE, *_walk())[
-        "tail_split"
-    ]
+    got = tail.dynamic_tail(pd.read_csv(RUN / "samples.csv.gz"), CASE, *_walk())["tail_split"]
     assert got[0]["bucket"] == "all" and got[0]["tail_steps"] == 50
     top = got[1]
     assert top["bucket"] == 32 and top["tail_steps"] == 49

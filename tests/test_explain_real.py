@@ -17,7 +17,7 @@ import pytest
 from rich.console import Console
 from stored_runs import run_path
 
-from profkit import compare, store
+from profkit import compare, stats, store
 from profkit import thresholds as th
 from profkit.counters.ncu_rep import read_report
 from profkit.explain import (
@@ -34,8 +34,7 @@ from profkit.explain import (
 from profkit.explain.history import notebook_ruled_out
 from profkit.explain.phrases import finding_text, first_step_text, next_step_text
 from profkit.explain.render import render_terminal
-from profkit.measure import stats
-from profkit.spec import lab_dir
+from profkit.lab import lab_dir
 
 ROOT = Path(__file__).parents[1]
 OLDER, NEWEST = "rmsnorm-20261130-014110-vm-83a4", "rmsnorm-20261130-014917-vm-4bc5"
@@ -323,7 +322,7 @@ def test_compare_matches_the_same_96_cases() -> None:
 
 def expected_flag(a: pd.Series, b: pd.Series) -> str:
     """B against A from the stored p50, IQR and repetitions alone (schema-1 runs keep no samples),
-    computed here independently of profkit.measure.stats: each median's standard error is
+    computed here independently of profkit.stats: each median's standard error is
     sqrt(pi/2) * IQR / 1.349 / sqrt(n), combined on the log scale, 95% two-sided."""
     ratio = b.device_p50_ms / a.device_p50_ms
     var = sum(

@@ -374,10 +374,12 @@ def test_markdown_escapes_html_in_names(tmp_path: Path) -> None:
 
 def test_list_reads_integer_arithmetic_in_a_sweep_without_running_it(tmp_path: Path) -> None:
     (tmp_path / "k.py").write_text(
+        # a spec capture would take (list validates as capture does: issue 31), never run here
         "import torch\nfrom profkit.spec import KernelSpec, Variant\n"
-        "SPEC = KernelSpec(name='k', description='', variants=(Variant('a', None),),\n"
-        "    make_inputs=None, reference=None, dtypes=('float32',),\n"
-        "    shapes=((1 << 16,), (4 * 1024, 2**10)), tolerances={}, bytes_moved=None, flops=None)\n"
+        "def f(*args):\n    return torch.ones(1)\n"
+        "SPEC = KernelSpec(name='k', description='', variants=(Variant('a', f),),\n"
+        "    make_inputs=f, reference=f, dtypes=('float32',), tolerances={'float32': (0, 0)},\n"
+        "    shapes=((1 << 16,), (4 * 1024, 2**10)), bytes_moved=f, flops=f)\n"
     )
     done = _without_torch("list", "--from", str(tmp_path / "k.py"))
     assert done.returncode == 0, done.stderr

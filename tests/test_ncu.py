@@ -139,32 +139,33 @@ APP_FAILED = "==ERROR== The application returned an error code (1).\n"
     ],
 )
 def test_classify(returncode, text, report, timed_out, problem) -> None:
-    got, message = ncu.classify(returncode, text, report, timed_out)
-    assert got == problem
-    assert got is None or got in ncu.PROBLEMS
-    assert 1 <= len(message.splitlines()) <= 2
+    d = ncu.classify(returncode, text, report, timed_out)
+    assert d.problem == problem
+    assert problem is None or problem in ncu.PROBLEMS
+    assert d.reason and "\n" not in d.reason + d.fix
+    assert (problem is None) == (d.fix == "")
     if problem is not None:
-        assert message.splitlines()[1].startswith("Fix:")
+        assert d.fix.startswith("Fix:")
 
 
 def test_classify_messages_name_the_cause() -> None:
-    _, crashed = ncu.classify(-11, "", False, False)
+    crashed = ncu.classify(-11, "", False, False).reason
     assert "signal 11" in crashed
-    _, failed = ncu.classify(0, "==ERROR== Failed to prepare kernel for profiling\n", False, False)
-    assert "Failed to prepare kernel for profiling" in failed
-    _, app = ncu.classify(
+    failed = ncu.classify(0, "==ERROR== Failed to prepare kernel for profiling\n", False, False)
+    assert "Failed to prepare kernel for profiling" in failed.reason
+    app = ncu.classify(
         2,
         "==ERROR== The application returned an error code (2).",
         False,
         False,
         log_path=Path("/runs/x/ncu.log"),
     )
-    assert "error code 2" in app and "/runs/x/ncu.log" in app
-    _, slow = ncu.classify(None, "", False, True, timeout_s=90)
-    assert "90 s" in slow
-    _, perm = ncu.classify(0, PERM_LINE, False, False)
-    assert all(name in perm for name in PERM_NAMES)
-    assert "profkit doctor" in perm
+    assert "error code 2" in app.reason and "/runs/x/ncu.log" in app.fix and app.app_code == 2
+    slow = ncu.classify(None, "", False, True, timeout_s=90)
+    assert "90 s" in slow.reason
+    perm = ncu.classify(0, PERM_LINE, False, False)
+    assert all(name in perm.reason + perm.fix for name in PERM_NAMES)
+    assert "profkit doctor" in perm.fix
 
 
 def test_metrics_na_message() -> None:

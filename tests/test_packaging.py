@@ -1,17 +1,28 @@
 """The repository's house rules, checked where CI runs them: the wheel a user installs works
 (tests/wheel_check.sh: every subpackage shipped, `profkit list` and `profkit explain` from a fresh
-venv), ruff is clean, and the tracked files stay small."""
+venv), the README's test command works inside a venv, ruff is clean, and the tracked files stay
+small."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import site
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACKED_LIMIT = 15_000_000  # bytes (issue 21): runs and pages stay out of git
+# in the venv: the unit tier of the files whose tests start processes that find python3 or profkit
+# on PATH, or make a nested venv (the wheel check), where a venv differs from the system Python;
+# not this test itself, nor ruff (a lint of the tree, the same from any environment)
+IN_VENV = (
+    "-m unit tests/test_packaging.py tests/test_first_contact.py -k 'not fresh_venv and not ruff'"
+)
+PURELIB = "import sysconfig; print(sysconfig.get_path('purelib'))"
 
 
 @pytest.mark.slow
@@ -37,3 +48,28 @@ def test_tracked_files_stay_under_15_mb() -> None:
     files = [ROOT / f for f in listed.stdout.decode().split("\0") if f]
     total = sum(f.stat().st_size for f in files if f.is_file())
     assert total <= TRACKED_LIMIT, f"tracked files hold {total / 1e6:.1f} MB"
+
+
+@pytest.mark.slow
+def test_the_readme_test_command_passes_in_a_fresh_venv(tmp_path: Path) -> None:
+    """Issue 35: a user runs the README's test command inside a venv, whose packages are the
+    venv's own, not the base interpreter's. The venv here holds this interpreter's packages as
+    links in its own site-packages (offline and instant, as if installed there); the command runs
+    install.sh (a no-op when all is in place), then the unit tier of the tests that start
+    processes, the wheel check among them (it failed in a venv: its nested venv saw the base
+    interpreter's packages, not the venv's)."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    purelib = subprocess.run([str(venv / "bin" / "python"), "-c", PURELIB], capture_output=True,
+                             text=True, check=True).stdout.strip()  # fmt: skip
+    for folder in dict.fromkeys(site.getsitepackages()):
+        for entry in Path(folder).iterdir():
+            if not (Path(purelib) / entry.name).exists():
+                (Path(purelib) / entry.name).symlink_to(entry)
+    env = {**os.environ, "VIRTUAL_ENV": str(venv), "PATH": f"{venv / 'bin'}:{os.environ['PATH']}"}
+    env.pop("PYTHONPATH", None)
+    command = "bash tests/install.sh && python3 -m pytest -q -n0 -p no:cacheprovider " + IN_VENV
+    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, cwd=ROOT,
+                          env=env, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert " passed" in done.stdout and " failed" not in done.stdout

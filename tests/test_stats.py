@@ -1,4 +1,4 @@
-"""profkit.measure.stats on synthetic samples whose answer is known."""
+"""profkit.stats on synthetic samples whose answer is known."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from profkit.measure import stats
+from profkit import stats
 
 RNG = np.random.default_rng(1234)
 

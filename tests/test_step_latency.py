@@ -7,16 +7,17 @@ import numpy as np
 import pytest
 
 from profkit.measure import step_latency
+from profkit.stats import tail
 
 
 def test_percentiles_of_1_to_1001_are_exact():
-    p = step_latency.percentiles(np.arange(1, 1002))
+    p = tail.percentiles(np.arange(1, 1002))
     assert p == {"n": 1001, "p5": 51, "p25": 251, "p50": 501, "p75": 751, "p95": 951, "p99": 991}
-    assert step_latency.tail_ratio(np.arange(1, 1002)) == pytest.approx(951 / 501)
+    assert tail.tail_ratio(np.arange(1, 1002)) == pytest.approx(951 / 501)
 
 
 def test_step_columns_have_their_own_names_never_device_time():
-    cols = step_latency.step_columns(np.arange(1, 1002) / 1000)
+    cols = tail.step_columns(np.arange(1, 1002) / 1000)
     assert not any(c.startswith("device_") for c in cols)
     assert cols["step_reps"] == 1001
     assert cols["step_p50_ms"] == pytest.approx(0.501)
@@ -28,15 +29,15 @@ def test_step_columns_have_their_own_names_never_device_time():
 
 
 def test_a_flat_distribution_has_tail_ratio_one_and_a_spiky_one_more():
-    assert step_latency.tail_ratio(np.full(1000, 0.2)) == 1.0
+    assert tail.tail_ratio(np.full(1000, 0.2)) == 1.0
     x = np.full(1000, 1.0)
     x[:100] = 2.0  # 10% of steps twice as long: p95 falls among them
-    assert step_latency.tail_ratio(x) == 2.0
+    assert tail.tail_ratio(x) == 2.0
 
 
 def test_no_samples_is_an_error():
     with pytest.raises(ValueError):
-        step_latency.percentiles([])
+        tail.percentiles([])
 
 
 def spiky(n=1000, spikes=50):
@@ -50,14 +51,14 @@ def spiky(n=1000, spikes=50):
 def test_attribute_tail_names_the_stage_that_spikes():
     a, b = spiky()
     device = a + b
-    assert step_latency.tail_steps(device).sum() == 50
-    ranked = step_latency.attribute_tail(device, {"a": a, "b": b})
+    assert tail.tail_steps(device).sum() == 50
+    ranked = tail.attribute_tail(device, {"a": a, "b": b})
     assert ranked == [("b", pytest.approx(2.0)), ("a", pytest.approx(0.0))]
 
 
 def test_attribute_tail_rejects_mismatched_stages():
     with pytest.raises(ValueError, match="samples"):
-        step_latency.attribute_tail(np.ones(10), {"a": np.ones(9)})
+        tail.attribute_tail(np.ones(10), {"a": np.ones(9)})
 
 
 def test_tail_by_bucket_shows_which_bucket_holds_the_tail():
@@ -65,7 +66,7 @@ def test_tail_by_bucket_shows_which_bucket_holds_the_tail():
     device = a + b
     labels = np.where(b > 1.0, 32, 8)  # every spike at bucket 32
     labels[1::20] = 32  # and as many ordinary steps there
-    by = step_latency.tail_by(device, labels).set_index("label")
+    by = tail.tail_by(device, labels).set_index("label")
     assert by.loc[32, "tail_share"] == 1.0 and by.loc[8, "tail_share"] == 0.0
     assert by.loc[32, "step_share"] == pytest.approx(0.1)
     assert by.loc[8, "p50_ms"] == 1.5 and by.loc[8, "p95_over_p50"] == 1.0

@@ -111,6 +111,9 @@ def test_run_missing_columns_or_id_is_a_clear_error(tmp_path):
     manifest = json.loads((other / store.MANIFEST).read_text())
     del manifest["run_id"]
     (other / store.MANIFEST).write_text(json.dumps(manifest))
+    with pytest.raises(ProfkitError, match="manifest.json does not match its own checksum"):
+        store.load(other)  # an edit to the manifest is found as an edit to a table is
+    store.seal(other)  # a manifest that vouches for itself without a run_id is still no run
     with pytest.raises(ProfkitError, match="has no run_id"):
         store.load(other)
 

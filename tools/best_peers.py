@@ -5,7 +5,7 @@
 RUN is a run id under DIR (default profiles/), a run directory, or a kernel's name (its newest
 run). For each lab variant, dtype and shape: the lab's device p50, its best peer there (the
 baseline with the lowest device p50 at that case: eager, PyTorch, torch.compile or Liger), the
-peer's p50, lab / peer with the 95% interval and profkit's outcome (profkit.measure.stats:
+peer's p50, lab / peer with the 95% interval and profkit's outcome (profkit.stats:
 "faster" or "slower" only past the practical floor), and the lab's share of a same-size copy. The
 pairs are the dashboard's (profkit.dashboard.speedup.best_peers), so the page and the table agree.
 """

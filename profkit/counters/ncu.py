@@ -46,17 +46,32 @@ _VERSION_RE = re.compile(r"Version\s+(\d+(?:\.\d+)+)")
 _CAP_SYS_ADMIN_BIT = 21  # linux/capability.h
 
 _MISSING_FIX = f"Fix: install Nsight Compute and put `ncu` on PATH, or set {NCU_ENV}=/path/to/ncu."
-_PERMISSION_MESSAGE = (
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """What one finished ncu run came to: problem None on success, else its name, the reason
+    and the fix in words, and the profiled program's exit code where it failed under ncu."""
+
+    problem: str | None
+    reason: str
+    fix: str = ""
+    app_code: int | None = None
+
+
+_PERMISSION = Diagnosis(
+    "no_permission",
     "ncu may not read GPU performance counters on this host (ERR_NVGPUCTRPERM): the driver "
-    "restricts profiling to admin users (RmProfilingAdminOnly: 1 in /proc/driver/nvidia/params).\n"
+    "restricts profiling to admin users (RmProfilingAdminOnly: 1 in /proc/driver/nvidia/params).",
     "Fix: run as root or with CAP_SYS_ADMIN (in a container: --cap-add=SYS_ADMIN), or set the "
     "driver option NVreg_RestrictProfilingToAdminUsers=0 (modprobe.d, then reload the driver or "
-    "reboot); `profkit doctor` checks this host."
+    "reboot); `profkit doctor` checks this host.",
 )
-_NO_KERNELS_MESSAGE = (
-    "ncu profiled no kernels: its NVTX filter matched no range of the 'profkit' domain.\n"
+_NO_KERNELS = Diagnosis(
+    "no_kernels",
+    "ncu profiled no kernels: its NVTX filter matched no range of the 'profkit' domain.",
     "Fix: open profkit ranges (push/pop, domain 'profkit', no '/' in the names) around the "
-    "kernels; the filter must end in '/' to match push/pop ranges."
+    "kernels; the filter must end in '/' to match push/pop ranges.",
 )
 _PROBE_PROGRAM = (
     "import torch; x = torch.ones(1, device='cuda'); x.add_(1); torch.cuda.synchronize()"
@@ -69,7 +84,7 @@ class CounterPass:
 
     ok: bool
     problem: str | None
-    message: str  # line 1: the cause; line 2 (failures): the fix
+    reason: str  # the cause (or, on success, what ncu did)
     argv: list[str]
     returncode: int | None
     wall_s: float
@@ -80,15 +95,25 @@ class CounterPass:
     set_name: str | None = None
     clock_control: str = "none"
     log_path: Path | None = None
+    fix: str = ""  # on a failure, what to do
+    app_code: int | None = None  # the profiled program's exit code, where it failed under ncu
+
+    @property
+    def message(self) -> str:
+        """The cause, and on a failure the fix on a second line."""
+        return self.reason + (f"\n{self.fix}" if self.fix else "")
+
+    def diagnosed(self, d: Diagnosis) -> None:
+        self.problem, self.reason, self.fix, self.app_code = d.problem, d.reason, d.fix, d.app_code
+        self.ok = d.problem is None
 
     def to_manifest(self) -> dict:
         """The run manifest's `counters` block (docs/tables.md)."""
-        reason, _, fix = self.message.partition("\n")
         return {
             "status": "ok" if self.ok else "timing_only",
             "problem": self.problem,
-            "reason": None if self.ok else reason,
-            "fix": None if self.ok else fix or None,
+            "reason": None if self.ok else self.reason,
+            "fix": None if self.ok else self.fix or None,
             "report": self.report_path.name if self.report_path else None,
             "ncu_version": self.ncu_version,
             "sections": list(self.sections),
@@ -216,8 +241,8 @@ def classify(
     *,
     timeout_s: float | None = None,
     log_path: Path | None = None,
-) -> tuple[str | None, str]:
-    """(problem, message) for one finished ncu run; problem is None on success.
+) -> Diagnosis:
+    """What one finished ncu run came to; its problem is None on success.
 
     Checked in order of what explains the most: a permission error also ends with no kernels
     profiled, and a failing program may leave ncu with nothing to profile.
@@ -225,27 +250,33 @@ def classify(
     log = f" (log: {log_path})" if log_path else ""
     if timed_out:
         limit = f" of {timeout_s:g} s" if timeout_s is not None else ""
-        return "timeout", (
-            f"ncu ran past its time limit{limit} and was stopped with its whole process group.\n"
-            f"Fix: profile fewer cases or metrics, or raise --ncu-timeout{log}."
+        return Diagnosis(
+            "timeout",
+            f"ncu ran past its time limit{limit} and was stopped with its whole process group.",
+            f"Fix: profile fewer cases or metrics, or raise --ncu-timeout{log}.",
         )
     if _PERM_TEXT in output_text:
-        return "no_permission", _PERMISSION_MESSAGE
+        return _PERMISSION
     app_failed = _APP_FAILED_RE.search(output_text)
     if app_failed:
-        return "app_failed", (
-            f"The profiled program failed under ncu (error code {app_failed.group(1)}).\n"
-            f"Fix: read the program's output in the ncu log{log} and run it alone to debug it."
+        code = int(app_failed.group(1))
+        return Diagnosis(
+            "app_failed",
+            f"The profiled program failed under ncu (error code {code}).",
+            f"Fix: read the program's output in the ncu log{log} and run it alone to debug it.",
+            code,
         )
     if _NO_KERNELS_TEXT in output_text:
-        return "no_kernels", _NO_KERNELS_MESSAGE
+        return _NO_KERNELS
     cause = _ncu_failure(returncode, output_text, report_exists)
     if cause:
-        return "ncu_failed", (
-            f"{cause}.\nFix: read the ncu log{log} and rerun the same ncu command by hand; "
-            "`profkit doctor` checks this host."
+        return Diagnosis(
+            "ncu_failed",
+            f"{cause}.",
+            f"Fix: read the ncu log{log} and rerun the same ncu command by hand; "
+            "`profkit doctor` checks this host.",
         )
-    return None, "ncu wrote its report."
+    return Diagnosis(None, "ncu wrote its report.")
 
 
 def _ncu_failure(returncode: int | None, output_text: str, report_exists: bool) -> str | None:
@@ -289,7 +320,7 @@ def run_counter_pass(
     result = CounterPass(
         ok=False,
         problem=None,
-        message="",
+        reason="",
         argv=argv,
         returncode=None,
         wall_s=0.0,
@@ -302,9 +333,8 @@ def run_counter_pass(
         log_path=log_path,
     )
     if ncu is None:
-        result.problem = "ncu_missing"
-        result.message = f"Nsight Compute's `ncu` was not found on PATH ({NCU_ENV} is unset).\n"
-        result.message += _MISSING_FIX
+        reason = f"Nsight Compute's `ncu` was not found on PATH ({NCU_ENV} is unset)."
+        result.diagnosed(Diagnosis("ncu_missing", reason, _MISSING_FIX))
         return result
     # A report left by an earlier run must not pass for this run's.
     report.unlink(missing_ok=True)
@@ -312,16 +342,15 @@ def run_counter_pass(
     try:
         returncode, output, timed_out, result.wall_s = _run_logged(argv, timeout_s, log_path)
     except OSError as err:
-        result.problem = "ncu_missing"
-        result.message = f"Cannot run ncu at {ncu!r} ({err.strerror}).\n{_MISSING_FIX}"
+        reason = f"Cannot run ncu at {ncu!r} ({err.strerror})."
+        result.diagnosed(Diagnosis("ncu_missing", reason, _MISSING_FIX))
         return result
     result.returncode = returncode
     exists = report.is_file() and report.stat().st_size > 0
     result.report_path = report if exists else None
-    result.problem, result.message = classify(
-        returncode, output, exists, timed_out, timeout_s=timeout_s, log_path=log_path
+    result.diagnosed(
+        classify(returncode, output, exists, timed_out, timeout_s=timeout_s, log_path=log_path)
     )
-    result.ok = result.problem is None
     return result
 
 
@@ -478,7 +507,8 @@ def _probe_check(ncu: str, timeout_s: float, driver_says_restricted: bool = Fals
             log.unlink(missing_ok=True)
             return Check(name, None, f"unknown: cannot run ncu at {ncu!r} ({err.strerror})")
         exists = report_file(report).is_file()
-        problem, message = classify(returncode, output, exists, timed_out, timeout_s=timeout_s)
+        diagnosis = classify(returncode, output, exists, timed_out, timeout_s=timeout_s)
+    problem = diagnosis.problem
     if problem is None:
         log.unlink(missing_ok=True)
         return Check(name, True, "yes: ncu read a GPU counter on this host")
@@ -499,7 +529,7 @@ def _probe_check(ncu: str, timeout_s: float, driver_says_restricted: bool = Fals
             "the probe program failed under ncu (it needs torch with CUDA and a visible GPU); "
             f'run it alone to see why: python -c "{_PROBE_PROGRAM}"'
         ),
-    }.get(problem, message.partition("\n")[0].rstrip("."))
+    }.get(problem, diagnosis.reason.rstrip("."))
     return Check(name, None, f"unknown ({problem}): {detail}. ncu's output: {log}")
 
 

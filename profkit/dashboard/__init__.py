@@ -5,13 +5,13 @@ step_latency); `page` assembles them. Every number drawn or written comes from a
 cases.csv, kernels.csv or samples, or from a finding or comparison computed from them.
 """
 
-from profkit.dashboard.history import newest_of, stored_runs
+from profkit.dashboard.history import stored_runs
 from profkit.dashboard.page import (
     PLOTLY_ASSET,
     build_dashboard,
     default_path,
     plot_div,
-    write_dashboard,
+    write_page,
 )
 from profkit.dashboard.sweep import counter_figures, figures
 
@@ -19,10 +19,9 @@ __all__ = [
     "PLOTLY_ASSET",
     "build_dashboard",
     "default_path",
-    "newest_of",
     "stored_runs",
     "counter_figures",
     "figures",
     "plot_div",
-    "write_dashboard",
+    "write_page",
 ]

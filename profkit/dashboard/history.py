@@ -2,13 +2,14 @@
 
 Each run is summarised per variant and dtype by the geometric mean of its device p50 over the shapes
 that every run of the kernel timed (so a run with a wider sweep does not look slower). Consecutive
-runs are compared case by case with profkit.measure.stats.compare_cases; the page lists the cases
+runs are compared case by case with profkit.stats.compare_cases; the page lists the cases
 that moved beyond noise and what changed in the environment between the two runs.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from profkit import store
+from profkit import stats, store
 from profkit.dashboard.common import (
     BASELINE_COLORS,
     LAB_COLORS,
@@ -28,20 +29,21 @@ from profkit.dashboard.common import (
 from profkit.errors import ProfkitError
 from profkit.explain import as_bool
 from profkit.explain.decode_steps import as_timed_frame
-from profkit.measure import stats
 from profkit.store import Run
 
 KEY = ["variant", "dtype", "shape"]
 # manifest fields that differ between any two runs by construction
 SKIPPED = frozenset({"run_id", "created", "complete"})
-MOVED_SHOWN = 12  # largest moves listed per step; the counts cover all cases
+MOVED_SHOWN = 12  # largest moves listed per change of run; the counts cover all cases
 
 
 @dataclass
-class Step:
+class Change:
+    """From one run of a kernel to the next: what differs between them, and what moved."""
+
     before: Run
     after: Run
-    changes: list[tuple[str, str, str]]  # (what, before, after)
+    differences: list[tuple[str, str, str]]  # (what, before, after)
     counts: dict[str, int]  # outcome -> cases
     moved: list[dict] = field(default_factory=list)  # beyond noise, largest first
 
@@ -50,29 +52,28 @@ class Step:
 class History:
     kernel: str
     runs: list[Run]  # oldest first
-    steps: list[Step]
+    changes: list[Change]  # one per pair of consecutive runs
     common_shapes: list[str]
 
 
-def stored_runs(root: Path) -> tuple[list[Run], list[str]]:
+def stored_runs(root: Path, loaded: Sequence[Run] = ()) -> tuple[list[Run], list[str]]:
     """Every finished run under root, oldest first, and one line per run that could not be read
-    (left out of the history, and named, never dropped silently)."""
+    (left out of the history, and named, never dropped silently). A run already loaded (the
+    page's own) is not read again, nor its damage said again."""
+    known = {r.path.resolve(): r for r in loaded}
     runs, problems = [], []
     for path in store.list_runs(root):
+        run = known.get(path.resolve())
+        if run is not None:
+            if not run.damage:  # read with --force: said once already, and kept out
+                runs.append(run)
+            continue
         try:
             runs.append(store.load(path))
         except ProfkitError as exc:
             problems.append(str(exc))
+    problems += [f"run {u.path.name} is damaged: {u.why}" for u in store.unreadable_runs(root)]
     return runs, problems
-
-
-def newest_of(kernel: str, runs: list[Run], root: Path) -> Run:
-    """The newest timed run of kernel (an interpret run is never the default, as in store.resolve);
-    a clear error when there is none."""
-    mine = [r for r in runs if str(r.manifest.get("kernel")) == kernel and not r.interpret]
-    if not mine:
-        raise ProfkitError(f"no stored timed run of kernel {kernel!r} under {root}/")
-    return max(mine, key=lambda r: (created(r), r.run_id))
 
 
 def created(run: Run) -> str:
@@ -85,14 +86,14 @@ def _table(run: Run) -> pd.DataFrame:
 
 
 def history(kernel: str, runs: list[Run]) -> History:
-    """kernel's timed runs (any order; others are ignored), oldest first, one Step per pair."""
+    """kernel's timed runs (any order; others are ignored), oldest first, one Change per pair."""
     # interpret runs check correctness and time nothing: no point in a history of device time
     mine = [r for r in runs if str(r.manifest.get("kernel")) == kernel and not r.interpret]
     mine = sorted({r.run_id: r for r in mine}.values(), key=lambda r: (created(r), r.run_id))
     shapes = [set(_table(r).index.get_level_values("shape")) for r in mine]
     common = sorted(set.intersection(*shapes), key=_shape_key) if shapes else []
-    steps = [_step(a, b) for a, b in zip(mine, mine[1:], strict=False)]
-    return History(kernel, mine, steps, common)
+    changes = [_change(a, b) for a, b in zip(mine, mine[1:], strict=False)]
+    return History(kernel, mine, changes, common)
 
 
 def _shape_key(shape: str) -> tuple:
@@ -103,7 +104,7 @@ def _shape_key(shape: str) -> tuple:
         return (1, 0, shape)
 
 
-def _step(before: Run, after: Run) -> Step:
+def _change(before: Run, after: Run) -> Change:
     a, b = _table(before), _table(after)
     counts = {o: 0 for o in stats.OUTCOMES}
     moved = []
@@ -127,10 +128,10 @@ def _step(before: Run, after: Run) -> Step:
             )
     # the lab's own cases first (the change under study), then baselines (the environment)
     moved.sort(key=lambda m: (not m["lab"], -abs(math.log(m["ratio"])), m["case"]))
-    return Step(before, after, _changes(before, after), counts, moved)
+    return Change(before, after, _differences(before, after), counts, moved)
 
 
-def _changes(before: Run, after: Run) -> list[tuple[str, str, str]]:
+def _differences(before: Run, after: Run) -> list[tuple[str, str, str]]:
     """What the two manifests record differently: top-level fields (source, command, schema, and
     any a capture adds, e.g. a commit), the fingerprint's versions and host, the sweep's options.
     Per-run values (ids, times, measured ceilings, clocks at capture) are not changes."""

@@ -11,12 +11,14 @@ from __future__ import annotations
 import os
 import secrets
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
+from types import MappingProxyType
 
 import plotly.offline
 
+from profkit import stats
 from profkit.dashboard import (
     findings_view,
     history,
@@ -41,9 +43,18 @@ from profkit.dashboard.html import (
 from profkit.errors import ProfkitError
 from profkit.explain import Finding
 from profkit.explain.decode_steps import as_timed_frame
-from profkit.findings import for_run
-from profkit.measure import stats
 from profkit.store import Run
+
+
+@dataclass(frozen=True)
+class KindView:
+    """A run kind's own page (profkit.run_kinds.VIEWS): its sections, (run, id prefix) -> (title,
+    html) per view in page order, and whether the verdict blocks stand above them (a tune run has
+    no baseline to judge against: its path says how each configuration compares)."""
+
+    sections: Callable[[Run, str], list[tuple[str, str]]]
+    verdicts: bool = True
+
 
 PLOTLY_ASSET = "plotly.min.js"
 
@@ -152,12 +163,15 @@ def _timing_note(run: Run) -> str:
     return ""
 
 
-def _run_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
-    """(title, html) per view of one run, in page order."""
-    if run.manifest.get("kind") == "profile":  # a workload's kernel groups (profkit profile)
-        from profkit.workload.dashboard import profile_sections
-
-        return profile_sections(run, prefix)
+def _run_sections(
+    run: Run, prefix: str, views: Mapping[str, KindView] = MappingProxyType({})
+) -> list[tuple[str, str]]:
+    """(title, html) per view of one run, in page order: its kind's own views where views has
+    them (profkit.run_kinds: a workload profile's kernel groups, a tune's path), else a
+    capture's."""
+    own = views.get(run.manifest.get("kind"))
+    if own is not None:
+        return own.sections(run, prefix)
     out: list[tuple[str, str]] = []
     step_run = step_latency.applies(run)
     # a step-latency run measures no call's device time: its speedups are over step latency
@@ -373,16 +387,16 @@ def _history_section(h: history.History, prefix: str) -> str:
     fig = history.history_figure(h)
     if fig is not None:
         parts.append(plot_div(fig, f"{prefix}-plot"))
-    for step in h.steps:
-        counts = ", ".join(f"{n} {o}" for o, n in step.counts.items())
+    for change in h.changes:
+        counts = ", ".join(f"{n} {o}" for o, n in change.counts.items())
         parts.append(
-            f"<h4>{esc(step.before.run_id)} &rarr; {esc(step.after.run_id)}</h4>"
+            f"<h4>{esc(change.before.run_id)} &rarr; {esc(change.after.run_id)}</h4>"
             f"<p>cases, later against earlier: {esc(counts)}</p>"
         )
-        if step.changes:
+        if change.differences:
             rows = "".join(
                 f"<tr><td>{esc(w)}</td><td>{esc(a)}</td><td>{esc(b)}</td></tr>"
-                for w, a, b in step.changes
+                for w, a, b in change.differences
             )
             parts.append(
                 "<table class='summary'><thead><tr><th>changed</th><th>before</th>"
@@ -395,13 +409,13 @@ def _history_section(h: history.History, prefix: str) -> str:
                     "code (the manifests do not version the kernel source)."
                 )
             )
-        if step.moved:
+        if change.moved:
             rows = "".join(
                 f"<tr><td>{esc(m['case'])}{'' if m['lab'] else ' (baseline)'}</td>"
                 f"<td>{m['before_ms'] * 1e3:.4g}</td><td>{m['after_ms'] * 1e3:.4g}</td>"
                 f"<td>{m['ratio']:.3g}x [{m['ci_low']:.3g}, {m['ci_high']:.3g}]</td>"
                 f"<td>{esc(m['outcome'])}</td><td>{esc(m['method'])}</td></tr>"
-                for m in step.moved[: history.MOVED_SHOWN]
+                for m in change.moved[: history.MOVED_SHOWN]
             )
             parts.append(
                 "<table class='summary'><thead><tr><th>case</th><th>before (us)</th>"
@@ -439,9 +453,11 @@ def build_dashboard(
     findings: Mapping[str, Sequence[Finding]],
     history_runs: Sequence[Run] = (),
     plotlyjs: str = "inline",
+    views: Mapping[str, KindView] = MappingProxyType({}),
 ) -> str:
-    """The page for runs (findings by run id): per run its header, verdicts and views; then the
-    history of each kernel shown (over history_runs and runs); then the findings table.
+    """The page for runs (findings by run id): per run its header, verdicts and views (views: a run
+    kind's own, profkit.run_kinds.VIEWS); then the history of each kernel shown (over history_runs
+    and runs); then the findings table.
     plotlyjs: "inline" (the library in the page) or "shared" (a PLOTLY_ASSET beside the page)."""
     if not runs:
         raise ProfkitError("no runs to show: name a run, or capture one with `profkit capture`")
@@ -451,14 +467,17 @@ def build_dashboard(
     nav, body = [], []
     for i, run in enumerate(runs):
         prefix = f"run{i}"
-        sections = _run_sections(run, prefix)
+        sections = _run_sections(run, prefix, views)
+        own = views.get(run.manifest.get("kind"))
+        verdicts = findings_view.verdict_blocks(findings.get(run.run_id, ()))
+        if own is not None and not own.verdicts:
+            verdicts = ""
         nav.append(f"<a href='#{prefix}'>{esc(run.run_id)}</a>")
         level = 3 if several else 2
         body.append(
             f"<section class='run' id='{prefix}'>"
             f"{'<h2>' + esc(run.run_id) + '</h2>' if several else ''}"
-            f"{_header(run)}\n{_timing_note(run)}"
-            f"{findings_view.verdict_blocks(findings.get(run.run_id, ()))}"
+            f"{_header(run)}\n{_timing_note(run)}{verdicts}"
         )
         for title, content in sections:
             body.append(
@@ -526,18 +545,17 @@ def _write_atomic(path: Path, content: str) -> None:
         raise
 
 
-def write_dashboard(
-    runs: Run | Sequence[Run],
+def write_page(
+    runs: Sequence[Run],
+    findings: Mapping[str, Sequence[Finding]],
     path: Path,
     history_runs: Sequence[Run] = (),
     plotlyjs: str = "shared",
+    views: Mapping[str, KindView] = MappingProxyType({}),
 ) -> Path:
-    """Compute the findings, build the page, then write it (and, when shared, plotly.js beside
-    it where missing or different) atomically: a failed build or write leaves existing files."""
-    runs = [runs] if isinstance(runs, Run) else list(runs)
-    loaded = [*runs, *history_runs]  # explain's earlier runs among them are not read again
-    findings = {run.run_id: list(for_run(run, loaded=loaded)) for run in runs}
-    page = build_dashboard(runs, findings, history_runs, plotlyjs)  # before touching the disk
+    """Build the page, then write it (and, when shared, plotly.js beside it where missing or
+    different) atomically: a failed build or write leaves existing files."""
+    page = build_dashboard(runs, findings, history_runs, plotlyjs, views)  # before the disk
     path = Path(path)
     if plotlyjs == "shared":
         asset = path.parent / PLOTLY_ASSET

@@ -57,6 +57,7 @@ class Roof:
     value: float
     measured: bool
     source: str  # where the value comes from, for the legend and hover
+    tensor: bool = False  # a Tensor Core roof (drawn in the tensor colour)
 
     @property
     def label(self) -> str:
@@ -138,9 +139,10 @@ def roofs(run: Run, dtype: str) -> tuple[list[Roof], list[str]]:
         measured = _number(ceil.get("matmul_tflops"))
     if measured:
         shape = ceil.get("matmul_shape")
-        out.append(Roof(tc, "compute", measured, True, f"cuBLAS {dtype} matmul {shape or ''}"))
+        source = f"cuBLAS {dtype} matmul {shape or ''}"
+        out.append(Roof(tc, "compute", measured, True, source, tensor=True))
     elif label_kind and (d := _derived(run, label_kind)):
-        out.append(Roof(tc, "compute", d[0], False, d[1]))
+        out.append(Roof(tc, "compute", d[0], False, d[1], tensor=True))
     else:
         why = _why_not(run, label_kind) if label_kind else "no Tensor Core kind for this dtype"
         missing.append(f"{tc} (not measured; {why})")
@@ -151,7 +153,7 @@ def roofs(run: Run, dtype: str) -> tuple[list[Roof], list[str]]:
         name = peaks.KIND_NAMES[kind]
         if d := _derived(run, kind):
             source = f"the pipe {dtype} cases ran on; {d[1]}"
-            out.append(Roof(name, "compute", d[0], False, source))
+            out.append(Roof(name, "compute", d[0], False, source, kind in peaks.TENSOR_KINDS))
         else:
             missing.append(f"{name}, the pipe {dtype} cases ran on ({_why_not(run, kind)})")
     return out, missing
@@ -252,7 +254,7 @@ def _roof_trace(roof: Roof, all_roofs: list[Roof], lo: float, hi: float) -> go.S
     else:
         start = _ridge(all_roofs, roof) or lo
         xs, ys = [max(lo, start), hi], [roof.value, roof.value]
-        color = COMPUTE_COLORS["tensor" if roof.name.endswith("Tensor Core") else "fp32"]
+        color = COMPUTE_COLORS["tensor" if roof.tensor else "fp32"]
     return go.Scatter(
         x=xs,
         y=ys,

@@ -1,5 +1,5 @@
 """Speedup of each lab variant over each baseline, per dtype and shape, on device time, with the 95%
-confidence interval of profkit.measure.stats.compare_cases (bootstrap over the run's samples; the
+confidence interval of profkit.stats.compare_cases (bootstrap over the run's samples; the
 normal approximation from stored percentiles for runs that kept none)."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import plotly.graph_objects as go
 
+from profkit import stats
 from profkit.dashboard.common import (
     BASELINE_COLORS,
     Layout,
@@ -17,7 +18,6 @@ from profkit.dashboard.common import (
     text,
     timed,
 )
-from profkit.measure import stats
 from profkit.store import Run
 
 # Each baseline keeps its colour in every panel; the lab variant is told apart by its marker.

@@ -4,7 +4,7 @@ Drawn only for runs whose cases carry the step-latency columns (profkit.explain.
 and whose samples hold them: the distribution from the `device` samples (a box per case:
 p25..p75, the median, whiskers p5..p99, a mark at p95), and from the probed run (`probe.device`,
 `probe.<stage>`) each stage's mean over the p95 tail steps minus its median
-(profkit.measure.step_latency.attribute_tail), stacked per case. Every figure is computed from
+(profkit.stats.tail.attribute_tail), stacked per case. Every figure is computed from
 the stored samples, in the samples' order: deterministic.
 """
 
@@ -17,7 +17,7 @@ from plotly.subplots import make_subplots
 
 from profkit.dashboard.common import layout
 from profkit.explain.decode_steps import has_step_latency
-from profkit.measure.step_latency import TAIL_PCT, attribute_tail, tail_by
+from profkit.stats.tail import TAIL_PCT, attribute_tail, tail_by
 from profkit.store import Run
 
 BOX_PCTS = (5, 25, 50, 75, 95, 99)

@@ -17,7 +17,7 @@ import pandas as pd
 
 from profkit.explain.evidence import Evidence, num, text
 from profkit.explain.model import Cause, Finding, Kind, Reason
-from profkit.measure.step_latency import dynamic_tail
+from profkit.stats.tail import dynamic_tail
 
 STEP_COLUMNS = ("step_p99_ms", "step_p95_over_p50", "tail_stage")
 

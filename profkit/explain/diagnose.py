@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from profkit import stats
 from profkit import thresholds as th
 from profkit.explain import catalogue, compute, memory, shape, stalls
 from profkit.explain.catalogue import KernelKind, kernel_kind
@@ -22,7 +23,6 @@ from profkit.explain.model import Action, Bottleneck, Cause, NextStep, Reason, U
 from profkit.explain.record import LaunchRecord
 from profkit.explain.roofs import compute_roof, memory_roof
 from profkit.explain.siblings import sibling_step
-from profkit.measure import stats
 
 
 def classify(memory_pct: float, sm_pct: float) -> Bottleneck:

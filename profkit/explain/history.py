@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from profkit import stats
 from profkit import thresholds as th
 from profkit.explain.decode_steps import as_timed_frame
 from profkit.explain.evidence import Evidence, as_bool, timed, where
 from profkit.explain.model import Action, Finding, Kind
 from profkit.explain.record import LaunchRecord
-from profkit.measure import stats
 from profkit.store import Run, is_run, load
 
 RULED_OUT_FILE = "ruled_out.json"

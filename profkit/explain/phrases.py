@@ -9,10 +9,10 @@ from __future__ import annotations
 import string
 from collections.abc import Mapping
 
+from profkit import stats
 from profkit.explain.evidence import format_value
 from profkit.explain.kernel_family import FUSED_OPS
 from profkit.explain.model import Action, Cause, Finding, Kind, NextStep, Reason, Verdict
-from profkit.measure import stats
 
 _STALL_WORDS = {
     "long_scoreboard": "global memory (long scoreboard)",

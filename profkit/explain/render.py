@@ -16,12 +16,12 @@ from collections.abc import Iterable
 from rich.console import Console
 from rich.text import Text
 
+from profkit.dtypes import DTYPE_ALIASES
 from profkit.explain import source_render
 from profkit.explain.as_json import report_dict
 from profkit.explain.hotlines import SourceLines
 from profkit.explain.model import Finding, Kind, Report, Unit, Verdict
 from profkit.explain.phrases import finding_text, next_step_text, reason_text
-from profkit.spec import DTYPE_ALIASES
 
 _VERDICT_STYLE = {
     Verdict.WIN: "bold green",
@@ -576,10 +576,13 @@ def to_markdown(
     return "\n".join(lines).rstrip() + "\n"
 
 
-def to_json(report: Report | Iterable[Finding], hot: SourceLines | None = None) -> str:
+def to_json(
+    report: Report | Iterable[Finding], hot: SourceLines | None = None, damaged: str | None = None
+) -> str:
+    """damaged: the mark of a run read damaged (--force), first in the object."""
     if not isinstance(report, Report):
         report = Report(findings=list(report))
-    out = report_dict(report)
+    out = {"damaged": damaged, **report_dict(report)} if damaged else report_dict(report)
     if hot is not None and hot.measured:  # one entry per launch with hot lines
         out["source_lines"] = hot.to_list()
     return json.dumps(out, indent=2)

@@ -41,7 +41,7 @@ from profkit.explain.roofs import Device, device_of_row, memory_roof
 from profkit.explain.shape import launch_overhead
 from profkit.explain.siblings import Siblings
 from profkit.explain.verdict import verdicts
-from profkit.spec import lab_dir
+from profkit.lab import lab_dir
 from profkit.store import Run
 
 _TIMING = ("device_p50_ms", "device_iqr_ms", "device_p95_ms", "pct_peak_bw", "step_p50_ms")

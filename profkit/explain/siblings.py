@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from profkit import stats
 from profkit import thresholds as th
 from profkit.explain.evidence import Evidence, timed
 from profkit.explain.model import Action, NextStep
 from profkit.explain.record import LaunchRecord
-from profkit.measure import stats
 
 # launch and traffic facts compared with a sibling: (record field, is an occupancy)
 # launch and traffic facts compared with a sibling, most telling first: (field, kind). A traffic

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from profkit import stats
 from profkit.explain.evidence import Evidence, as_bool, num, text, timed, where
 from profkit.explain.model import (
     Action,
@@ -26,8 +27,7 @@ from profkit.explain.model import (
     Verdict,
 )
 from profkit.explain.record import LaunchRecord
-from profkit.measure import stats
-from profkit.measure.clocks import REASON_SEP
+from profkit.stats.throttle import REASON_SEP
 
 
 def compare(lab: Mapping, base: Mapping, samples: pd.DataFrame | None) -> BaselineComparison:

@@ -1,6 +1,7 @@
 """Correctness, checked before anything is timed.
 
-A variant is checked against the spec's float64 reference on fresh random inputs, with its output
+A variant is checked against the spec's float64 reference on fresh random inputs, the reference
+computed first on its own copy of them (so a variant may work in place), with the variant's output
 poisoned (NaN) beforehand so unwritten elements fail; only a correct variant is timed
 (profkit.measure.case_timing).
 """
@@ -32,6 +33,12 @@ def check(
         inputs = spec.make_inputs(shape, dtype, device, gen)
     except Exception as exc:  # the spec's own code: every variant of this case fails with it
         return Check(False, None, None, f"make_inputs raised {_one_line(exc)}")
+    # the reference first, on its own copy of the pristine inputs: a variant may work in place
+    # (legal), and one that overwrites its inputs must not move the answer it is checked against
+    try:
+        ref = spec.reference(_copy(inputs))
+    except Exception as exc:
+        return Check(False, None, None, f"the reference raised {_one_line(exc)}")
     if "out" in inputs and inputs["out"].is_floating_point():
         inputs["out"].fill_(float("nan"))  # poison: an element the kernel never writes stays NaN
     # an integer `out` keeps the spec's fill: kernels accumulate into it (atomic histograms start
@@ -43,10 +50,6 @@ def check(
             torch.cuda.synchronize()
     except Exception as exc:  # a crashing variant is recorded, not fatal to the sweep
         return Check(False, None, None, _one_line(exc))
-    try:
-        ref = spec.reference(inputs)
-    except Exception as exc:
-        return Check(False, None, None, f"the reference raised {_one_line(exc)}")
     # several outputs (e.g. a fused residual add's sum and its norm) come as a tuple, the
     # reference's likewise, and are checked together, in order
     if isinstance(out, tuple) or isinstance(ref, tuple):
@@ -94,6 +97,11 @@ def check(
         )
     )
     return Check(ok, rel, max_abs if finite else None, why)
+
+
+def _copy(inputs: dict[str, Any]) -> dict[str, Any]:
+    """The inputs with every tensor cloned (strides kept: a transposed operand stays one)."""
+    return {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
 
 
 def _is_integer(t: Any) -> bool:

@@ -1,7 +1,7 @@
 """Decode-step lab on the H200 (issue 11): every variant checked, >= 1000 timed steps each, probes,
 counters for the kernels of one step; stored as one profkit run under --out.
 
-    python3 -m profkit.decode_capture --out DIR     # on the H200: jobs/decode.toml runs this
+    python3 jobs/decode_capture.py --out DIR     # on the H200: jobs/decode.toml runs this
 
 (nvtx must be importable for the counter pass: it runs profkit.worker under ncu, as every capture
 does, over the eager and fused steps at --counter-shape; --no-counters skips it, --ncu-timeout caps
@@ -313,6 +313,7 @@ class Lab:
 
     def probe(self, ident: dict, build, external: bool, stages) -> dict:
         from profkit.measure import step_latency
+        from profkit.stats import tail
 
         try:
             probes = step_latency.Probes(stages, external=external, device=self.device)
@@ -325,14 +326,14 @@ class Lab:
         frame = step_latency.samples_frame(ident["case"], s, probe_prefix="")
         frame["kind"] = "probe." + frame["kind"]  # probe.device, probe.host, probe.<stage>
         self.samples.append(frame[frame.kind != "probe.host"])
-        ranked = step_latency.attribute_tail(s.device_ms, s.probes)
+        ranked = tail.attribute_tail(s.device_ms, s.probes)
         top, excess = ranked[0]
-        tail = step_latency.tail_steps(s.device_ms)
+        in_tail = tail.tail_steps(s.device_ms)
         return {
             "probe_p50_ms": float(np.median(s.device_ms)),
             "tail_stage": top,
             "tail_stage_excess_ms": excess,
-            "tail_excess_ms": float(s.device_ms[tail].mean() - np.median(s.device_ms)),
+            "tail_excess_ms": float(s.device_ms[in_tail].mean() - np.median(s.device_ms)),
             "probe_note": "; ".join(f"{k} {v * 1e3:+.1f}us" for k, v in ranked[:3]),
         }
 
@@ -342,6 +343,7 @@ class Lab:
         import torch
 
         from profkit.measure import step_latency
+        from profkit.stats import tail
 
         dec, args = self.dec, self.args
         lo, hi = args.walk
@@ -406,7 +408,7 @@ class Lab:
         }
         if "step_p50_ms" in row:
             device = self.last_device_ms
-            by = step_latency.tail_by(device, bucket_of)
+            by = tail.tail_by(device, bucket_of)
             # each step over its own bucket's median: what is left once the work's size is out
             medians = by.set_index("label").p50_ms
             rel = device / np.array([medians[b] for b in bucket_of])
@@ -416,7 +418,7 @@ class Lab:
             # the inherent mix (every step at its bucket's median) and the probed tail's stages
             # against their own bucket's stage medians, from the samples just stored
             mine = pd.concat(self.samples, ignore_index=True)
-            info.update(step_latency.dynamic_tail(mine, ident["case"], timed, buckets))
+            info.update(tail.dynamic_tail(mine, ident["case"], timed, buckets))
             row["inherent_mix_p95_over_p50"] = info.get("inherent_mix_p95_over_p50")
         self.rows.append(row)
         return info

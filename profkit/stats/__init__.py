@@ -27,18 +27,12 @@ from statistics import NormalDist
 import numpy as np
 import pandas as pd
 
+# the practical floors are thresholds (profkit.thresholds imports nothing)
+from profkit.thresholds import PRACTICAL_FLOOR_PCT, PRACTICAL_FLOOR_US
+
 CONFIDENCE = 0.95
 N_RESAMPLES = 2000
 SEED = 0
-# A gap smaller than this share of the baseline is "noise" even when the interval excludes 1: two
-# back-to-back captures of the same code on the H200 moved single cases by a few percent
-# (profiles/, issue 7's reproducibility goal asks for 5%). profkit choice: 2%.
-PRACTICAL_FLOOR_PCT = 2.0
-# A gap smaller than this many microseconds is "noise" at any size: the same code timed in two
-# processes back to back on the H200 moved by up to 0.8 us at 3-13 us cases (TLB and launch
-# latency after the flush differ per process), while cases over 20 us agreed within 2.1%
-# (docs/measurements/timing-repro-h200-20261130.md). profkit choice: 1 us.
-PRACTICAL_FLOOR_US = 1.0
 # An interval wider than this (ci_high / ci_low - 1) cannot tell a 10% change from none: the case is
 # "unstable" (bimodal, throttling, host interference), never quietly a tie. profkit choice: 20%.
 UNSTABLE_WIDTH = 0.20
