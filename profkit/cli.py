@@ -915,7 +915,10 @@ def explain(ref, fmt, profiles, case, variant, verbose, history, force) -> None:
         hot = hotlines.for_report(obj.kernels, obj.source_lines)
     else:
         earlier = [_history_run(obj, h, root, force) for h in history] if history else None
+        said = len(obj.warnings)
         report = run_kinds.for_run(obj, earlier)
+        for warning in obj.warnings[said:]:  # an earlier run left out of the history
+            click.echo(f"warning: {warning}", err=True)
         hot = hotlines.for_run(obj)
         if damage_line(obj) and fmt != "json":
             click.echo(damage_line(obj))
@@ -1052,8 +1055,15 @@ def dashboard(refs, kernels, out, profiles, inline, force) -> None:
     runs += [load_run(k, root, force) for k in kernels]  # a kernel's newest, as show reads it
     runs = runs or [load_run(None, root, force)]
     stored, unreadable = stored_runs(root, loaded=runs)
-    for problem in unreadable:
-        click.echo(f"warning: left out of the history: {problem}", err=True)
+    said = {f"left out of the history: {problem}" for problem in unreadable}
+    for line in sorted(said):
+        click.echo(f"warning: {line}", err=True)
+    before = [len(run.warnings) for run in runs]
     path = Path(out) if out else default_path(runs)
     path = write_dashboard(runs, path, stored, plotlyjs="inline" if inline else "shared")
+    for run, n in zip(runs, before, strict=True):  # earlier runs explain left out, said once
+        for warning in dict.fromkeys(run.warnings[n:]):
+            if warning not in said:
+                said.add(warning)
+                click.echo(f"warning: {warning}", err=True)
     click.echo(f"wrote {path}")

@@ -18,6 +18,7 @@ import pandas as pd
 
 from profkit import stats
 from profkit import thresholds as th
+from profkit.errors import ProfkitError
 from profkit.explain.decode_steps import as_timed_frame
 from profkit.explain.evidence import Evidence, as_bool, timed, where
 from profkit.explain.model import Action, Finding, Kind
@@ -29,7 +30,8 @@ RULED_OUT_FILE = "ruled_out.json"
 
 def earlier_runs(run: Run, loaded: Sequence[Run] = ()) -> list[Run]:
     """Runs of the same kernel stored beside this one and created before it, newest first; one
-    already in memory (loaded, e.g. the dashboard's history) is not read again."""
+    already in memory (loaded, e.g. the dashboard's history) is not read again. A damaged one is
+    left out, with a line in run.warnings: another run's damage never stops this run's explain."""
     root = run.path.parent
     if not root.is_dir():
         return []
@@ -49,7 +51,15 @@ def earlier_runs(run: Run, loaded: Sequence[Run] = ()) -> list[Run]:
         if manifest.get("kernel") == kernel and created < mine:
             found.append((created, path))
     known = {r.path.resolve(): r for r in loaded}
-    return [known.get(p.resolve()) or load(p) for _, p in sorted(found, reverse=True)]
+    runs = []
+    for _, path in sorted(found, reverse=True):
+        try:
+            runs.append(known.get(path.resolve()) or load(path))
+        except ProfkitError as exc:
+            said = f"left out of the history: {exc}"
+            if said not in run.warnings:
+                run.warnings.append(said)
+    return runs
 
 
 def notebook_ruled_out(kernel: str, folder: Path | None) -> dict[str, dict[Action, str]]:
