@@ -31,18 +31,19 @@ def cluster_round(
         ConfigGroup(spec.name, dtype, shape, replace(opts, variants=(v,), case_offset=i))
         for i, v in enumerate(opts.variants)
     ]
-    client, dask_cluster = cluster._connect(address, workers, opts.interpret)
-    try:
-        started = time.perf_counter()
-        before = cluster._workers(client)
-        console.print(f"cluster: {len(groups)} configuration(s) over {len(before)} worker(s)")
-        done, attempts = cluster.run_groups(client, groups, console)
-        wall_s = round(time.perf_counter() - started, 1)
-        now = cluster._workers(client)
-    finally:
-        client.close()
-        if dask_cluster is not None:
-            dask_cluster.close()
+    with cluster._ctrl_c_deferred() as interrupted:  # Ctrl-C: the cluster closed in order
+        client, dask_cluster = cluster._connect(address, workers, opts.interpret)
+        try:
+            started = time.perf_counter()
+            before = cluster._workers(client)
+            console.print(f"cluster: {len(groups)} configuration(s) over {len(before)} worker(s)")
+            done, attempts = cluster.run_groups(client, groups, console, interrupted)
+            wall_s = round(time.perf_counter() - started, 1)
+            now = cluster._workers(client)
+        finally:
+            client.close()
+            if dask_cluster is not None:
+                dask_cluster.close()
     gone = set(before) - set(now)
     block = {
         "scheduler": "local (127.0.0.1)" if address == "local" else address,
