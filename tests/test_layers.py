@@ -12,7 +12,17 @@ from test_import_cycles import PACKAGE, imports, modules
 # of any layer below its own, and none of its own layer or above.
 LAYERS: list[set[str]] = [
     # constants, errors and text helpers: import nothing of profkit
-    {"thresholds", "errors", "exitcodes", "textsafe", "terminal", "peaks", "dtypes", "lab"},
+    {
+        "thresholds",
+        "errors",
+        "exitcodes",
+        "failures",
+        "textsafe",
+        "terminal",
+        "peaks",
+        "dtypes",
+        "lab",
+    },
     # pure statistics on numbers and tables (the median ratio, the tail, throttle names)
     {"stats"},
     # what a kernel entry declares (variants, reference, shapes, bytes and FLOPs)
