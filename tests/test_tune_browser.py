@@ -11,14 +11,14 @@ import pytest
 from test_dashboard_browser import CHROMIUM_ARGS, TIMEOUT_MS, chromium
 from test_tune import H200, MATMUL_TUNE
 
-from profkit import dashboard, store
+from profkit import run_kinds, store
 
 pytestmark = pytest.mark.browser
 
 
 def test_tune_path_in_chromium(tmp_path: Path) -> None:
     run = store.load(H200 / MATMUL_TUNE)
-    page_path = dashboard.write_dashboard(run, tmp_path / "site" / "tune.html", [run])
+    page_path = run_kinds.write_dashboard(run, tmp_path / "site" / "tune.html", [run])
     html_text = page_path.read_text()
     assert re.findall(r'Plotly\.newPlot\("([^"]+)"', html_text)[0] == "run0-plot-tune"
     exe = chromium()
