@@ -1,9 +1,9 @@
 """`profkit capture`: check every case, time the correct ones, run the counter pass, store the run.
 
 Stages, in order: cases -> correctness (float64 reference) -> timing (device time by CUDA-graph
-replay with the L2 flushed, host cost, eager-loop time, clocks) -> counters (ncu child over
-profkit.worker) -> join -> store (atomic). A counter-pass failure leaves a timing-only run with the
-reason in its manifest; any other failure leaves no run at all.
+replay with the L2 flushed, host cost, eager-loop time, clocks) -> counters (ncu over
+profkit.ncu_program) -> join -> store (atomic). A counter-pass failure leaves a timing-only run
+with the reason in its manifest; any other failure leaves no run at all.
 """
 
 from __future__ import annotations
@@ -339,7 +339,7 @@ MAX_CRASH_RETRIES = 3  # each retry is a whole counter pass again
 
 
 def _ncu_once(job_path: Path, opts: CaptureOptions, writer: store.RunWriter, console: Console):
-    program = [sys.executable, "-m", "profkit.worker", str(job_path)]
+    program = [sys.executable, "-m", "profkit.ncu_program", str(job_path)]
     # a spinner on a terminal: the pass runs for minutes (each kernel replayed ~13 times)
     with console.status("ncu is profiling ..."):
         return ncu.run_counter_pass(
@@ -366,7 +366,7 @@ def _crashed_case(result: ncu.CounterPass, job: dict, log_path: Path) -> str | N
     # error exit means every case failed in Python (the worker's own rule): nothing to isolate
     if not (result.problem == "ncu_failed" or (result.app_code or 0) >= 128):
         return None
-    from profkit.worker import CASE_MARK
+    from profkit.ncu_program import CASE_MARK
 
     try:
         lines = log_path.read_text(errors="replace").splitlines()

@@ -83,5 +83,5 @@ def test_bench_stores_a_decode_run(tmp_path, fake_ncu_on_path, monkeypatch):
     # profkit's own counter pass: the worker under ncu, filtered to profkit's push/pop ranges
     ncu_argv = json.loads(argv_file.read_text())
     assert ncu_argv[ncu_argv.index("--nvtx-include") + 1] == "regex:profkit@.+/"
-    assert ncu_argv[-3:-1] == ["-m", "profkit.worker"]
+    assert ncu_argv[-3:-1] == ["-m", "profkit.ncu_program"]
     assert run.cases["ncu_duration_ms"].isna().all()  # counter columns present, empty

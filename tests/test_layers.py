@@ -33,7 +33,7 @@ LAYERS: list[set[str]] = [
     {"counters"},
     # running kernels: correctness, device time, host cost, clocks; the program ncu profiles
     {"measure"},
-    {"hostenv", "worker"},
+    {"hostenv", "ncu_program"},
     # findings from stored runs
     {"explain"},
     # pages from stored runs and their findings

@@ -103,7 +103,7 @@ def source_pass(
     )
     with console.status("ncu is profiling source lines ..."):
         result = ncu.run_counter_pass(
-            [sys.executable, "-m", "profkit.worker", str(job_path)],
+            [sys.executable, "-m", "profkit.ncu_program", str(job_path)],
             writer.path(store.SOURCE_REPORT),
             timeout_s=timeout_s,
             log_path=writer.path(LOG),

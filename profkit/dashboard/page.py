@@ -300,7 +300,7 @@ def _step_run_counters(run: Run, prefix: str) -> list[tuple[str, str]]:
         if fig is None
         else note(
             "The launches of one step per profiled case (the eager and fused variants, run "
-            "by profkit.worker under Nsight Compute): each launch's ncu duration, stacked in "
+            "by profkit.ncu_program under Nsight Compute): each launch's ncu duration, stacked in "
             "launch order (colour: the kernel). ncu serialises launches and flushes caches "
             "between them; the step latency above also holds the GPU's wait for launches."
         )

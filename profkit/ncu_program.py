@@ -1,6 +1,6 @@
 """The program ncu profiles: replays each case once inside its NVTX range, nothing else inside.
 
-    python -m profkit.worker JOB.json
+    python -m profkit.ncu_program JOB.json
 
 JOB.json: {"kernel": NAME, "from_file": PATH | null, "seed": INT,
            "cases": [{"variant": ..., "dtype": ..., "shape": [M, N]}, ...]}
@@ -18,7 +18,7 @@ import torch
 from profkit.measure.case_timing import nvtx_range, resolve_callable
 from profkit.spec import case_name, find_spec
 
-CASE_MARK = "profkit.worker: case "
+CASE_MARK = "profkit.ncu_program: case "
 
 
 def run(job: dict) -> int:
@@ -42,7 +42,7 @@ def run(job: dict) -> int:
                 torch.cuda.synchronize()
         except Exception as exc:  # one broken case must not hide the others' counters
             failures += 1
-            print(f"profkit.worker: {name}: {type(exc).__name__}: {exc}", file=sys.stderr)
+            print(f"profkit.ncu_program: {name}: {type(exc).__name__}: {exc}", file=sys.stderr)
     return 1 if failures == len(job["cases"]) else 0
 
 
