@@ -5,7 +5,8 @@ counters for the kernels of one step; stored as one profkit run under --out.
 
 (nvtx must be importable for the counter pass: it runs profkit.ncu_program under ncu, as every
 capture does, over the eager and fused steps at --counter-shape; --no-counters skips it,
---ncu-timeout caps it: about 60 launches, predicted 60-180 s, so 150-270 s in all.) Sweep: batch 1, 8, 64 x cache
+--ncu-timeout caps it: about 60 launches, predicted 60-180 s, so 150-270 s in all.) Sweep:
+batch 1, 8, 64 x cache
 512, 2048, 8192 for the fixed-shape variants (eager, fused, graph, graph_fused, piecewise) and a
 dynamic run (batch changing every step in a random walk over 8..32 rows, graphs for buckets 1, 2,
 4, 8, 16, 24, 32, cache 2048), twice: "dynamic" with the eager kernels and "dynamic_fused" with
