@@ -64,7 +64,7 @@ TENSOR_IDLE_PCT = 10.0
 # on the FMA pipe; at or above it, it runs on the Tensor Cores and is judged against their roof.
 # profkit choice: 1%, above the pipe's idle noise (0.1-0.5% on the RMSNorm kernels,
 # profiles/rmsnorm-20261130-014917-vm-4bc5). The pipe also counts HFMA2.MMA constant moves (up
-# to 4.1% in kernels with no MMA, softmax run a879b0): explain's LaunchRecord.on_tensor_cores
+# to 4.1% in kernels with no MMA, softmax run a879b0): explain's LaunchRecord.mma_kind
 # also asks it to out-work the FMA pipe.
 TENSOR_UNUSED_PCT = 1.0
 # A pipe at or above this share of its peak does real work (not idle noise): the FP64 pipe's

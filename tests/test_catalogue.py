@@ -12,7 +12,7 @@ import pytest
 
 from profkit.counters.metrics import METRICS
 from profkit.explain import catalogue
-from profkit.explain.catalogue import KernelKind, kernel_kind
+from profkit.explain.kinds import KernelKind
 from profkit.explain.model import Action, Cause
 from profkit.explain.record import LaunchRecord
 
@@ -61,9 +61,7 @@ def test_contended_atomics_and_their_spread_twin() -> None:
     # a million bins keep every L2 slice's atomic unit alike busy: no hot spot
     assert spread.atomic_requests and Cause.ATOMIC_CONTENTION not in found(spread)
     assert (
-        catalogue.found(catalogue.evaluate(hot), Cause.ATOMIC_CONTENTION).entry.remedy(
-            kernel_kind(hot)
-        )
+        catalogue.found(catalogue.evaluate(hot), Cause.ATOMIC_CONTENTION).entry.remedy(hot.kind)
         == Action.PRIVATIZE_ATOMICS
     )
 
@@ -78,13 +76,13 @@ def test_vectorized_loads_are_not_uncoalesced(rng: str) -> None:
 
 def test_a_gather_is_uncoalesced_and_its_remedy_is_index_locality() -> None:
     gather = record("p.gather")
-    assert kernel_kind(gather) == KernelKind.GATHER
+    assert gather.kind == KernelKind.GATHER
     hit = catalogue.found(catalogue.evaluate(gather), Cause.UNCOALESCED)
     assert hit is not None and hit.evidence["sectors_over_ideal_x"] > 3
     assert hit.entry.remedy(KernelKind.GATHER) == Action.INDEX_LOCALITY
     # a strided transpose is uncoalesced too, but its remedy is the layout
     transpose = record("p.transpose")
-    assert kernel_kind(transpose) == KernelKind.ELEMENTWISE
+    assert transpose.kind == KernelKind.ELEMENTWISE
     assert Cause.UNCOALESCED in found(transpose)
 
 
@@ -93,8 +91,8 @@ def test_the_tensor_pipe_kind_comes_from_the_instructions() -> None:
     assert record("p.hmma").mma_kind == "hmma"
     for rng in ("p.add", "p.softmax", "p.spill", "p.diverge"):
         assert record(rng).mma_kind is None, rng
-    assert kernel_kind(record("p.hmma")) == KernelKind.GEMM
-    assert kernel_kind(record("p.exp")) == KernelKind.ELEMENTWISE
+    assert record("p.hmma").kind == KernelKind.GEMM
+    assert record("p.exp").kind == KernelKind.ELEMENTWISE
 
 
 def test_a_row_without_the_counters_is_not_measured_never_guessed() -> None:
@@ -117,7 +115,7 @@ def test_every_entry_says_what_refutes_it_and_has_a_remedy() -> None:
 def test_an_fp64_elementwise_chain_gets_cheaper_math_not_gemm_advice() -> None:
     chain = LaunchRecord.of({"fp64_pipe_pct": 99.0, "fma_pipe_pct": 2.0, "shape": "16777216",
                              "flops": 2.0 * 64 * 16777216, "bytes": 16.0 * 16777216})  # fmt: skip
-    assert kernel_kind(chain) == KernelKind.ELEMENTWISE
+    assert chain.kind == KernelKind.ELEMENTWISE
     hit = catalogue.found(catalogue.evaluate(chain), Cause.PIPE_BUSY)
     assert hit is not None and str(hit.entry.unit) == "fp64"
     assert hit.entry.remedy(KernelKind.ELEMENTWISE) == Action.CHEAPER_MATH

@@ -8,37 +8,15 @@ in profkit/explain/phrases.py.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 
 from profkit import thresholds as th
 from profkit.explain.context import Said
 from profkit.explain.evidence import Evidence
+from profkit.explain.kinds import FALLBACK, KernelKind
 from profkit.explain.model import Action, Cause, NextStep, Reason, Unit
 from profkit.explain.record import LaunchRecord
-
-
-class KernelKind(StrEnum):
-    """What kind of kernel a remedy is for: a GEMM's steps never reach an elementwise chain."""
-
-    GEMM = "gemm"  # issues MMA instructions, or its model is a matrix product's
-    GATHER = "gather"  # data-dependent addresses (index, gather, embedding, scatter kernels)
-    ELEMENTWISE = "elementwise"  # everything else written per element or per row
-    ANY = "*"
-
-
-# data-dependent addressing, by the names library and user kernels give it
-_GATHER_NAME = re.compile(r"index|gather|embedding|scatter", re.IGNORECASE)
-
-
-def kernel_kind(rec: LaunchRecord, gemm_family: bool = False) -> KernelKind:
-    if gemm_family or rec.mma_kind is not None or rec.matmul_shaped:
-        return KernelKind.GEMM
-    if rec.name and _GATHER_NAME.search(rec.name):
-        return KernelKind.GATHER
-    return KernelKind.ELEMENTWISE
 
 
 @dataclass(frozen=True)
@@ -51,7 +29,11 @@ class Entry:
     remedies: Mapping[KernelKind, Action] = field(default_factory=dict)  # ANY: the default
 
     def remedy(self, kind: KernelKind) -> Action | None:
-        return self.remedies.get(kind, self.remedies.get(KernelKind.ANY))
+        """The kind's remedy, else its nearest kind's (profkit.explain.kinds.FALLBACK), else ANY."""
+        for k in (kind, FALLBACK.get(kind), KernelKind.ANY):
+            if k in self.remedies:
+                return self.remedies[k]
+        return None
 
 
 @dataclass(frozen=True)

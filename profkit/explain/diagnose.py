@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 
 from profkit import thresholds as th
 from profkit.explain import catalogue, compute, memory, shape, stalls
-from profkit.explain.catalogue import KernelKind, kernel_kind
 from profkit.explain.context import Context, Said
 from profkit.explain.evidence import Evidence
 from profkit.explain.kernel_family import FUSED_OPS, GEMM, LIBRARY, Family
+from profkit.explain.kinds import Owner
 from profkit.explain.model import Action, Bottleneck, Cause, NextStep, Reason, Unit
 from profkit.explain.record import LaunchRecord
 from profkit.explain.roofs import compute_roof, memory_roof
@@ -76,7 +76,7 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
     compute.pipe_facts(rec, ev)
     stalls.stall_facts(rec, ev)
     outcomes = catalogue.evaluate(rec)
-    kernel = kernel_kind(rec, ctx.family in GEMM)
+    kernel = rec.kind
     ev.put("kernel_kind", str(kernel))
     # the catalogue's specific causes come before any story told from the SOL lines alone
     spills, atomics, divergence = (
@@ -104,7 +104,7 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
             # a matmul bound on its caches is one whose tiles are too small to reuse data; on
             # DRAM, a matrix-vector product by its model streams its weights: not its pipes
             compute.pipe_detail(rec, ctx, ev, outcomes)
-            if ctx.matmul_like(rec) and (unit != Unit.DRAM or _dense(rec))
+            if rec.matrix and (unit != Unit.DRAM or _dense(rec))
             else None,
             memory.chain_traffic(rec, ctx, ev) if chain else reads,
             coalescing,
@@ -130,9 +130,9 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
         unit = compute.pipe_unit(rec, ev)
         # GEMM steps only for kernels that issue MMAs or have a matmul's shape; any other busy
         # pipe gets its own kind's remedy (an FP64 elementwise chain is no matrix product)
-        busy = compute.pipe_detail(rec, ctx, ev, outcomes) if kernel == KernelKind.GEMM else None
-        if busy is None and unit == Unit.TENSOR and kernel == KernelKind.GEMM:
-            busy = _tensor_short(ctx, ev)
+        busy = compute.pipe_detail(rec, ctx, ev, outcomes) if rec.matrix else None
+        if busy is None and unit == Unit.TENSOR and rec.matrix:
+            busy = _tensor_short(rec, ev)
         found += [
             *specific,
             busy
@@ -166,7 +166,7 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
             else memory.extra_reads(rec, ctx, ev),
             coalescing,
             memory.bank_conflicts(rec, ctx, ev),
-            compute.pipe_detail(rec, ctx, ev, outcomes) if ctx.matmul_like(rec) else None,
+            compute.pipe_detail(rec, ctx, ev, outcomes) if rec.matrix else None,
             catalogue.said(outcomes, Cause.ISSUE_BOUND, kernel, ev),
             # long-scoreboard waits on an idle memory system: the latency, said once
             latency or stalls.dominant_stall(rec, ctx, ev),
@@ -177,7 +177,7 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
     else:  # balanced
         found += [
             *specific,
-            compute.pipe_detail(rec, ctx, ev, outcomes) if ctx.matmul_like(rec) else None,
+            compute.pipe_detail(rec, ctx, ev, outcomes) if rec.matrix else None,
             coalescing,
             memory.bank_conflicts(rec, ctx, ev),
             catalogue.said(outcomes, Cause.ISSUE_BOUND, kernel, ev),
@@ -196,7 +196,7 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
     diagnosis = Diagnosis(kind, unit, [r for r, _ in said], evidence=ev)
     diagnosis.not_measured = catalogue.not_measured(outcomes)
     steps = [step for _, steps in said for step in steps]
-    diagnosis.steps, diagnosis.ruled_out = fit_next_steps(steps, ctx)
+    diagnosis.steps, diagnosis.ruled_out = fit_next_steps(steps, rec.family, ctx.ruled_out)
     diagnosis.steps, under = worth_taking(diagnosis.steps, kind, ev, rec.device_p50_ms, ctx)
     diagnosis.ruled_out += under
     return diagnosis
@@ -223,11 +223,11 @@ def _memory_queues_full(rec: LaunchRecord, ev: Evidence) -> bool:
     return True
 
 
-def _tensor_short(ctx: Context, ev: Evidence) -> Said | None:
+def _tensor_short(rec: LaunchRecord, ev: Evidence) -> Said | None:
     """A user GEMM bound on the Tensor Cores short of their busy line: the unit is under-fed,
     said first; the dominant stall, said after, tells how (the zoo's int8 GEMM: IMMA 69% busy,
     67% of its roof, barrier stalls at 63%)."""
-    if ctx.family in LIBRARY:
+    if rec.owner == Owner.LIBRARY:
         return None  # a library GEMM's shape is its user's lever: its own cause says so
     # judged on the busy share against TENSOR_BUSY_PCT (its roof share can sit in cuBLAS's range)
     keys = [next(k for k in ("tensor_any_pct", "tensor_pipe_pct") if k in ev)]
@@ -448,23 +448,25 @@ _CODE_STEPS = frozenset(
 )
 
 
-def fit_next_steps(steps: list[NextStep], ctx: Context) -> tuple[list[NextStep], list[dict]]:
+def fit_next_steps(
+    steps: list[NextStep], family: Family | None, ruled_out: Mapping[Action, str]
+) -> tuple[list[NextStep], list[dict]]:
     """Library kernels get library advice; ruled-out steps are withheld; no step twice."""
     out: list[NextStep] = []
     withheld: list[dict] = []
     for step in steps:
-        if ctx.family == Family.INDUCTOR and step.action in _CODE_STEPS:
+        if family == Family.INDUCTOR and step.action in _CODE_STEPS:
             step = NextStep(Action.COMPILER_OPTIONS, step.because, {"instead_of": str(step.action)})
-        if ctx.family in LIBRARY and step.action in _CODE_STEPS:
-            if ctx.family == Family.LIGER:  # Triton code the user calls, not tunes
+        if family in LIBRARY and step.action in _CODE_STEPS:
+            if family == Family.LIGER:  # Triton code the user calls, not tunes
                 action = Action.LIBRARY_OPTIONS
-            elif ctx.family in GEMM or ctx.family in FUSED_OPS:
+            elif family in GEMM or family in FUSED_OPS:
                 action = Action.LIBRARY_SHAPES
             else:
                 action = Action.FUSE
-            step = NextStep(action, step.because, {"library": str(ctx.family)})
-        if step.action in ctx.ruled_out:
-            withheld.append({"action": str(step.action), "why": ctx.ruled_out[step.action]})
+            step = NextStep(action, step.because, {"library": str(family)})
+        if step.action in ruled_out:
+            withheld.append({"action": str(step.action), "why": ruled_out[step.action]})
             continue
         if all(s.action != step.action for s in out):
             out.append(step)

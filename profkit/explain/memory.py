@@ -80,7 +80,7 @@ def at_size_roof(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
     copy of its bytes: at this size the copy's own fixed costs (launch, ramp, a partial wave)
     are the roof, so the launch-shape and latency steps its counters point to would not make it
     faster; a copy shows the same. Unless a sibling moves as many bytes measurably faster."""
-    if not rec.copy_gbps_same_size or ctx.matmul_like(rec):
+    if not rec.copy_gbps_same_size or rec.matrix:
         return None
     share = memory_roof(rec, ctx.device, ev)
     if share is None or round(share, 6) < near_copy_line(rec):  # dram_level's line
@@ -176,7 +176,7 @@ def uncoalesced(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
     ld, st = rec.global_ld_sectors, rec.global_st_sectors
     requests = rec.global_ld_requests
     min_bytes = rec.model_bytes
-    if ld is None or not min_bytes or ctx.matmul_like(rec):
+    if ld is None or not min_bytes or rec.matrix:
         return None
     sector_bytes = (ld + (st or 0.0)) * SECTOR_BYTES
     ratio = sector_bytes / min_bytes

@@ -195,25 +195,24 @@ def case_finding(row: Mapping, ctx: Context, tables: _Tables, no_counters: str |
         return f
     rows = tables.launches.get(f.case or "", [])
     lab = not as_bool(row.get("baseline"))
-    if rows:
-        ctx = replace(ctx, family=launches.launch_family(rows[0], lab=lab))
-    elif lab:
-        ctx = replace(ctx, family=Family.TRITON)
+    fam = (
+        launches.launch_family(rows[0], lab=lab) if rows else Family.TRITON if lab else Family.OTHER
+    )
     if no_counters or not LaunchRecord.of(row).has_counters:
         _timing_only(f, row, ctx, ev, no_counters or "no counters were captured for this case")
         _throttled(f, row)
         return f
     if len(rows) > 1:
-        _chain(f, row, rows, ctx, ev, lab)
+        _chain(f, row, rows, ctx, ev, fam, lab)
     else:
         # the launch's own name tells the catalogue what kind of kernel it is (a gather...)
         named = {**row, "kernel_name": rows[0].get("kernel_name")} if rows else row
-        diagnosis = diagnose(LaunchRecord.of(named), ctx)
+        diagnosis = diagnose(LaunchRecord.of(named, fam), ctx)
         ev.update(diagnosis.evidence)
         f.bottleneck, f.unit = diagnosis.bottleneck, diagnosis.unit
         f.reasons, f.next, f.ruled_out = diagnosis.reasons, diagnosis.steps, diagnosis.ruled_out
         f.not_measured = diagnosis.not_measured
-    ev.put("family", str(ctx.family))
+    ev.put("family", str(fam))
     f.nvidia_rules = ncu_rules.case_rules(tables.rules, rows, lab)
     f.evidence = dict(ev)
     _throttled(f, row)
@@ -236,7 +235,7 @@ def _throttled(f: Finding, row: Mapping) -> None:
 
 
 def _chain(
-    f: Finding, row: Mapping, rows: list[dict], ctx: Context, ev: Evidence, lab: bool
+    f: Finding, row: Mapping, rows: list[dict], ctx: Context, ev: Evidence, fam: Family, lab: bool
 ) -> None:
     """A case of several launches: judged by where its time goes. When one launch holds most of
     the time (a GEMM and its split-K reduction), the case is that launch, judged with the case's
@@ -256,13 +255,13 @@ def _chain(
     if (top.share_pct or 0.0) >= th.DOMINANT_LAUNCH_PCT:
         # the dominant launch's counters, judged with the case's model and timing
         rec = replace(
-            LaunchRecord.of(top_row),
+            LaunchRecord.of(top_row, Family(top.family)),
             model_bytes=case.model_bytes,
             model_flops=case.model_flops,
             device_p50_ms=case.device_p50_ms,
             copy_gbps_same_size=case.copy_gbps_same_size,
         )
-        diagnosis = diagnose(rec, replace(ctx, family=Family(top.family)))
+        diagnosis = diagnose(rec, ctx)
         if diagnosis is not None:
             ev.update(diagnosis.evidence)
             f.bottleneck, f.unit = diagnosis.bottleneck, diagnosis.unit
@@ -276,9 +275,9 @@ def _chain(
             steps += said[1]
     if not steps:
         steps.append(NextStep(Action.FUSE, ["launches"]))
-    fam = {x.family for x in f.launches}
-    lib = Family.ATEN_ELEMENTWISE if fam & {str(Family.ATEN_ELEMENTWISE)} else ctx.family
-    f.next, f.ruled_out = fit_next_steps(steps, replace(ctx, family=lib if not lab else ctx.family))
+    families = {x.family for x in f.launches}
+    lib = Family.ATEN_ELEMENTWISE if families & {str(Family.ATEN_ELEMENTWISE)} else fam
+    f.next, f.ruled_out = fit_next_steps(steps, lib if not lab else fam, ctx.ruled_out)
 
 
 def _not_judged(f: Finding, row: Mapping, ev: Evidence) -> None:
@@ -331,10 +330,8 @@ def explain_launches(
     for row in kernels.to_dict("records"):
         name = text(row, "kernel_name") or "kernel"
         fam = family(name)
-        rec = LaunchRecord.of(row)
-        ctx = Context(
-            device=device_of_row(rec, device), family=fam, dtype=str(row.get("dtype") or "")
-        )
+        rec = LaunchRecord.of(row, fam)
+        ctx = Context(device=device_of_row(rec, device), dtype=str(row.get("dtype") or ""))
         diagnosis = diagnose(rec, ctx)
         ev = Evidence(diagnosis.evidence if diagnosis else {})
         ev.put("ncu_duration_ms", rec.duration_ms)

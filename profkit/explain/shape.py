@@ -70,7 +70,7 @@ def small_grid(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
         return Reason(Cause.SMALL_GRID, keys, {"short": True}), [
             NextStep(Action.CUDA_GRAPH, ["ncu_duration_ms"])
         ]
-    if ctx.matmul_like(rec):
+    if rec.matrix:
         # a sibling as fast or faster on as few programs refutes "too few": the grid is not the
         # limit (cuBLAS at M = 128 ran 128 blocks, deeper pipelined, at 79.5% DRAM)
         rival = ctx.siblings.faster_on_as_few_programs() if ctx.siblings else None
@@ -122,7 +122,7 @@ def low_occupancy(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
         if regs is not None:
             ev.put("registers_per_thread", regs)
             keys.append("registers_per_thread")
-        if ctx.matmul_like(rec):
+        if rec.matrix:
             # one large-tile CTA per SM is how tl.dot and cuBLAS kernels keep operands in
             # registers and shared memory: a fact, not the step (their stalls say which is)
             return Reason(Cause.LOW_THEORETICAL_OCCUPANCY, keys), []

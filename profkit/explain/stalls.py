@@ -48,7 +48,7 @@ def dominant_stall(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None
     ev.put("stall_share_pct", share * 100)
     keys = [key, "stall_share_pct"]
     detail = {"stall": reason}
-    if ctx.matmul_like(rec) and reason in ("barrier", "long_scoreboard"):
+    if rec.matrix and reason in ("barrier", "long_scoreboard"):
         # in a tiled tl.dot loop these are the waits for the next stage's tiles, not a
         # reduction's barriers: the remedy is a deeper pipeline, not fewer block-wide syncs
         return Reason(Cause.STALL, keys, detail), [NextStep(Action.DEEPER_PIPELINE, keys, detail)]

@@ -1,0 +1,83 @@
+"""The kernel kind and owner, decided once per launch (profkit.explain.kinds), on stored H200 rows
+where the eight rules it replaced disagreed."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from stored_runs import run_path
+
+from profkit.explain.kernel_family import Family, launch_family, short_name
+from profkit.explain.kinds import KernelKind, Owner, kernel_kind
+from profkit.explain.record import LaunchRecord
+from profkit.explain.roofs import roof_kind
+
+DECODE = "decode-20261201-002601-vm-da36a7"
+RMSNORM_V2 = "rmsnorm-20261130-014917-vm-4bc5"
+
+
+def _records(run_id: str, lab: bool = False) -> list[LaunchRecord]:
+    rows = pd.read_csv(run_path(run_id) / "kernels.csv").to_dict("records")
+    return [LaunchRecord.of(r, launch_family(r, lab)) for r in rows]
+
+
+def _named(records: list[LaunchRecord], base: str) -> list[LaunchRecord]:
+    return [r for r in records if short_name(r.name or "", 200) == base]
+
+
+def test_a_cublas_gemv_issues_mmas_below_ten_percent_busy() -> None:
+    # M = 8 decode GEMVs keep the Tensor pipe 2-6% busy, out-working the FMA pipe: MMAs (once
+    # "on the Tensor Cores" for the roof but "no MMAs" for the advice)
+    gemvs = _named(_records(DECODE), "nvjet_sm90_tst_64x8_64x16_2x1_v_bz_NNT")
+    assert gemvs
+    for rec in gemvs:
+        assert rec.tensor_pct < 10 and rec.mma_kind == "hmma"
+        assert rec.kind == KernelKind.GEMM and rec.owner == Owner.LIBRARY and rec.matrix
+
+
+def test_cublas_split_k_reduce_is_a_reduction_not_a_gemm() -> None:
+    for rec in _named(_records(DECODE), "splitKreduce_kernel"):
+        assert rec.family == Family.CUBLAS and rec.kind == KernelKind.REDUCTION
+        assert rec.mma_kind is None and not rec.matrix and rec.owner == Owner.LIBRARY
+
+
+def test_aten_elementwise_with_no_fma_counter_is_not_on_the_tensor_roof() -> None:
+    # run 4bc5 captured no FMA pipe: ptxas's HFMA2.MMA constant moves read up to 5.6% on the
+    # tensor pipe; judged once on the Tensor roof (with a "% of the measured matmul" line)
+    moves = _named(_records(RMSNORM_V2), "elementwise_kernel")
+    assert max(r.tensor_pct for r in moves) > 5 and all(r.fma_pipe_pct is None for r in moves)
+    for rec in moves:
+        assert rec.mma_kind is None and rec.kind == KernelKind.ELEMENTWISE
+        assert not roof_kind(rec, "float16")[0].startswith("tensor")
+
+
+@pytest.mark.parametrize(
+    ("name", "family", "op", "kind"),
+    [
+        ("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16", Family.CUDNN, None,
+         KernelKind.ATTENTION),
+        ("sm90_xmma_dgrad_implicit_gemm_bf16_kernel__5x_cudnn", Family.CUDNN, None,
+         KernelKind.CONVOLUTION),
+        ("void cutlass::Kernel2<x>(x)", Family.CUTLASS, "aten::cudnn_convolution",
+         KernelKind.CONVOLUTION),
+        ("triton_per_fused__to_copy_add_mean_mul_pow_rsqrt_0", Family.INDUCTOR, None,
+         KernelKind.REDUCTION),
+        ("void at::native::unrolled_elementwise_kernel<direct_copy>(x)", Family.ATEN_ELEMENTWISE,
+         "aten::copy_", KernelKind.COPY),
+        ("_hist_contended_kernel", Family.TRITON, None, KernelKind.SCATTER_ATOMIC),
+        ("void at::native::_scatter_gather_elementwise_kernel<x>(x)", Family.ATEN_OTHER, None,
+         KernelKind.SCATTER_ATOMIC),
+        ("void at::native::index_elementwise_kernel<x>(x)", Family.ATEN_OTHER, None,
+         KernelKind.GATHER),
+        ("reduce_kernel", Family.ATEN_REDUCE, None, KernelKind.REDUCTION),
+        ("cunn_SoftMaxForward", Family.ATEN_NORM, None, KernelKind.NORM),
+        ("_add_kernel", Family.TRITON, None, KernelKind.ELEMENTWISE),
+    ],
+)  # fmt: skip
+def test_one_rule_names_the_kind(name: str, family: Family, op: str | None, kind: KernelKind):
+    assert kernel_kind(name, family, mma=False, matmul_model=False, op=op) == kind
+
+
+def test_mmas_or_a_matmul_model_make_a_user_kernel_a_gemm() -> None:
+    assert kernel_kind("_kernel", Family.TRITON, mma=True, matmul_model=False) == KernelKind.GEMM
+    assert kernel_kind("_kernel", Family.TRITON, mma=False, matmul_model=True) == KernelKind.GEMM
