@@ -89,6 +89,16 @@ TAIL_IDLE_SHARE = 0.25
 # gap over 10 points; profkit names occupancy as the cause only at under half, since latency-bound
 # kernels commonly show 10-20 point gaps without occupancy being what limits them. profkit choice.
 LOW_OCCUPANCY_RATIO = 0.5
+# Programs too small to amortize their launch: blocks of at most SMALL_PROGRAM_THREADS threads,
+# whose theoretical occupancy is capped by the SM's resident-block limit (MAX_BLOCKS_PER_SM blocks
+# of that size), over at least SMALL_PROGRAM_WAVES waves, and achieving under LOW_OCCUPANCY_RATIO
+# of it: blocks retire about as fast as the SM can launch them. MAX_BLOCKS_PER_SM: 32 on compute
+# capability 8.0 and 9.0 (CUDA C++ Programming Guide, "Compute Capabilities" table). The rest:
+# profkit choice (issue 30's case: 32-thread programs, 2 million blocks, 8.8% achieved against
+# 50% theoretical).
+MAX_BLOCKS_PER_SM = 32
+SMALL_PROGRAM_THREADS = 64
+SMALL_PROGRAM_WAVES = 2.0
 # Theoretical occupancy under this: registers or shared memory per block cap the resident warps.
 # profkit choice: 25% is 16 of the 64 warps an sm_90 SM holds, 4 per scheduler, too few to hide
 # memory latency in a kernel without much instruction-level parallelism (CUDA Best Practices Guide,
@@ -188,6 +198,9 @@ DOMINANT_TIME_SHARE_PCT = 50.0
 # reduction or a tiny cast): it is judged on its own counters with the case's model. profkit
 # choice: 80%.
 DOMINANT_LAUNCH_PCT = 80.0
+# A launch under this share of its case's time never sets the case's first step, nor its owner's
+# advice (a 3% memset before a 97% scatter). profkit choice (issue 30).
+STEP_LAUNCH_SHARE_PCT = 10.0
 
 # --- History --------------------------------------------------------------------------------------
 # Between two versions of a kernel, occupancy moving by at least OCCUPANCY_GAP_PCT points while

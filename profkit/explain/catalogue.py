@@ -8,6 +8,7 @@ in profkit/explain/phrases.py.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -27,6 +28,8 @@ class Entry:
     test: Callable[[LaunchRecord], dict | None]  # evidence (key -> number) when the cause holds
     refuted_by: str  # what an expert would check to refute it
     remedies: Mapping[KernelKind, Action] = field(default_factory=dict)  # ANY: the default
+    # causes its finding refutes: their reasons (and steps) are dropped where it is found
+    refutes: frozenset[Cause] = frozenset()
 
     def remedy(self, kind: KernelKind) -> Action | None:
         """The kind's remedy, else its nearest kind's (profkit.explain.kinds.FALLBACK), else ANY."""
@@ -143,6 +146,27 @@ def _tensor(r: LaunchRecord) -> dict | None:
     return {"tensor_any_pct": r.tensor_pct, "mma_kind": r.mma_kind}
 
 
+def _small_programs(r: LaunchRecord) -> dict | None:
+    threads, waves = r.block_size, r.waves_per_sm
+    achieved, theoretical = r.achieved_occupancy_pct, r.theoretical_occupancy_pct
+    if threads is None or threads > th.SMALL_PROGRAM_THREADS or waves is None:
+        return None
+    if waves < th.SMALL_PROGRAM_WAVES or achieved >= th.LOW_OCCUPANCY_RATIO * theoretical:
+        return None
+    warps = math.ceil(threads / 32)
+    capped = 100.0 * th.MAX_BLOCKS_PER_SM * warps / _WARPS_PER_SM
+    if theoretical > capped + 0.5:  # another limit (registers, shared memory) caps it lower
+        return None
+    return {
+        "block_size": threads,
+        "waves_per_sm": waves,
+        "achieved_occupancy_pct": achieved,
+        "theoretical_occupancy_pct": theoretical,
+        "resident_block_cap_pct": capped,
+    }
+
+
+_WARPS_PER_SM = 64  # compute capability 8.0 and 9.0 (the Programming Guide's table)
 _BUSY_PIPE = "the pipe's busy share under 80% of its peak, or another pipe busier"
 
 CATALOGUE: tuple[Entry, ...] = (
@@ -230,6 +254,16 @@ CATALOGUE: tuple[Entry, ...] = (
         )
     ),
     Entry(
+        Cause.SMALL_PROGRAMS,
+        Unit.LAUNCH,
+        ("block_size", "waves_per_sm", "achieved_occupancy_pct", "theoretical_occupancy_pct"),
+        _small_programs,
+        "blocks of several warps, or theoretical occupancy capped by registers or shared memory "
+        "rather than the resident-block limit, or achieved occupancy near theoretical",
+        {KernelKind.ANY: Action.LARGER_PROGRAMS},
+        refutes=frozenset({Cause.LOW_OCCUPANCY, Cause.TAIL, Cause.MEMORY_LATENCY}),
+    ),
+    Entry(
         Cause.ISSUE_BOUND,
         None,
         ("issue_active_pct",),
@@ -255,6 +289,11 @@ def evaluate(rec: LaunchRecord) -> list[Outcome]:
         evidence = entry.test(rec)
         out.append(Outcome(entry, "found" if evidence else "absent", evidence or {}))
     return out
+
+
+def refuted(outcomes: list[Outcome]) -> frozenset[Cause]:
+    """The causes a found entry refutes (Entry.refutes): their stories are not told beside it."""
+    return frozenset(c for o in outcomes if o.status == "found" for c in o.entry.refutes)
 
 
 def not_measured(outcomes: list[Outcome]) -> list[str]:
@@ -285,3 +324,69 @@ def busy_pipe(outcomes: list[Outcome], kernel: KernelKind, ev: Evidence) -> Said
         if hit.status == "found" and hit.entry.cause == Cause.PIPE_BUSY:
             return said([hit], Cause.PIPE_BUSY, kernel, ev)
     return None
+
+
+# --- conflicts: a step that would contradict a cause found beside it ----------------------------
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """A step forbidden where a cause is found (or the record shows a condition): withheld, or
+    replaced by the step that does answer that cause."""
+
+    action: Action
+    why: str  # the reason id the withheld step carries (ruled_out's "why")
+    causes: frozenset[Cause] = frozenset()  # any of these found forbids the step
+    kinds: frozenset[KernelKind] = frozenset()  # or the kernel is of one of these kinds
+    test: Callable[[LaunchRecord], bool] | None = None  # or the record shows this
+    instead: Action | None = None  # the step in its place (None: withheld)
+
+
+def _under_one_wave(r: LaunchRecord) -> bool:
+    return r.waves_per_sm is not None and r.waves_per_sm < th.SMALL_GRID_WAVES
+
+
+CONFLICTS: tuple[Conflict, ...] = (
+    # larger tiles hold more values per thread (more spills) and make fewer programs (a grid
+    # under one wave leaves more SMs idle): the spills' and the grid's own steps answer them
+    Conflict(Action.FEED_TENSOR, "spills", causes=frozenset({Cause.REGISTER_SPILLS})),
+    Conflict(Action.FEED_TENSOR, "under_one_wave", test=_under_one_wave),
+    # programs too small to amortize their launch: latency is not what more loads in flight fix
+    Conflict(Action.HIDE_LATENCY, "small_programs", causes=frozenset({Cause.SMALL_PROGRAMS})),
+    Conflict(Action.BYTES_IN_FLIGHT, "small_programs", causes=frozenset({Cause.SMALL_PROGRAMS})),
+    # atomics stay atomics after fusing: reducing before them is what helps
+    Conflict(
+        Action.FUSE,
+        "atomics",
+        causes=frozenset({Cause.ATOMIC_CONTENTION}),
+        kinds=frozenset({KernelKind.SCATTER_ATOMIC}),
+        instead=Action.REDUCE_BEFORE_ATOMICS,
+    ),
+)
+
+
+def resolve(
+    steps: list[NextStep], reasons: list[Reason], rec: LaunchRecord
+) -> tuple[list[NextStep], list[dict]]:
+    """Each step against CONFLICTS: a step that contradicts a found cause (or the record) is
+    withheld, with its reason, or replaced by the step that answers that cause."""
+    found = {r.cause for r in reasons}
+    kept: list[NextStep] = []
+    withheld: list[dict] = []
+    for step in steps:
+        hit = next(
+            (c for c in CONFLICTS if c.action == step.action and _holds(c, found, rec)), None
+        )
+        if hit is None:
+            kept.append(step)
+        elif hit.instead is not None:
+            kept.append(
+                NextStep(hit.instead, step.because, {**step.detail, "instead_of": str(step.action)})
+            )
+        else:
+            withheld.append({"action": str(step.action), "why": hit.why})
+    return kept, withheld
+
+
+def _holds(c: Conflict, found: set[Cause], rec: LaunchRecord) -> bool:
+    return bool(c.causes & found) or rec.kind in c.kinds or (c.test is not None and c.test(rec))

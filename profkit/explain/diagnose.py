@@ -79,11 +79,16 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
     kernel = rec.kind
     ev.put("kernel_kind", str(kernel))
     # the catalogue's specific causes come before any story told from the SOL lines alone
-    spills, atomics, divergence = (
+    spills, atomics, divergence, small = (
         catalogue.said(outcomes, c, kernel, ev)
-        for c in (Cause.REGISTER_SPILLS, Cause.ATOMIC_CONTENTION, Cause.BRANCH_DIVERGENCE)
+        for c in (
+            Cause.REGISTER_SPILLS,
+            Cause.ATOMIC_CONTENTION,
+            Cause.BRANCH_DIVERGENCE,
+            Cause.SMALL_PROGRAMS,
+        )
     )
-    specific = [spills, atomics, divergence]
+    specific = [spills, atomics, divergence, small]
     # coalescing against the ideal sectors of the requested bytes where measured; without them,
     # only a stream's sectors against its model's bytes (sectors per request cannot tell a
     # vectorized load from a scattered one)
@@ -189,14 +194,17 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
         roof = memory.at_size_roof(rec, ctx, ev)
         if roof:  # a copy of the same bytes is no faster: its stalls and shape are a copy's too
             found = [roof, *(_without(s, _STREAM_STEPS) for s in found)]
+    refuted = catalogue.refuted(outcomes)
     said: list[Said] = []
     for s in found:  # one reason per cause (a small grid is both a shape and a matmul cause)
-        if s and all(s[0].cause != x[0].cause for x in said):
+        if s and s[0].cause not in refuted and all(s[0].cause != x[0].cause for x in said):
             said.append(s)
     diagnosis = Diagnosis(kind, unit, [r for r, _ in said], evidence=ev)
     diagnosis.not_measured = catalogue.not_measured(outcomes)
     steps = [step for _, steps in said for step in steps]
     diagnosis.steps, diagnosis.ruled_out = fit_next_steps(steps, rec.family, ctx.ruled_out)
+    diagnosis.steps, conflicts = catalogue.resolve(diagnosis.steps, diagnosis.reasons, rec)
+    diagnosis.ruled_out += conflicts
     diagnosis.steps, under = worth_taking(diagnosis.steps, kind, ev, rec.device_p50_ms, ctx)
     diagnosis.ruled_out += under
     return diagnosis
@@ -333,6 +341,7 @@ _TUNING = _STREAM_STEPS | frozenset(
         Action.CUT_SPILLS,
         Action.PRIVATIZE_ATOMICS,
         Action.INDEX_LOCALITY,
+        Action.LARGER_PROGRAMS,
     }
 )
 
@@ -444,6 +453,7 @@ _CODE_STEPS = frozenset(
         Action.CUT_SPILLS,
         Action.PRIVATIZE_ATOMICS,
         Action.UNIFORM_BRANCHES,
+        Action.LARGER_PROGRAMS,
     }
 )
 

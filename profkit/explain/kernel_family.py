@@ -217,7 +217,8 @@ def launch_family(row: Mapping, lab: bool = False) -> Family:
     recognised."""
     name = cell_text(row, "kernel_name") or ""
     fam = family(name)
-    lib = (Family.CUBLAS, Family.CUTLASS, Family.CUDNN, Family.INDUCTOR)
+    # flash attention by its name too: a lab variant calling SDPA does not own that kernel
+    lib = (Family.CUBLAS, Family.CUTLASS, Family.CUDNN, Family.FLASH, Family.INDUCTOR)
     if lab and fam not in lib and short_name(name, width=200) not in _ATEN_NAMES:
         return Family.TRITON
     if not lab and fam == Family.OTHER:  # a baseline's kernel is library code, named or not

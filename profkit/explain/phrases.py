@@ -223,6 +223,15 @@ def reason_text(r: Reason, ev: Mapping) -> str:
             "{l2_atomic_busy_pct} on average, so the updates serialize there.",
             ev,
         )
+    if c == Cause.SMALL_PROGRAMS:
+        return say(
+            "Programs too small to amortize their launch: blocks of {block_size} threads over "
+            "{waves_per_sm} waves reach {achieved_occupancy_pct} achieved occupancy against "
+            "{theoretical_occupancy_pct} theoretical, the most the SM's resident-block limit "
+            "allows at that size ({resident_block_cap_pct}); blocks retire about as fast as "
+            "they launch.",
+            ev,
+        )
     if c == Cause.BRANCH_DIVERGENCE:
         return say(
             "{divergent_share_pct} of branch targets diverge ({branch_targets_divergent}): "
@@ -668,6 +677,13 @@ NEXT_STEPS: dict[Action, str] = {
     "lanes take the same path, or compute both sides branch-free",
     Action.INDEX_LOCALITY: "give the gather locality: sort or bucket the indices, or gather wider "
     "rows per index, so a warp's reads share sectors",
+    Action.REDUCE_BEFORE_ATOMICS: "reduce before the atomics: combine updates to the same "
+    "address first (sort or bucket the indices and reduce each run, e.g. a segment reduction, "
+    "or accumulate per program and merge once), so few updates reach one L2 address; fusing "
+    "keeps the atomics",
+    Action.LARGER_PROGRAMS: "give each program more work (more elements per program, several "
+    "warps per block, or a persistent loop over the work), so each block's launch is amortized "
+    "and more warps fit under the SM's resident-block limit",
     Action.CHEAPER_MATH: "do cheaper math per element: lower precision where accuracy allows, "
     "fewer operations by algebra, or fast-math intrinsics",
 }
@@ -738,6 +754,8 @@ def next_step_text(step: NextStep) -> str:
         text = NEXT_STEPS[step.action]
     if d.get("gain_us") is not None:
         text += f" (up to {format_value('_us', d['gain_us'])} to gain)"
+    if d.get("launch"):  # one launch of several: the step is for it
+        text = f"for {d['launch']}: {text}"
     if d.get("where") and d.get("tie"):
         text = (
             f"at {d['where']}, its closest case (tied with {d.get('against')}: no device-time "

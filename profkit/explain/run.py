@@ -195,8 +195,13 @@ def case_finding(row: Mapping, ctx: Context, tables: _Tables, no_counters: str |
         return f
     rows = tables.launches.get(f.case or "", [])
     lab = not as_bool(row.get("baseline"))
+    # the family of the launch holding the most time (a memset before a scatter is not the case)
     fam = (
-        launches.launch_family(rows[0], lab=lab) if rows else Family.TRITON if lab else Family.OTHER
+        launches.launch_family(_longest(rows), lab)
+        if rows
+        else Family.TRITON
+        if lab
+        else Family.OTHER
     )
     if no_counters or not LaunchRecord.of(row).has_counters:
         _timing_only(f, row, ctx, ev, no_counters or "no counters were captured for this case")
@@ -217,6 +222,10 @@ def case_finding(row: Mapping, ctx: Context, tables: _Tables, no_counters: str |
     f.evidence = dict(ev)
     _throttled(f, row)
     return f
+
+
+def _longest(rows: list[dict]) -> dict:
+    return max(rows, key=lambda r: LaunchRecord.of(r).duration_ms or 0.0)
 
 
 def _throttled(f: Finding, row: Mapping) -> None:
@@ -249,7 +258,8 @@ def _chain(
             shares[x.unit] = shares.get(x.unit, 0.0) + (x.share_pct or 0.0)
     f.unit = max(shares, key=lambda u: shares[u]) if shares else None
     f.reasons = [where_time]
-    steps: list[NextStep] = []
+    own: list[NextStep] = []  # the dominant launch's, already fitted to its own owner
+    ruled: list[dict] = []
     top, top_row = max(zip(f.launches, rows, strict=True), key=lambda p: p[0].share_pct or 0.0)
     case = LaunchRecord.of(row)
     if (top.share_pct or 0.0) >= th.DOMINANT_LAUNCH_PCT:
@@ -266,18 +276,25 @@ def _chain(
             ev.update(diagnosis.evidence)
             f.bottleneck, f.unit = diagnosis.bottleneck, diagnosis.unit
             f.reasons += diagnosis.reasons
-            steps += diagnosis.steps
+            # each step names the launch it answers
+            own = [NextStep(s.action, s.because, {**s.detail, "launch": top.name})
+                   for s in diagnosis.steps]  # fmt: skip
+            ruled = diagnosis.ruled_out
             f.not_measured = diagnosis.not_measured
+    steps: list[NextStep] = []  # the chain's own: about all its launches
     for check in (chain_traffic, launch_overhead):
         said = check(case, ctx, ev)
         if said:
             f.reasons.append(said[0])
             steps += said[1]
-    if not steps:
+    if not steps and not own:
         steps.append(NextStep(Action.FUSE, ["launches"]))
-    families = {x.family for x in f.launches}
-    lib = Family.ATEN_ELEMENTWISE if families & {str(Family.ATEN_ELEMENTWISE)} else fam
-    f.next, f.ruled_out = fit_next_steps(steps, lib if not lab else fam, ctx.ruled_out)
+    # a library's chain (eager ATen) is fused away where its elementwise launches hold time
+    aten = sum(x.share_pct or 0.0 for x in f.launches if x.family == Family.ATEN_ELEMENTWISE)
+    lib = Family.ATEN_ELEMENTWISE if aten >= th.STEP_LAUNCH_SHARE_PCT else fam
+    steps, withheld = fit_next_steps(steps, lib if not lab else fam, ctx.ruled_out)
+    f.next = [*own, *(s for s in steps if all(s.action != o.action for o in own))]
+    f.ruled_out = ruled + withheld
 
 
 def _not_judged(f: Finding, row: Mapping, ev: Evidence) -> None:
