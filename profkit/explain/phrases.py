@@ -756,7 +756,17 @@ def next_step_text(step: NextStep) -> str:
         text += f" (up to {format_value('_us', d['gain_us'])} to gain)"
     if d.get("launch"):  # one launch of several: the step is for it
         text = f"for {d['launch']}: {text}"
-    if d.get("where") and d.get("tie"):
+    closest = d.get("closest")
+    if d.get("where") and closest == "faster":
+        gap = format_value("_x", d["closest_x"]) if d.get("closest_x") else "measurably"
+        against = d.get("against")
+        text = f"at {d['where']}, its closest case (still {gap} faster than {against}): {text}"
+    elif d.get("where") and closest == "unstable":
+        text = (
+            f"at {d['where']}, its closest case (unstable against {d.get('against')}: its "
+            f"interval spans both sides of the floor): {text}"
+        )
+    elif d.get("where") and closest:
         text = (
             f"at {d['where']}, its closest case (tied with {d.get('against')}: no device-time "
             f"gap past the practical floor): {text}"
