@@ -30,6 +30,12 @@ class Entry:
     remedies: Mapping[KernelKind, Action] = field(default_factory=dict)  # ANY: the default
     # causes its finding refutes: their reasons (and steps) are dropped where it is found
     refutes: frozenset[Cause] = frozenset()
+    # the kernel kinds it applies to (empty: every kind); elsewhere it is not judged at all, and
+    # not listed as "not measured"
+    kinds: frozenset[KernelKind] = frozenset()
+
+    def applies(self, rec: LaunchRecord) -> bool:
+        return not self.kinds or rec.kind in self.kinds
 
     def remedy(self, kind: KernelKind) -> Action | None:
         """The kind's remedy, else its nearest kind's (profkit.explain.kinds.FALLBACK), else ANY."""
@@ -167,6 +173,48 @@ def _small_programs(r: LaunchRecord) -> dict | None:
 
 
 _WARPS_PER_SM = 64  # compute capability 8.0 and 9.0 (the Programming Guide's table)
+
+
+def _shared_limits_occupancy(r: LaunchRecord) -> dict | None:
+    """Shared memory per block is the tightest of the launch's occupancy limiters, and it caps
+    theoretical occupancy low (ncu's launch__occupancy_limit_*: blocks per SM each resource
+    allows)."""
+    shared, theoretical = r.occupancy_limit_shared_mem, r.theoretical_occupancy_pct
+    others = [v for v in (r.occupancy_limit_registers, r.occupancy_limit_warps,
+                          r.occupancy_limit_blocks) if v is not None]  # fmt: skip
+    if theoretical >= th.LOW_THEORETICAL_OCCUPANCY_PCT or any(v <= shared for v in others):
+        return None
+    out = {
+        "occupancy_limit_shared_mem": shared,
+        "theoretical_occupancy_pct": theoretical,
+    }
+    if r.shared_mem_bytes is not None:
+        out["shared_mem_bytes"] = r.shared_mem_bytes
+    return out
+
+
+def _membar_atomics(r: LaunchRecord) -> dict | None:
+    """Warps wait on memory barriers while the kernel issues atomics: each atomic's ordering
+    (Triton's default sem="acq_rel") fences it, a cost relaxed atomics do not pay."""
+    share = r.stall_share("membar")
+    if not r.atomic_requests or share is None or share < th.DOMINANT_STALL_SHARE:
+        return None
+    return {
+        "stall_membar_pct": r.stalls["membar"],
+        "membar_stall_share_pct": share * 100,
+        "atomic_requests": r.atomic_requests,
+    }
+
+
+def _weight_casts(r: LaunchRecord) -> dict | None:
+    """Under autocast each weight is cast (a copy_ per weight) every step: the casts' launches
+    and bytes repeat what casting the weights once would do."""
+    casts = r.param_casts_per_step
+    if not casts:
+        return None
+    return {"param_casts_per_step": casts}
+
+
 _BUSY_PIPE = "the pipe's busy share under 80% of its peak, or another pipe busier"
 
 CATALOGUE: tuple[Entry, ...] = (
@@ -264,6 +312,34 @@ CATALOGUE: tuple[Entry, ...] = (
         refutes=frozenset({Cause.LOW_OCCUPANCY, Cause.TAIL, Cause.MEMORY_LATENCY}),
     ),
     Entry(
+        Cause.SHARED_LIMITS_OCCUPANCY,
+        Unit.LAUNCH,
+        ("occupancy_limit_shared_mem", "theoretical_occupancy_pct"),
+        _shared_limits_occupancy,
+        "another limiter (registers, warps, blocks) as tight as shared memory, or theoretical "
+        "occupancy at or above 25%",
+        {KernelKind.ANY: Action.LESS_SHARED, KernelKind.GEMM: Action.LESS_SHARED},
+        refutes=frozenset({Cause.LOW_THEORETICAL_OCCUPANCY}),
+    ),
+    Entry(
+        Cause.MEMBAR_ATOMICS,
+        None,
+        ("atomic_requests", "membar_stall_share"),
+        _membar_atomics,
+        "few memory-barrier stalls (under 30% of the stalls), or no atomics issued",
+        {KernelKind.ANY: Action.RELAXED_ATOMICS},
+        refutes=frozenset({Cause.STALL}),
+    ),
+    Entry(
+        Cause.WEIGHT_CASTS,
+        Unit.DRAM,
+        ("param_casts_per_step",),
+        _weight_casts,
+        "the copies are of activations (their source changes each step), not of parameters",
+        {KernelKind.ANY: Action.CAST_WEIGHTS_ONCE},
+        kinds=frozenset({KernelKind.COPY}),
+    ),
+    Entry(
         Cause.ISSUE_BOUND,
         None,
         ("issue_active_pct",),
@@ -282,6 +358,8 @@ def evaluate(rec: LaunchRecord) -> list[Outcome]:
     """Every entry's outcome on one record, in catalogue order."""
     out = []
     for entry in CATALOGUE:
+        if not entry.applies(rec):
+            continue
         missing = _measured(rec, entry.needs)
         if missing:
             out.append(Outcome(entry, "not measured", missing=missing))

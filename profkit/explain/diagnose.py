@@ -79,16 +79,19 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
     kernel = rec.kind
     ev.put("kernel_kind", str(kernel))
     # the catalogue's specific causes come before any story told from the SOL lines alone
-    spills, atomics, divergence, small = (
+    spills, *specific = (
         catalogue.said(outcomes, c, kernel, ev)
         for c in (
             Cause.REGISTER_SPILLS,
             Cause.ATOMIC_CONTENTION,
+            Cause.MEMBAR_ATOMICS,
             Cause.BRANCH_DIVERGENCE,
             Cause.SMALL_PROGRAMS,
+            Cause.SHARED_LIMITS_OCCUPANCY,
+            Cause.WEIGHT_CASTS,
         )
     )
-    specific = [spills, atomics, divergence, small]
+    specific = [spills, *specific]
     # coalescing against the ideal sectors of the requested bytes where measured; without them,
     # only a stream's sectors against its model's bytes (sectors per request cannot tell a
     # vectorized load from a scattered one)
@@ -342,6 +345,8 @@ _TUNING = _STREAM_STEPS | frozenset(
         Action.PRIVATIZE_ATOMICS,
         Action.INDEX_LOCALITY,
         Action.LARGER_PROGRAMS,
+        Action.LESS_SHARED,
+        Action.RELAXED_ATOMICS,
     }
 )
 
@@ -454,6 +459,8 @@ _CODE_STEPS = frozenset(
         Action.PRIVATIZE_ATOMICS,
         Action.UNIFORM_BRANCHES,
         Action.LARGER_PROGRAMS,
+        Action.LESS_SHARED,
+        Action.RELAXED_ATOMICS,
     }
 )
 

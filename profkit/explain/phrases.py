@@ -401,6 +401,27 @@ REASON_WORDS: tuple[Words, ...] = (
         "at that size ({resident_block_cap_pct}); blocks retire about as fast as they launch.",
     ),
     Words(
+        Cause.SHARED_LIMITS_OCCUPANCY,
+        lambda r, ev: say(
+            "Shared memory per block"
+            + _opt(" ({shared_mem_bytes})", ev, "shared_mem_bytes")
+            + " is the tightest occupancy limiter: {occupancy_limit_shared_mem} blocks per SM, "
+            "{theoretical_occupancy_pct} theoretical occupancy.",
+            ev,
+        ),
+    ),
+    Words(
+        Cause.MEMBAR_ATOMICS,
+        "Warps wait on memory barriers ({stall_membar_pct} of active warps' cycles, "
+        "{membar_stall_share_pct} of the stalls) around {atomic_requests} atomic requests: each "
+        "atomic's ordering fences it.",
+    ),
+    Words(
+        Cause.WEIGHT_CASTS,
+        "Under autocast {param_casts_per_step} weight casts (copy_) run every step: the same "
+        "weights are cast again each time.",
+    ),
+    Words(
         Cause.BRANCH_DIVERGENCE,
         "{divergent_share_pct} of branch targets diverge ({branch_targets_divergent}): lanes of "
         "a warp take different paths and run them one after the other.",
@@ -756,6 +777,12 @@ NEXT_STEPS: dict[Action, str] = {
     Action.LARGER_PROGRAMS: "give each program more work (more elements per program, several "
     "warps per block, or a persistent loop over the work), so each block's launch is amortized "
     "and more warps fit under the SM's resident-block limit",
+    Action.LESS_SHARED: "use less shared memory per block (fewer pipeline stages, smaller tiles) "
+    "so more blocks fit per SM",
+    Action.RELAXED_ATOMICS: "use relaxed atomics where no ordering is needed (Triton: "
+    'sem="relaxed"; its default acq_rel fences each atomic)',
+    Action.CAST_WEIGHTS_ONCE: "cast the weights once, not every step: keep a low-precision copy "
+    "of the parameters (or store them in that dtype) instead of autocast's per-step copy_",
     Action.CHEAPER_MATH: "do cheaper math per element: lower precision where accuracy allows, "
     "fewer operations by algebra, or fast-math intrinsics",
 }

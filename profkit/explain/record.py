@@ -105,6 +105,14 @@ class LaunchRecord:
     block_size: float | None = None
     registers_per_thread: float | None = None
     waves_per_sm: float | None = None
+    shared_mem_bytes: float | None = None  # static + dynamic per block
+    # blocks per SM each resource allows (launch__occupancy_limit_*; not yet captured)
+    occupancy_limit_shared_mem: float | None = None
+    occupancy_limit_registers: float | None = None
+    occupancy_limit_warps: float | None = None
+    occupancy_limit_blocks: float | None = None
+    # a profile's parameter casts per step (a workload's copy_ of a weight; not yet recorded)
+    param_casts_per_step: float | None = None
     achieved_occupancy_pct: float | None = None
     theoretical_occupancy_pct: float | None = None
     # --- the device, where a report's row carries it ------------------------------------------
@@ -186,6 +194,11 @@ class LaunchRecord:
         if self.global_atom_requests is None and self.global_red_requests is None:
             return None
         return (self.global_atom_requests or 0.0) + (self.global_red_requests or 0.0)
+
+    @property
+    def membar_stall_share(self) -> float | None:
+        """The memory-barrier stalls' share of the summed stalls (None where none was captured)."""
+        return self.stall_share("membar") if "membar" in self.stalls else None
 
     @property
     def divergent_share(self) -> float | None:
