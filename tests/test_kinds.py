@@ -3,14 +3,18 @@ where the eight rules it replaced disagreed."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 import pytest
 from stored_runs import run_path
 
 from profkit.explain.kernel_family import Family, launch_family, short_name
-from profkit.explain.kinds import KernelKind, Owner, kernel_kind
+from profkit.explain.kinds import KernelKind, Owner, kernel_kind, operand_dtype
+from profkit.explain.model import Action, Cause
 from profkit.explain.record import LaunchRecord
 from profkit.explain.roofs import roof_kind
+from profkit.explain.run import explain_launches
 
 DECODE = "decode-20261201-002601-vm-da36a7"
 RMSNORM_V2 = "rmsnorm-20261130-014917-vm-4bc5"
@@ -81,3 +85,37 @@ def test_one_rule_names_the_kind(name: str, family: Family, op: str | None, kind
 def test_mmas_or_a_matmul_model_make_a_user_kernel_a_gemm() -> None:
     assert kernel_kind("_kernel", Family.TRITON, mma=True, matmul_model=False) == KernelKind.GEMM
     assert kernel_kind("_kernel", Family.TRITON, mma=False, matmul_model=True) == KernelKind.GEMM
+
+
+def _raw_report(run_id: str, name_part: str) -> pd.DataFrame:
+    """Stored launches as a bare .ncu-rep reads: no case, kernel, variant, dtype or shape."""
+    rows = pd.read_csv(run_path(run_id) / "kernels.csv")
+    rows = rows[rows["kernel_name"].str.contains(name_part, regex=False)].head(1).copy()
+    for col in ("case", "kernel", "variant", "dtype", "shape", "nvtx_range"):
+        rows[col] = ""
+    return rows
+
+
+def test_a_raw_fp32_cublas_report_is_told_tf32() -> None:
+    # the H200's fp32 cuBLAS SIMT GEMM (suite_matmul, sm80_xmma_gemm_f32f32...), no spec
+    (f,) = explain_launches(_raw_report("suite_matmul-20261130-163624-vm-7ab7", "f32f32"), None)
+    assert f.evidence["kernel_kind"] == "gemm"
+    assert (f.evidence["operand_dtype"], f.evidence["operand_dtype_from"]) == (
+        "float32",
+        "kernel name",
+    )
+    assert Cause.FP32_GEMM_ON_FMA in {r.cause for r in f.reasons}
+    assert f.next[0].action == Action.USE_TF32
+
+
+def test_a_raw_nvjet_report_reads_its_operands_off_the_name() -> None:
+    (f,) = explain_launches(_raw_report("matmul-20261201-033940-vm-f75dcf", "nvjet_sm90_tst"), None)
+    assert f.evidence["operand_dtype"] == "bfloat16" and f.evidence["kernel_kind"] == "gemm"
+
+
+def test_an_unnamed_simt_gemm_is_fp32_by_its_fma_pipe() -> None:
+    simt = LaunchRecord(name="void cutlass::Kernel2<x>(x)", family=Family.CUTLASS,
+                        fma_pipe_pct=70.0, fp64_pipe_pct=0.0, tensor_any_pct=0.0)  # fmt: skip
+    assert operand_dtype(simt) == ("float32", "FMA pipe")
+    dgemm = replace(simt, fma_pipe_pct=1.0, fp64_pipe_pct=80.0)
+    assert operand_dtype(dgemm) == (None, "")

@@ -104,3 +104,35 @@ def owner(family: Family | None) -> Owner:
     if family in LIBRARY or family in GEMM:
         return Owner.LIBRARY
     return Owner.USER
+
+
+# A library GEMM's operand type, from its name (a raw report carries no dtype): nvjet's first
+# letters name the inputs (stored H200 runs: "tst" at bfloat16, 54 launches; "hsh" at float16,
+# 23; "qqtst" at float8_e4m3fn, 8), the older xmma/cuBLAS names spell the type out.
+_OPERAND_DTYPE: tuple[tuple[str, re.Pattern], ...] = tuple(
+    (dtype, re.compile(pattern, re.IGNORECASE))
+    for dtype, pattern in (
+        ("float8_e4m3fn", r"^nvjet_sm\d+_qq|e4m3"),
+        ("float8_e5m2", r"e5m2"),
+        ("bfloat16", r"^nvjet_sm\d+_t|bf16"),
+        ("float16", r"^nvjet_sm\d+_h|hgemm|f16f16|fp16"),
+        ("float32", r"^nvjet_sm\d+_s|sgemm|f32f32|tf32"),
+        ("float64", r"dgemm|f64f64"),
+        ("int8", r"i8i8|igemm|imma"),
+    )
+)
+
+
+def operand_dtype(rec) -> tuple[str | None, str]:  # noqa: ANN001 - a LaunchRecord (no cycle)
+    """A report launch's operand dtype where the report names none, and where it came from: a
+    library GEMM's name, else its counters (a GEMM issuing no MMAs, its math on the FMA pipe and
+    not the FP64 one, is fp32: a SIMT GEMM). None where neither says."""
+    if rec.family in GEMM:
+        base = short_name(rec.name or "", width=200)
+        for dtype, pattern in _OPERAND_DTYPE:
+            if pattern.search(base):
+                return dtype, "kernel name"
+    fma, fp64 = rec.fma_pipe_pct or 0.0, rec.fp64_pipe_pct or 0.0
+    if rec.kind == KernelKind.GEMM and rec.mma_kind is None and fma > fp64 and fma > 0:
+        return "float32", "FMA pipe"
+    return None, ""

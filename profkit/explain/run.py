@@ -26,6 +26,7 @@ from profkit.explain.evidence import (
     where,
 )
 from profkit.explain.kernel_family import Family, family
+from profkit.explain.kinds import operand_dtype
 from profkit.explain.memory import chain_traffic, dram_level
 from profkit.explain.model import (
     Action,
@@ -348,9 +349,13 @@ def explain_launches(
         name = text(row, "kernel_name") or "kernel"
         fam = family(name)
         rec = LaunchRecord.of(row, fam)
-        ctx = Context(device=device_of_row(rec, device), dtype=str(row.get("dtype") or ""))
+        dtype, source = (str(row.get("dtype")), "") if row.get("dtype") else operand_dtype(rec)
+        ctx = Context(device=device_of_row(rec, device), dtype=dtype or "")
         diagnosis = diagnose(rec, ctx)
         ev = Evidence(diagnosis.evidence if diagnosis else {})
+        if source:  # a raw report names no dtype: the one its own name or counters show
+            ev.put("operand_dtype", dtype)
+            ev.put("operand_dtype_from", source)
         ev.put("ncu_duration_ms", rec.duration_ms)
         ev.put("family", str(fam))
         launch = num(row, "launch")
