@@ -218,13 +218,11 @@ def _memory_queues_full(rec: LaunchRecord, ev: Evidence) -> bool:
     and the warps waiting on full memory queues: the memory system refuses more requests, so it
     is the bound (a kernel short of loads in flight never fills those queues). ncu's SOL memory
     line does not count all of L2's work: a random 4-byte gather ran L2 at 87.6% under 59.85%."""
-    waits = {r: v for r, v in stalls.known_stalls(rec).items() if r != "not_selected"}
-    total = sum(waits.values())
+    queued = rec.stall_share("lg_throttle", "mio_throttle")
     levels = [(LaunchRecord.column(f), getattr(rec, f)) for f in ("l1_pct", "l2_pct")]
     levels = [(c, v) for c, v in levels if v is not None]
-    if total <= 0 or not levels:
+    if queued is None or not levels:
         return False
-    queued = (waits.get("lg_throttle", 0.0) + waits.get("mio_throttle", 0.0)) / total
     col, busy = max(levels, key=lambda x: x[1])
     if queued < th.MEMORY_QUEUE_STALL_SHARE or busy < th.HIGH_THROUGHPUT_PCT:
         return False
