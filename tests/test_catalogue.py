@@ -155,3 +155,20 @@ def test_membar_stalls_beside_atomics_point_at_relaxed_atomics() -> None:
     assert catalogue.found(catalogue.evaluate(plain), Cause.MEMBAR_ATOMICS) is None
     # no stall counters at all: not measured
     assert "membar_atomics" in catalogue.not_measured(catalogue.evaluate(replace(rec, stalls={})))
+
+
+def test_occupancy_and_tail_entries_read_the_record_alone() -> None:
+    # the shape causes are entries now: the device's SM count is on the record
+    tail = LaunchRecord(waves_per_sm=1.2, grid_size=1000, sm_count=132.0)
+    assert catalogue.found(catalogue.evaluate(tail), Cause.TAIL).evidence["tail_idle_pct"] == 40.0
+    low = LaunchRecord(achieved_occupancy_pct=10.0, theoretical_occupancy_pct=50.0,
+                       waves_per_sm=4.0, grid_size=528, sm_count=132.0)  # fmt: skip
+    assert catalogue.found(catalogue.evaluate(low), Cause.LOW_OCCUPANCY) is not None
+    # under one wave the grid caps achieved occupancy: the small grid says so, not this entry
+    under = replace(low, waves_per_sm=0.5, grid_size=66)
+    assert catalogue.found(catalogue.evaluate(under), Cause.LOW_OCCUPANCY) is None
+    theory = replace(low, achieved_occupancy_pct=11.0, theoretical_occupancy_pct=12.5)
+    hit = catalogue.found(catalogue.evaluate(theory), Cause.LOW_THEORETICAL_OCCUPANCY)
+    # a matrix product's one large tile per SM: a fact, no step; another kernel raises it
+    assert hit.entry.remedy(KernelKind.GEMM) is None
+    assert hit.entry.remedy(KernelKind.NORM) == Action.RAISE_OCCUPANCY

@@ -27,7 +27,8 @@ class Entry:
     needs: tuple[str, ...]  # LaunchRecord fields or properties
     test: Callable[[LaunchRecord], dict | None]  # evidence (key -> number) when the cause holds
     refuted_by: str  # what an expert would check to refute it
-    remedies: Mapping[KernelKind, Action] = field(default_factory=dict)  # ANY: the default
+    # ANY: the default; None: no step for that kind (the cause is a fact there)
+    remedies: Mapping[KernelKind, Action | None] = field(default_factory=dict)
     # causes its finding refutes: their reasons (and steps) are dropped where it is found
     refutes: frozenset[Cause] = frozenset()
     # the kernel kinds it applies to (empty: every kind); elsewhere it is not judged at all, and
@@ -215,6 +216,47 @@ def _weight_casts(r: LaunchRecord) -> dict | None:
     return {"param_casts_per_step": casts}
 
 
+def _tail(r: LaunchRecord) -> dict | None:
+    idle = r.tail_idle_share
+    if idle is None or idle < th.TAIL_IDLE_SHARE:
+        return None
+    return {"waves_per_sm": r.waves_per_sm, "tail_idle_pct": round(idle * 100, 2)}
+
+
+def _occupancy(r: LaunchRecord) -> tuple[float, float] | None:
+    """Achieved and theoretical occupancy where the grid fills a wave (under one, the grid caps
+    achieved occupancy itself: the small-grid cause says so)."""
+    if r.grid_too_small:
+        return None
+    return r.achieved_occupancy_pct, r.theoretical_occupancy_pct
+
+
+def _low_occupancy(r: LaunchRecord) -> dict | None:
+    occ = _occupancy(r)
+    if occ is None or occ[0] >= th.LOW_OCCUPANCY_RATIO * occ[1]:
+        return None
+    return {"achieved_occupancy_pct": occ[0], "theoretical_occupancy_pct": occ[1]}
+
+
+def _low_theoretical(r: LaunchRecord) -> dict | None:
+    occ = _occupancy(r)
+    if occ is None or occ[0] < th.LOW_OCCUPANCY_RATIO * occ[1]:
+        return None  # the achieved shortfall is the cause: _low_occupancy says it
+    if occ[1] >= th.LOW_THEORETICAL_OCCUPANCY_PCT:
+        return None
+    out = {"achieved_occupancy_pct": occ[0], "theoretical_occupancy_pct": occ[1]}
+    if r.registers_per_thread is not None:
+        out["registers_per_thread"] = r.registers_per_thread
+    return out
+
+
+def _short_kernel(r: LaunchRecord) -> dict | None:
+    if r.grid_too_small or not r.is_short:  # the small-grid cause already weighs it
+        return None
+    return {"ncu_duration_ms": r.duration_ms}
+
+
+_OCCUPANCY = ("achieved_occupancy_pct", "theoretical_occupancy_pct")
 _BUSY_PIPE = "the pipe's busy share under 80% of its peak, or another pipe busier"
 
 CATALOGUE: tuple[Entry, ...] = (
@@ -338,6 +380,40 @@ CATALOGUE: tuple[Entry, ...] = (
         "the copies are of activations (their source changes each step), not of parameters",
         {KernelKind.ANY: Action.CAST_WEIGHTS_ONCE},
         kinds=frozenset({KernelKind.COPY}),
+    ),
+    Entry(
+        Cause.TAIL,
+        Unit.LAUNCH,
+        ("waves_per_sm",),
+        _tail,
+        "whole waves, or a partial last wave leaving under a quarter of its slots idle",
+        {KernelKind.ANY: Action.WHOLE_WAVES},
+    ),
+    Entry(
+        Cause.LOW_OCCUPANCY,
+        Unit.LAUNCH,
+        _OCCUPANCY,
+        _low_occupancy,
+        "achieved occupancy at least half the theoretical, or a grid under one wave",
+        {KernelKind.ANY: Action.BALANCE_WORK},
+    ),
+    Entry(
+        Cause.LOW_THEORETICAL_OCCUPANCY,
+        Unit.LAUNCH,
+        _OCCUPANCY,
+        _low_theoretical,
+        "theoretical occupancy at or above 25%",
+        # one large-tile CTA per SM is how tl.dot and cuBLAS kernels keep operands in registers
+        # and shared memory: a fact, not the step (their stalls say which is)
+        {KernelKind.ANY: Action.RAISE_OCCUPANCY, KernelKind.GEMM: None},
+    ),
+    Entry(
+        Cause.SHORT_KERNEL,
+        Unit.LAUNCH,
+        ("duration_ms",),
+        _short_kernel,
+        "a kernel lasting well over a launch's cost, or a grid under one wave (its own cause)",
+        {KernelKind.ANY: Action.CUDA_GRAPH},
     ),
     Entry(
         Cause.ISSUE_BOUND,

@@ -77,7 +77,7 @@ def pipe_detail(
             return Reason(Cause.MATMUL_OFF_TENSOR, [key]), [
                 NextStep(Action.USE_TENSOR_CORES, [key])
             ]
-        if gemm and not library and shape.grid_too_small(rec, ctx):
+        if gemm and not library and rec.grid_too_small:
             # too few tiles for the SMs: larger tiles would make fewer still
             return shape.small_grid(rec, ctx, ev)
         if gemm and not library:

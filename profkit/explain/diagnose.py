@@ -10,7 +10,7 @@ version already tried without effect are withheld, with the reason.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from profkit import thresholds as th
 from profkit.explain import catalogue, compute, memory, shape, stalls
@@ -57,6 +57,8 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
     sm = rec.sm_pct
     if mem is None or sm is None:
         return None
+    if ctx.device.sm_count and rec.sm_count != ctx.device.sm_count:
+        rec = replace(rec, sm_count=ctx.device.sm_count)  # the device's, read by shape causes
     ev = Evidence()
     ev.put(mem_key, mem)
     ev.put("sm_throughput_pct", sm)
@@ -131,7 +133,7 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
         short = any(s and s[0].cause in _SHORT for s in found)
         specific = any(s and s[1] and s[0].cause != Cause.SIBLING_FASTER for s in found)
         if short and not specific:
-            found += _why_short(rec, ctx, ev)
+            found += _why_short(rec, ctx, ev, outcomes)
         elif short:
             found = _with_faster_sibling(found, rec, ctx, ev)
     elif kind == Bottleneck.COMPUTE:
@@ -153,7 +155,7 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
         if not any(found):
             found.append(_open("ComputeWorkloadAnalysis"))
     elif kind == Bottleneck.LATENCY:
-        causes = shape.shape_causes(rec, ctx, ev)
+        causes = shape.shape_causes(rec, ctx, ev, outcomes)
         if any(not r.detail.get("refuted") for r, _ in causes):  # a refuted grid is no launch bound
             unit = Unit.LAUNCH
         latency = catalogue.said(outcomes, Cause.MEMORY_LATENCY, kernel, ev)
@@ -354,7 +356,9 @@ def _without(said: Said | None, actions: frozenset) -> Said | None:
     return (said[0], [s for s in said[1] if s.action not in actions]) if said else None
 
 
-def _why_short(rec: LaunchRecord, ctx: Context, ev: Evidence) -> list[Said | None]:
+def _why_short(
+    rec: LaunchRecord, ctx: Context, ev: Evidence, outcomes: list[catalogue.Outcome]
+) -> list[Said | None]:
     """A stream short of the copy roof: the dominant stall where captured, else the launch shape,
     else more bytes in flight per thread."""
     stall = stalls.dominant_stall(rec, ctx, ev)
@@ -373,7 +377,8 @@ def _why_short(rec: LaunchRecord, ctx: Context, ev: Evidence) -> list[Said | Non
                  [step])]  # fmt: skip
     if stall:
         return [stall]
-    causes = [c for c in shape.shape_causes(rec, ctx, ev) if c[0].cause != Cause.LAUNCH_OVERHEAD]
+    causes = shape.shape_causes(rec, ctx, ev, outcomes)
+    causes = [c for c in causes if c[0].cause != Cause.LAUNCH_OVERHEAD]
     if causes:
         return causes
     occupancy = rec.theoretical_occupancy_pct

@@ -12,6 +12,7 @@ measured", never guesses.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -196,6 +197,27 @@ class LaunchRecord:
         return (self.global_atom_requests or 0.0) + (self.global_red_requests or 0.0)
 
     @property
+    def grid_too_small(self) -> bool:
+        """Under one wave at a cost: SMs without a block, or a quarter of one wave's slots empty
+        (the device's SM count: diagnose puts it on the record)."""
+        waves, grid = self.waves_per_sm, self.grid_size
+        if waves is None or waves >= th.SMALL_GRID_WAVES:
+            return False
+        if grid is not None and self.sm_count and grid < self.sm_count:
+            return True
+        return 1 - waves >= th.TAIL_IDLE_SHARE
+
+    @property
+    def tail_idle_share(self) -> float | None:
+        return tail_idle(self.waves_per_sm)
+
+    @property
+    def is_short(self) -> bool:
+        """One launch lasting about what a launch costs."""
+        count, duration = self.kernel_count, self.duration_ms
+        return duration is not None and (count or 1) <= 1 and duration < th.SHORT_KERNEL_MS
+
+    @property
     def membar_stall_share(self) -> float | None:
         """The memory-barrier stalls' share of the summed stalls (None where none was captured)."""
         return self.stall_share("membar") if "membar" in self.stalls else None
@@ -325,6 +347,14 @@ class LaunchRecord:
         for d in dims:
             product *= d
         return abs(self.model_flops - 2 * product) <= 1e-6 * self.model_flops
+
+
+def tail_idle(waves: float | None) -> float | None:
+    """The share of block slots the partial last wave leaves idle (None under one wave)."""
+    if waves is None or waves < th.SMALL_GRID_WAVES:
+        return None
+    slots = math.ceil(round(waves, 6))  # 2.0000001 waves is two whole waves, not three
+    return (slots - waves) / slots
 
 
 _STALL = re.compile(r"stall_(\w+)_pct")
