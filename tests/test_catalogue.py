@@ -13,6 +13,7 @@ import pytest
 
 from profkit.counters.metrics import METRICS
 from profkit.explain import catalogue
+from profkit.explain.evidence import Evidence
 from profkit.explain.kinds import KernelKind
 from profkit.explain.model import Action, Cause
 from profkit.explain.record import LaunchRecord
@@ -108,7 +109,9 @@ def test_a_row_without_the_counters_is_not_measured_never_guessed() -> None:
 def test_every_entry_says_what_refutes_it_and_has_a_remedy() -> None:
     for entry in catalogue.CATALOGUE:
         assert entry.needs and entry.refuted_by
-        assert entry.remedy(KernelKind.ELEMENTWISE) is not None
+        # a remedy for every kind, or a declared None: a caveat (data left in L2) is no limit
+        assert KernelKind.ANY in entry.remedies
+        assert entry.remedy(KernelKind.ELEMENTWISE) is not None or entry.cause == Cause.DATA_IN_L2
         for name in entry.needs:
             assert hasattr(LaunchRecord(), name), name
 
@@ -172,3 +175,17 @@ def test_occupancy_and_tail_entries_read_the_record_alone() -> None:
     # a matrix product's one large tile per SM: a fact, no step; another kernel raises it
     assert hit.entry.remedy(KernelKind.GEMM) is None
     assert hit.entry.remedy(KernelKind.NORM) == Action.RAISE_OCCUPANCY
+
+
+def test_bank_conflicts_that_cost_little_are_a_fact_without_a_step() -> None:
+    rec = LaunchRecord(shared_bank_conflicts=4e6, shared_wavefronts=8e6,
+                       stalls={"short_scoreboard": 2.0, "long_scoreboard": 40.0})  # fmt: skip
+    ev = Evidence()
+    reason, steps = catalogue.said(catalogue.evaluate(rec), Cause.BANK_CONFLICTS, rec.kind, ev)
+    assert reason.detail == {"minor": True} and steps == []
+    assert ev["shared_stall_share_pct"] == pytest.approx(100 * 2 / 42)
+    costly = replace(rec, stalls={"short_scoreboard": 30.0, "long_scoreboard": 10.0})
+    reason, steps = catalogue.said(catalogue.evaluate(costly), Cause.BANK_CONFLICTS, rec.kind, ev)
+    assert not reason.detail and [s.action for s in steps] == [Action.PAD_SHARED]
+    # no model: the DRAM-under-model caveat is not measured, never guessed
+    assert "data_in_l2" in catalogue.not_measured(catalogue.evaluate(rec))

@@ -34,6 +34,9 @@ class Entry:
     # the kernel kinds it applies to (empty: every kind); elsewhere it is not judged at all, and
     # not listed as "not measured"
     kinds: frozenset[KernelKind] = frozenset()
+    # where the cause holds yet costs little time: the evidence that shows it (said as a fact,
+    # detail "minor", with no step; the cause is looked for elsewhere)
+    minor: Callable[[LaunchRecord], dict | None] | None = None
 
     def applies(self, rec: LaunchRecord) -> bool:
         return not self.kinds or rec.kind in self.kinds
@@ -52,6 +55,7 @@ class Outcome:
     status: str  # "found" | "absent" | "not measured"
     evidence: dict = field(default_factory=dict)
     missing: tuple[str, ...] = ()
+    minor: dict | None = None  # Entry.minor's evidence, where the cause holds but costs little
 
 
 # --- tests: each reads the record only --------------------------------------------------------
@@ -256,6 +260,32 @@ def _short_kernel(r: LaunchRecord) -> dict | None:
     return {"ncu_duration_ms": r.duration_ms}
 
 
+def _bank_conflicts(r: LaunchRecord) -> dict | None:
+    conflicts, wavefronts = r.shared_bank_conflicts, r.shared_wavefronts
+    if not conflicts or not wavefronts or conflicts / wavefronts < th.BANK_CONFLICT_SHARE:
+        return None
+    return {
+        "shared_bank_conflicts": conflicts,
+        "shared_wavefronts": wavefronts,
+        "bank_conflict_share_pct": conflicts / wavefronts * 100,
+    }
+
+
+def _bank_conflicts_minor(r: LaunchRecord) -> dict | None:
+    """The replays are real but the stalls on shared memory hold little of the time."""
+    stalled = r.stall_share("short_scoreboard", "mio_throttle")
+    if stalled is None or stalled >= th.BANK_CONFLICT_STALL_SHARE:
+        return None
+    return {"shared_stall_share_pct": stalled * 100}
+
+
+def _data_in_l2(r: LaunchRecord) -> dict | None:
+    dram, model = r.dram_bytes, r.model_bytes
+    if not model or dram / model >= th.L2_RESIDENT_BYTES_RATIO:
+        return None
+    return {"dram_bytes": dram, "bytes": model, "dram_over_model_x": dram / model}
+
+
 _OCCUPANCY = ("achieved_occupancy_pct", "theoretical_occupancy_pct")
 _BUSY_PIPE = "the pipe's busy share under 80% of its peak, or another pipe busier"
 
@@ -382,6 +412,24 @@ CATALOGUE: tuple[Entry, ...] = (
         kinds=frozenset({KernelKind.COPY}),
     ),
     Entry(
+        Cause.BANK_CONFLICTS,
+        Unit.L1,
+        ("shared_bank_conflicts", "shared_wavefronts"),
+        _bank_conflicts,
+        "conflicts a small share of shared-memory wavefronts; or short-scoreboard and MIO stalls "
+        "a small share of the stalls (then said, with no step)",
+        {KernelKind.ANY: Action.PAD_SHARED},
+        minor=_bank_conflicts_minor,
+    ),
+    Entry(
+        Cause.DATA_IN_L2,
+        Unit.L2,
+        ("dram_bytes", "model_bytes"),
+        _data_in_l2,
+        "DRAM bytes at or above the model's: nothing stayed behind in L2",
+        {KernelKind.ANY: None},  # a caveat on the DRAM figures, not a limit
+    ),
+    Entry(
         Cause.TAIL,
         Unit.LAUNCH,
         ("waves_per_sm",),
@@ -441,7 +489,8 @@ def evaluate(rec: LaunchRecord) -> list[Outcome]:
             out.append(Outcome(entry, "not measured", missing=missing))
             continue
         evidence = entry.test(rec)
-        out.append(Outcome(entry, "found" if evidence else "absent", evidence or {}))
+        minor = entry.minor(rec) if evidence and entry.minor else None
+        out.append(Outcome(entry, "found" if evidence else "absent", evidence or {}, minor=minor))
     return out
 
 
@@ -464,9 +513,12 @@ def said(outcomes: list[Outcome], cause: Cause, kernel: KernelKind, ev: Evidence
     hit = found(outcomes, cause)
     if hit is None:
         return None
-    for key, value in hit.evidence.items():
+    evidence = {**hit.evidence, **(hit.minor or {})}
+    for key, value in evidence.items():
         ev.put(key, value)
-    keys = list(hit.evidence)
+    keys = list(evidence)
+    if hit.minor:
+        return Reason(cause, keys, {"minor": True}), []
     action = hit.entry.remedy(kernel)
     detail = {"pipe": str(hit.entry.unit)} if cause == Cause.PIPE_BUSY else {}
     return Reason(cause, keys, detail), [NextStep(action, keys, detail)] if action else []

@@ -118,12 +118,12 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
             else None,
             memory.chain_traffic(rec, ctx, ev) if chain else reads,
             coalescing,
-            memory.bank_conflicts(rec, ctx, ev),
+            catalogue.said(outcomes, Cause.BANK_CONFLICTS, kernel, ev),
             memory.cache_bound(rec, ctx, ev),
             # where the DRAM level stands first: re-reads served by the caches are a fact beside it
             memory.dram_level(rec, ctx, ev, chain=chain),
             catalogue.said(outcomes, Cause.L2_REUSE, kernel, ev),
-            memory.data_in_l2(rec, ctx, ev),
+            catalogue.said(outcomes, Cause.DATA_IN_L2, kernel, ev),
         ]
         if any(s and s[0].cause == Cause.AT_ROOF for s in found):
             # at the copy roof only fewer bytes help: the other causes stay as facts
@@ -148,7 +148,7 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
             busy
             or catalogue.busy_pipe(outcomes, kernel, ev)
             or catalogue.said(outcomes, Cause.TENSOR_BUSY, kernel, ev),
-            memory.bank_conflicts(rec, ctx, ev),
+            catalogue.said(outcomes, Cause.BANK_CONFLICTS, kernel, ev),
             catalogue.said(outcomes, Cause.ISSUE_BOUND, kernel, ev),
             stalls.dominant_stall(rec, ctx, ev),
         ]
@@ -175,7 +175,7 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
             if spills or coalescing
             else memory.extra_reads(rec, ctx, ev),
             coalescing,
-            memory.bank_conflicts(rec, ctx, ev),
+            catalogue.said(outcomes, Cause.BANK_CONFLICTS, kernel, ev),
             compute.pipe_detail(rec, ctx, ev, outcomes) if rec.matrix else None,
             catalogue.said(outcomes, Cause.ISSUE_BOUND, kernel, ev),
             # long-scoreboard waits on an idle memory system: the latency, said once
@@ -183,13 +183,13 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
         ]
         if not any(found):
             found.append(_nothing_seen(rec))
-        found.append(memory.data_in_l2(rec, ctx, ev))
+        found.append(catalogue.said(outcomes, Cause.DATA_IN_L2, kernel, ev))
     else:  # balanced
         found += [
             *specific,
             compute.pipe_detail(rec, ctx, ev, outcomes) if rec.matrix else None,
             coalescing,
-            memory.bank_conflicts(rec, ctx, ev),
+            catalogue.said(outcomes, Cause.BANK_CONFLICTS, kernel, ev),
             catalogue.said(outcomes, Cause.ISSUE_BOUND, kernel, ev),
             stalls.dominant_stall(rec, ctx, ev),
         ]

@@ -158,16 +158,6 @@ def chain_traffic(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
     return Reason(Cause.EXTRA_PASSES, keys), [NextStep(Action.FUSE, keys)]
 
 
-def data_in_l2(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
-    dram_bytes, min_bytes = rec.dram_bytes, rec.model_bytes
-    if dram_bytes is None or not min_bytes or dram_bytes / min_bytes >= th.L2_RESIDENT_BYTES_RATIO:
-        return None
-    ev.put("dram_bytes", dram_bytes)
-    ev.put("bytes", min_bytes)
-    ev.put("dram_over_model_x", dram_bytes / min_bytes)
-    return Reason(Cause.DATA_IN_L2, ["dram_bytes", "bytes", "dram_over_model_x"]), []
-
-
 def uncoalesced(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
     """For rows without the requested bytes (the catalogue judges those against the ideal
     sectors): a stream's global sectors far beyond its model's bytes. A matmul re-reads its
@@ -190,26 +180,6 @@ def uncoalesced(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
         ev.put("sectors_per_request_ratio", ld / requests)
         keys = list(dict.fromkeys([*keys, "sectors_per_request_ratio"]))
     return Reason(Cause.UNCOALESCED, keys), [NextStep(Action.COALESCE, keys)]
-
-
-def bank_conflicts(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
-    conflicts, wavefronts = rec.shared_bank_conflicts, rec.shared_wavefronts
-    if not conflicts or not wavefronts:
-        return None
-    share = conflicts / wavefronts
-    if share < th.BANK_CONFLICT_SHARE:
-        return None
-    ev.put("shared_bank_conflicts", conflicts)
-    ev.put("shared_wavefronts", wavefronts)
-    ev.put("bank_conflict_share_pct", share * 100)
-    keys = ["shared_bank_conflicts", "shared_wavefronts", "bank_conflict_share_pct"]
-    stalled = rec.stall_share("short_scoreboard", "mio_throttle")
-    if stalled is not None and stalled < th.BANK_CONFLICT_STALL_SHARE:
-        # the replays are real but hold little time: said, with no step, and the cause looked
-        # for elsewhere (diagnose goes on past a reason without steps)
-        ev.put("shared_stall_share_pct", stalled * 100)
-        return Reason(Cause.BANK_CONFLICTS, [*keys, "shared_stall_share_pct"], {"minor": True}), []
-    return Reason(Cause.BANK_CONFLICTS, keys), [NextStep(Action.PAD_SHARED, keys)]
 
 
 def hierarchy_facts(rec: LaunchRecord, ev: Evidence) -> None:
