@@ -189,3 +189,16 @@ def test_bank_conflicts_that_cost_little_are_a_fact_without_a_step() -> None:
     assert not reason.detail and [s.action for s in steps] == [Action.PAD_SHARED]
     # no model: the DRAM-under-model caveat is not measured, never guessed
     assert "data_in_l2" in catalogue.not_measured(catalogue.evaluate(rec))
+
+
+def test_specific_causes_are_said_in_their_declared_rank() -> None:
+    ranked = sorted((e for e in catalogue.CATALOGUE if e.rank is not None), key=lambda e: e.rank)
+    assert [e.cause for e in ranked][:3] == [
+        Cause.REGISTER_SPILLS,
+        Cause.ATOMIC_CONTENTION,
+        Cause.MEMBAR_ATOMICS,
+    ]
+    # spills and contended atomics on one record: the spills first, as ranked
+    both = replace(record("p.hist4"), local_ld_bytes=1e9, local_st_bytes=1e9)
+    said = [s for s in catalogue.specific(catalogue.evaluate(both), both.kind, Evidence()) if s]
+    assert [s[0].cause for s in said][:2] == [Cause.REGISTER_SPILLS, Cause.ATOMIC_CONTENTION]

@@ -37,6 +37,9 @@ class Entry:
     # where the cause holds yet costs little time: the evidence that shows it (said as a fact,
     # detail "minor", with no step; the cause is looked for elsewhere)
     minor: Callable[[LaunchRecord], dict | None] | None = None
+    # its place among the specific causes said before any story from the SOL lines (lower
+    # first); None: the bottleneck's story places it
+    rank: int | None = None
 
     def applies(self, rec: LaunchRecord) -> bool:
         return not self.kinds or rec.kind in self.kinds
@@ -297,6 +300,7 @@ CATALOGUE: tuple[Entry, ...] = (
         _spills,
         "local-memory bytes near zero (l1tex__t_bytes_pipe_lsu_mem_local_op_ld/st)",
         {KernelKind.ANY: Action.CUT_SPILLS},
+        rank=10,
     ),
     Entry(
         Cause.ATOMIC_CONTENTION,
@@ -306,6 +310,7 @@ CATALOGUE: tuple[Entry, ...] = (
         "L2 atomic units busy alike on every slice (max about avg): atomics spread over many "
         "addresses do not contend",
         {KernelKind.ANY: Action.PRIVATIZE_ATOMICS},
+        rank=20,
     ),
     Entry(
         Cause.UNCOALESCED,
@@ -323,6 +328,7 @@ CATALOGUE: tuple[Entry, ...] = (
         _divergence,
         "few divergent branch targets; masked tails lower active lanes without divergence",
         {KernelKind.ANY: Action.UNIFORM_BRANCHES},
+        rank=40,
     ),
     Entry(
         Cause.MEMORY_LATENCY,
@@ -382,6 +388,7 @@ CATALOGUE: tuple[Entry, ...] = (
         "rather than the resident-block limit, or achieved occupancy near theoretical",
         {KernelKind.ANY: Action.LARGER_PROGRAMS},
         refutes=frozenset({Cause.LOW_OCCUPANCY, Cause.TAIL, Cause.MEMORY_LATENCY}),
+        rank=50,
     ),
     Entry(
         Cause.SHARED_LIMITS_OCCUPANCY,
@@ -392,6 +399,7 @@ CATALOGUE: tuple[Entry, ...] = (
         "occupancy at or above 25%",
         {KernelKind.ANY: Action.LESS_SHARED, KernelKind.GEMM: Action.LESS_SHARED},
         refutes=frozenset({Cause.LOW_THEORETICAL_OCCUPANCY}),
+        rank=60,
     ),
     Entry(
         Cause.MEMBAR_ATOMICS,
@@ -401,6 +409,7 @@ CATALOGUE: tuple[Entry, ...] = (
         "few memory-barrier stalls (under 30% of the stalls), or no atomics issued",
         {KernelKind.ANY: Action.RELAXED_ATOMICS},
         refutes=frozenset({Cause.STALL}),
+        rank=30,
     ),
     Entry(
         Cause.WEIGHT_CASTS,
@@ -410,6 +419,7 @@ CATALOGUE: tuple[Entry, ...] = (
         "the copies are of activations (their source changes each step), not of parameters",
         {KernelKind.ANY: Action.CAST_WEIGHTS_ONCE},
         kinds=frozenset({KernelKind.COPY}),
+        rank=70,
     ),
     Entry(
         Cause.BANK_CONFLICTS,
@@ -492,6 +502,13 @@ def evaluate(rec: LaunchRecord) -> list[Outcome]:
         minor = entry.minor(rec) if evidence and entry.minor else None
         out.append(Outcome(entry, "found" if evidence else "absent", evidence or {}, minor=minor))
     return out
+
+
+def specific(outcomes: list[Outcome], kernel: KernelKind, ev: Evidence) -> list[Said | None]:
+    """The ranked entries (Entry.rank), in their declared order: each found one said with its
+    kind's remedy, None in the place of one not found."""
+    ranked = sorted((e for e in CATALOGUE if e.rank is not None), key=lambda e: e.rank)
+    return [said(outcomes, e.cause, kernel, ev) for e in ranked]
 
 
 def refuted(outcomes: list[Outcome]) -> frozenset[Cause]:

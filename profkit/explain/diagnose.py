@@ -81,19 +81,8 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
     kernel = rec.kind
     ev.put("kernel_kind", str(kernel))
     # the catalogue's specific causes come before any story told from the SOL lines alone
-    spills, *specific = (
-        catalogue.said(outcomes, c, kernel, ev)
-        for c in (
-            Cause.REGISTER_SPILLS,
-            Cause.ATOMIC_CONTENTION,
-            Cause.MEMBAR_ATOMICS,
-            Cause.BRANCH_DIVERGENCE,
-            Cause.SMALL_PROGRAMS,
-            Cause.SHARED_LIMITS_OCCUPANCY,
-            Cause.WEIGHT_CASTS,
-        )
-    )
-    specific = [spills, *specific]
+    specific = catalogue.specific(outcomes, kernel, ev)  # by their declared rank
+    spills = catalogue.found(outcomes, Cause.REGISTER_SPILLS)
     # coalescing against the ideal sectors of the requested bytes where measured; without them,
     # only a stream's sectors against its model's bytes (sectors per request cannot tell a
     # vectorized load from a scattered one)
