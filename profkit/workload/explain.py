@@ -37,7 +37,7 @@ _LABELS = {
     KernelKind.SORT: "sort",
     KernelKind.SCATTER_ATOMIC: "scatter/atomic",
     KernelKind.GATHER: "gather",
-    KernelKind.COPY: "copy",
+    KernelKind.COPY: "elementwise",  # ATen's copies, casts and fills run its elementwise kernels
     KernelKind.ELEMENTWISE: "elementwise",
 }
 # the counter that says how busy a unit is, by unit (the finding's evidence names)
