@@ -119,3 +119,26 @@ def test_an_unnamed_simt_gemm_is_fp32_by_its_fma_pipe() -> None:
     assert operand_dtype(simt) == ("float32", "FMA pipe")
     dgemm = replace(simt, fma_pipe_pct=1.0, fp64_pipe_pct=80.0)
     assert operand_dtype(dgemm) == (None, "")
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("_scatter_gather_elementwise_kernel", None),  # by its atomics, below
+        ("indexFuncLargeIndex", KernelKind.SCATTER_ATOMIC),
+        ("tensor_kernel_scan_innermost_dim", KernelKind.SCAN),
+        ("DeviceRadixSortOnesweepKernel", KernelKind.SORT),
+        ("gatherTopK", KernelKind.SORT),
+    ],
+)
+def test_atens_scatters_scans_and_sorts_stay_library_code_in_a_lab_variant(name, kind) -> None:
+    fam = launch_family({"kernel_name": name}, lab=True)
+    rec = LaunchRecord(name=name, family=fam)
+    assert fam == Family.ATEN_OTHER and rec.owner == Owner.LIBRARY
+    if kind is not None:
+        assert rec.kind == kind
+    else:  # ATen runs scatter_ and gather on one kernel: its atomics tell which
+        assert replace(rec, global_red_requests=1e6).kind == KernelKind.SCATTER_ATOMIC
+        assert replace(rec, global_red_requests=0.0).kind == KernelKind.GATHER
+    # a user's kernel named like one is still the user's
+    assert launch_family({"kernel_name": "_my_scan_kernel"}, lab=True) == Family.TRITON

@@ -112,12 +112,42 @@ LIGER_NAMES = frozenset(
 )
 
 
+# ATen's (and the CUB kernels it calls) scatters, index ops, scans, sorts and top-k, exactly (ncu
+# names a kernel by its function, without ATen's namespace): library code wherever it runs
+# (aten/src/ATen/native/cuda: ScatterGatherKernel.cu, Indexing.cu, ScanUtils.cuh, Sort.cu,
+# SortUtils.cuh, TensorTopK.cu; cub's device-wide scan, sort and reduce).
+ATEN_OTHER_NAMES = frozenset(
+    {
+        "_scatter_gather_elementwise_kernel",
+        "indexFuncSmallIndex",
+        "indexFuncLargeIndex",
+        "indexSelectSmallIndex",
+        "indexSelectLargeIndex",
+        "tensor_kernel_scan_innermost_dim",
+        "tensor_kernel_scan_outer_dim",
+        "DeviceScanKernel",
+        "DeviceScanInitKernel",
+        "radixSortKVInPlace",
+        "bitonicSortKVInPlace",
+        "DeviceRadixSortOnesweepKernel",
+        "DeviceRadixSortHistogramKernel",
+        "DeviceRadixSortExclusiveSumKernel",
+        "DeviceSegmentedRadixSortKernel",
+        "gatherTopK",
+        "radixFindKthValues",
+    }
+)
+
+
 def family(name: str) -> Family:
     """The kernel's family from its (demangled) function name; OTHER for hand-written kernels
     compiled outside Triton. A plain Triton kernel cannot be told from its name alone: callers
     pass triton=True when the run says so (the spec's variant is a Triton kernel)."""
-    if short_name(name, width=200) in LIGER_NAMES:
+    base = short_name(name, width=200)
+    if base in LIGER_NAMES:
         return Family.LIGER
+    if base in ATEN_OTHER_NAMES:
+        return Family.ATEN_OTHER
     # the base name, whole (a cut one breaks the patterns), then the full one
     for text in dict.fromkeys((short_name(name, width=10**6), name)):
         for fam, pattern in _PATTERNS:
@@ -205,6 +235,7 @@ _ATEN_NAMES = frozenset(
         "cunn_SoftMaxForward",
         "cunn_SoftMaxForwardReg",
         "cunn_SoftMaxForwardSmem",
+        *ATEN_OTHER_NAMES,
     }
 )
 

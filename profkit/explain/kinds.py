@@ -50,11 +50,12 @@ GEMM_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::matmul", "aten::linea
 COPY_OPS = ("aten::copy_", "aten::_to_copy", "aten::fill_", "aten::cat", "aten::clone")
 # first match wins; read off the base name (namespace, templates and parameters dropped)
 _ATTENTION = re.compile(r"flash|fmha|attn|attention|sdpa", re.IGNORECASE)
+_SCATTER_GATHER = re.compile(r"scatter_gather", re.IGNORECASE)
 _SPLITK_REDUCE = re.compile(r"splitkreduce|splitk_reduce", re.IGNORECASE)
 _BY_NAME: tuple[tuple[KernelKind, re.Pattern], ...] = tuple(
     (kind, re.compile(pattern, re.IGNORECASE))
     for kind, pattern in (
-        (KernelKind.SCATTER_ATOMIC, r"scatter|atomic|hist|index_add|index_put|bincount"),
+        (KernelKind.SCATTER_ATOMIC, r"scatter|atomic|hist|index_add|index_put|indexFunc|bincount"),
         (KernelKind.SCAN, r"scan|cumsum|cumprod"),
         (KernelKind.SORT, r"sort|radix|topk"),
         (KernelKind.GATHER, r"index|gather|embedding"),
@@ -66,7 +67,12 @@ _BY_NAME: tuple[tuple[KernelKind, re.Pattern], ...] = tuple(
 
 
 def kernel_kind(
-    name: str | None, family: Family | None, mma: bool, matmul_model: bool, op: str | None = None
+    name: str | None,
+    family: Family | None,
+    mma: bool,
+    matmul_model: bool,
+    op: str | None = None,
+    atomics: bool | None = None,
 ) -> KernelKind:
     """The one rule, first match wins: attention (flash's family or the name), cuDNN's
     convolutions (or a convolution op's kernel), a copy op's kernel, a split-K reduction, then a
@@ -88,6 +94,9 @@ def kernel_kind(
     if fam in GEMM or mma or matmul_model:
         return KernelKind.GEMM
     words = base.replace("_to_copy", "") if fam == Family.INDUCTOR else base
+    if _SCATTER_GATHER.search(words) and atomics is not None:
+        # ATen's one kernel for scatter and gather: the atomics it issues say which it ran
+        return KernelKind.SCATTER_ATOMIC if atomics else KernelKind.GATHER
     for kind, pattern in _BY_NAME:
         if pattern.search(words):
             return kind

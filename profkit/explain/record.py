@@ -281,8 +281,9 @@ class LaunchRecord:
     @cached_property
     def kind(self) -> KernelKind:
         """What the kernel is (profkit.explain.kinds.kernel_kind: the one rule)."""
+        atomics = self.atomic_requests
         return kernel_kind(self.name, self.family, self.mma_kind is not None, self.matmul_shaped,
-                           self.op)  # fmt: skip
+                           self.op, None if atomics is None else atomics > 0)  # fmt: skip
 
     @property
     def owner(self) -> Owner:
