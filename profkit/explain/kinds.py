@@ -78,7 +78,8 @@ def kernel_kind(
     convolutions (or a convolution op's kernel), a copy op's kernel, a split-K reduction, then a
     matrix product (a GEMM library's kernel, MMAs doing the work, a 2MNK model), then the name
     (atomics, scans, sorts, gathers, copies, norms), then the family's reductions, else
-    elementwise. Inductor's names list the ops they fuse: its casts (_to_copy) are no copy."""
+    elementwise. Inductor's names list the ops they fuse: its casts (_to_copy) are no copy.
+    ATen's one scatter/gather kernel is told apart by the atomics it issues, where captured."""
     fam = family or Family.OTHER
     base = short_name(name or "", width=200)
     if fam == Family.FLASH or _ATTENTION.search(base):  # cuDNN's SDPA kernels too
@@ -100,7 +101,7 @@ def kernel_kind(
     for kind, pattern in _BY_NAME:
         if pattern.search(words):
             return kind
-    if fam in (Family.ATEN_NORM,):
+    if fam == Family.ATEN_NORM:
         return KernelKind.NORM
     if fam == Family.ATEN_REDUCE or re.match(r"triton_(red|per)_", base):
         return KernelKind.REDUCTION
@@ -110,7 +111,7 @@ def kernel_kind(
 def owner(family: Family | None) -> Owner:
     if family == Family.INDUCTOR:
         return Owner.INDUCTOR
-    if family in LIBRARY or family in GEMM:
+    if family in LIBRARY:
         return Owner.LIBRARY
     return Owner.USER
 
