@@ -19,9 +19,11 @@ from profkit.explain.record import LaunchRecord
 SUM = "sum-20261130-235702-vm-d23604"
 
 
-def _resolve(action: Action, causes: tuple[Cause, ...], rec: LaunchRecord | None = None):
+def _resolve(
+    action: Action, causes: tuple[Cause, ...], rec: LaunchRecord | None = None, **detail: str
+):
     reasons = [Reason(c) for c in causes]
-    return catalogue.resolve([NextStep(action, ["k"])], reasons, rec or LaunchRecord())
+    return catalogue.resolve([NextStep(action, ["k"], detail)], reasons, rec or LaunchRecord())
 
 
 def test_larger_tiles_are_withheld_beside_spills() -> None:
@@ -44,12 +46,15 @@ def test_hiding_latency_is_withheld_where_programs_are_too_small(action: Action)
 
 
 def test_atomics_are_reduced_before_not_fused_away() -> None:
-    kept, _ = _resolve(Action.FUSE, (Cause.ATOMIC_CONTENTION,))
+    kept, _ = _resolve(Action.FUSE, (Cause.ATOMIC_CONTENTION,), library="aten_other")
     assert [s.action for s in kept] == [Action.REDUCE_BEFORE_ATOMICS]
     assert kept[0].detail["instead_of"] == "fuse"
     # a scatter's kind alone: fusing keeps its atomics
     scatter = LaunchRecord(name="_scatter_add_kernel", family=Family.ATEN_OTHER)
-    assert _resolve(Action.FUSE, (), scatter)[0][0].action == Action.REDUCE_BEFORE_ATOMICS
+    fused = _resolve(Action.FUSE, (), scatter, library="aten_other")[0][0]
+    assert fused.action == Action.REDUCE_BEFORE_ATOMICS
+    # a chain's "fuse the kernels into one" (launch overhead: a memset and the atomics) stands
+    assert _resolve(Action.FUSE, (), scatter)[0][0].action == Action.FUSE
 
 
 @pytest.mark.parametrize("family", sorted(LIBRARY))
@@ -104,3 +109,13 @@ def test_a_memset_before_the_atomics_sets_neither_owner_nor_step() -> None:
             share = next((x.share_pct for x in f.launches if x.name == launch), None)
             assert launch is None or share >= 10
         assert not any(s.action == Action.FUSE and s.detail.get("library") for s in f.next)
+
+
+@pytest.mark.parametrize("name", ["DeviceRadixSortOnesweepKernel", "tensor_kernel_scan_outer_dim"])
+def test_a_library_sort_or_scan_is_not_told_to_fuse_away(name: str) -> None:
+    rec = LaunchRecord(name=name, family=Family.ATEN_OTHER)
+    kept, _ = _resolve(Action.FUSE, (), rec, library="aten_other")
+    assert [s.action for s in kept] == [Action.OTHER_FORMULATION]
+    # an ATen elementwise kernel is still fused away
+    plain = LaunchRecord(name="vectorized_elementwise_kernel", family=Family.ATEN_ELEMENTWISE)
+    assert _resolve(Action.FUSE, (), plain, library="aten_other")[0][0].action == Action.FUSE

@@ -563,6 +563,7 @@ class Conflict:
     kinds: frozenset[KernelKind] = frozenset()  # or the kernel is of one of these kinds
     test: Callable[[LaunchRecord], bool] | None = None  # or the record shows this
     instead: Action | None = None  # the step in its place (None: withheld)
+    detail: str | None = None  # only a step carrying this detail key ("library": fuse it away)
 
 
 def _under_one_wave(r: LaunchRecord) -> bool:
@@ -577,13 +578,23 @@ CONFLICTS: tuple[Conflict, ...] = (
     # programs too small to amortize their launch: latency is not what more loads in flight fix
     Conflict(Action.HIDE_LATENCY, "small_programs", causes=frozenset({Cause.SMALL_PROGRAMS})),
     Conflict(Action.BYTES_IN_FLIGHT, "small_programs", causes=frozenset({Cause.SMALL_PROGRAMS})),
-    # atomics stay atomics after fusing: reducing before them is what helps
+    # a library kernel's "fuse it away": its atomics stay atomics after fusing, reducing before
+    # them is what helps; a sort or a scan is a whole pass of its own that fusing does not remove
+    # (a chain's "fuse the kernels into one", against launch overhead, stands)
     Conflict(
         Action.FUSE,
         "atomics",
         causes=frozenset({Cause.ATOMIC_CONTENTION}),
         kinds=frozenset({KernelKind.SCATTER_ATOMIC}),
         instead=Action.REDUCE_BEFORE_ATOMICS,
+        detail="library",
+    ),
+    Conflict(
+        Action.FUSE,
+        "not_fusible",
+        kinds=frozenset({KernelKind.SORT, KernelKind.SCAN}),
+        instead=Action.OTHER_FORMULATION,
+        detail="library",
     ),
 )
 
@@ -598,7 +609,7 @@ def resolve(
     withheld: list[dict] = []
     for step in steps:
         hit = next(
-            (c for c in CONFLICTS if c.action == step.action and _holds(c, found, rec)), None
+            (c for c in CONFLICTS if c.action == step.action and _holds(c, step, found, rec)), None
         )
         if hit is None:
             kept.append(step)
@@ -611,5 +622,7 @@ def resolve(
     return kept, withheld
 
 
-def _holds(c: Conflict, found: set[Cause], rec: LaunchRecord) -> bool:
+def _holds(c: Conflict, step: NextStep, found: set[Cause], rec: LaunchRecord) -> bool:
+    if c.detail is not None and c.detail not in step.detail:
+        return False
     return bool(c.causes & found) or rec.kind in c.kinds or (c.test is not None and c.test(rec))

@@ -151,6 +151,7 @@ class Action(StrEnum):
     LESS_SHARED = "less_shared"  # fewer stages or smaller tiles: less shared memory per block
     RELAXED_ATOMICS = "relaxed_atomics"  # sem="relaxed" where no ordering is needed
     CAST_WEIGHTS_ONCE = "cast_weights_once"  # keep a low-precision copy of the weights
+    OTHER_FORMULATION = "other_formulation"  # a library sort/scan: less of it, or another op
     UNIFORM_BRANCHES = "uniform_branches"  # make branch conditions warp-uniform (sort, split)
     INDEX_LOCALITY = "index_locality"  # a gather: sort or bucket indices, gather wider rows
     CHEAPER_MATH = "cheaper_math"  # an elementwise compute chain: precision, algebra, fast math

@@ -783,6 +783,9 @@ NEXT_STEPS: dict[Action, str] = {
     'sem="relaxed"; its default acq_rel fences each atomic)',
     Action.CAST_WEIGHTS_ONCE: "cast the weights once, not every step: keep a low-precision copy "
     "of the parameters (or store them in that dtype) instead of autocast's per-step copy_",
+    Action.OTHER_FORMULATION: "it is library code that fusing does not remove (a sort or a scan "
+    "is a whole pass): ask for less of it (top-k or a partial sort instead of a full sort, a "
+    "segmented op, narrower keys) or use another backend for the op",
     Action.CHEAPER_MATH: "do cheaper math per element: lower precision where accuracy allows, "
     "fewer operations by algebra, or fast-math intrinsics",
 }

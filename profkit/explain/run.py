@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 import pandas as pd
 
 from profkit import thresholds as th
-from profkit.explain import decode_steps, history, host, launches, ncu_rules
+from profkit.explain import catalogue, decode_steps, history, host, launches, ncu_rules
 from profkit.explain.context import Context
 from profkit.explain.diagnose import diagnose, fit_next_steps
 from profkit.explain.evidence import (
@@ -294,8 +294,12 @@ def _chain(
     aten = sum(x.share_pct or 0.0 for x in f.launches if x.family == Family.ATEN_ELEMENTWISE)
     lib = Family.ATEN_ELEMENTWISE if aten >= th.STEP_LAUNCH_SHARE_PCT else fam
     steps, withheld = fit_next_steps(steps, lib if not lab else fam, ctx.ruled_out)
+    # and the declared conflicts, against the launch holding the most time (atomics, a sort)
+    steps, conflicts = catalogue.resolve(
+        steps, f.reasons, LaunchRecord.of(top_row, Family(top.family))
+    )
     f.next = [*own, *(s for s in steps if all(s.action != o.action for o in own))]
-    f.ruled_out = ruled + withheld
+    f.ruled_out = ruled + withheld + conflicts
 
 
 def _not_judged(f: Finding, row: Mapping, ev: Evidence) -> None:
