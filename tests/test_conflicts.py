@@ -13,7 +13,9 @@ from profkit.explain import catalogue
 from profkit.explain.context import Context
 from profkit.explain.diagnose import _CODE_STEPS, diagnose, fit_next_steps
 from profkit.explain.kernel_family import LIBRARY, Family
+from profkit.explain.kinds import KernelKind
 from profkit.explain.model import Action, Cause, Kind, NextStep, Reason
+from profkit.explain.phrases import next_step_text
 from profkit.explain.record import LaunchRecord
 
 SUM = "sum-20261130-235702-vm-d23604"
@@ -119,3 +121,14 @@ def test_a_library_sort_or_scan_is_not_told_to_fuse_away(name: str) -> None:
     # an ATen elementwise kernel is still fused away
     plain = LaunchRecord(name="vectorized_elementwise_kernel", family=Family.ATEN_ELEMENTWISE)
     assert _resolve(Action.FUSE, (), plain, library="aten_other")[0][0].action == Action.FUSE
+
+
+def test_a_library_convolution_or_attention_gets_whole_op_advice_not_gemm_tiles() -> None:
+    # CUTLASS's kernels behind aten::cudnn_convolution (the convnet run) and its fmha kernels
+    steps = [NextStep(Action.FEED_TENSOR, ["k"])]
+    for kind in (KernelKind.CONVOLUTION, KernelKind.ATTENTION):
+        (step,), _ = fit_next_steps(steps, Family.CUTLASS, {}, kind)
+        assert step.action == Action.LIBRARY_SHAPES and step.detail["whole_op"] == str(kind)
+        assert "another backend for the op" in next_step_text(step)
+    (gemm,), _ = fit_next_steps(steps, Family.CUTLASS, {}, KernelKind.GEMM)
+    assert "whole_op" not in gemm.detail and "batching small GEMMs" in next_step_text(gemm)

@@ -17,7 +17,7 @@ from profkit.explain import catalogue, compute, memory, shape, stalls
 from profkit.explain.context import Context, Said
 from profkit.explain.evidence import Evidence
 from profkit.explain.kernel_family import FUSED_OPS, GEMM, LIBRARY, Family
-from profkit.explain.kinds import Owner
+from profkit.explain.kinds import MATRIX, KernelKind, Owner
 from profkit.explain.model import Action, Bottleneck, Cause, NextStep, Reason, Unit
 from profkit.explain.record import LaunchRecord
 from profkit.explain.roofs import compute_roof, memory_roof
@@ -196,7 +196,9 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
     diagnosis = Diagnosis(kind, unit, [r for r, _ in said], evidence=ev)
     diagnosis.not_measured = catalogue.not_measured(outcomes)
     steps = [step for _, steps in said for step in steps]
-    diagnosis.steps, diagnosis.ruled_out = fit_next_steps(steps, rec.family, ctx.ruled_out)
+    diagnosis.steps, diagnosis.ruled_out = fit_next_steps(
+        steps, rec.family, ctx.ruled_out, rec.kind
+    )
     diagnosis.steps, conflicts = catalogue.resolve(diagnosis.steps, diagnosis.reasons, rec)
     diagnosis.ruled_out += conflicts
     diagnosis.steps, under = worth_taking(diagnosis.steps, kind, ev, rec.device_p50_ms, ctx)
@@ -458,22 +460,31 @@ _CODE_STEPS = frozenset(
 
 
 def fit_next_steps(
-    steps: list[NextStep], family: Family | None, ruled_out: Mapping[Action, str]
+    steps: list[NextStep],
+    family: Family | None,
+    ruled_out: Mapping[Action, str],
+    kind: KernelKind | None = None,
 ) -> tuple[list[NextStep], list[dict]]:
-    """Library kernels get library advice; ruled-out steps are withheld; no step twice."""
+    """Library kernels get library advice, by their owner's family and their kind (a matrix
+    product's is its inputs and options, a whole fused op's another backend too); ruled-out
+    steps are withheld; no step twice."""
     out: list[NextStep] = []
     withheld: list[dict] = []
+    whole_op = kind in (KernelKind.ATTENTION, KernelKind.CONVOLUTION) and family not in FUSED_OPS
     for step in steps:
         if family == Family.INDUCTOR and step.action in _CODE_STEPS:
             step = NextStep(Action.COMPILER_OPTIONS, step.because, {"instead_of": str(step.action)})
         if family in LIBRARY and step.action in _CODE_STEPS:
+            detail = {"library": str(family)}
             if family == Family.LIGER:  # Triton code the user calls, not tunes
                 action = Action.LIBRARY_OPTIONS
-            elif family in GEMM or family in FUSED_OPS:
+            elif family in GEMM or family in FUSED_OPS or kind in MATRIX:
                 action = Action.LIBRARY_SHAPES
+                if whole_op:  # CUTLASS's fmha or convolutions: a whole op, not a bare GEMM
+                    detail["whole_op"] = str(kind)
             else:
                 action = Action.FUSE
-            step = NextStep(action, step.because, {"library": str(family)})
+            step = NextStep(action, step.because, detail)
         if step.action in ruled_out:
             withheld.append({"action": str(step.action), "why": ruled_out[step.action]})
             continue

@@ -798,7 +798,9 @@ def next_step_text(step: NextStep) -> str:
             f"it is {d['library'].replace('_', ' ')} library code: fuse it away "
             "(torch.compile or a fused kernel) rather than tune it"
         )
-    elif step.action == Action.LIBRARY_SHAPES and d.get("library") in FUSED_OPS:
+    elif step.action == Action.LIBRARY_SHAPES and (
+        d.get("library") in FUSED_OPS or d.get("whole_op")
+    ):
         text = (
             f"it is {d['library'].replace('_', ' ')} library code, a whole op fused already: gains "
             "come from what it is given (precision; layouts and sizes it favours, e.g. "
