@@ -1,10 +1,15 @@
 """One row (a case, or one launch) -> its bottleneck, limiting unit, causes and next steps.
 
-The bottleneck is Nsight Compute's speed-of-light decision (SOLBottleneck), except that a Tensor
-pipe at or above TENSOR_BUSY_PCT makes it compute-bound whatever the memory line says; the unit, the
-causes and the steps follow from the pipes, the memory hierarchy, the launch shape and the stalls,
-each in its own module. Steps a library kernel cannot take become library advice; steps an earlier
-version already tried without effect are withheld, with the reason.
+In order: the record says what the kernel is and who owns it (record.kind, record.owner: one rule,
+profkit/explain/kinds.py); the bottleneck is Nsight Compute's speed-of-light decision
+(SOLBottleneck), except that a Tensor pipe at or above TENSOR_BUSY_PCT makes it compute-bound
+whatever the memory line says; the catalogue's entries are evaluated once (found, absent, not
+measured); the ranked specific causes come first (Entry.rank), then the bottleneck's story (the
+pipes, the memory hierarchy, the launch shape and the stalls, each in its own module); a found
+entry's refuted causes are dropped (Entry.refutes); each cause's remedy is its kind's. Then the
+filters: the owner (a library kernel gets library advice, Inductor's code the compiler's),
+steps an earlier version tried without effect, the declared conflicts (catalogue.CONFLICTS), and
+steps whose gain is under the practical floor, each withheld with its reason.
 """
 
 from __future__ import annotations
