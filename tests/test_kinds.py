@@ -142,3 +142,18 @@ def test_atens_scatters_scans_and_sorts_stay_library_code_in_a_lab_variant(name,
         assert replace(rec, global_red_requests=0.0).kind == KernelKind.GATHER
     # a user's kernel named like one is still the user's
     assert launch_family({"kernel_name": "_my_scan_kernel"}, lab=True) == Family.TRITON
+
+
+@pytest.mark.parametrize(
+    ("name", "owner"),
+    [
+        ("flash_fwd_kernel", Owner.LIBRARY),  # PyTorch's flash backend, called by a lab variant
+        ("flash_fwd_splitkv_kernel", Owner.LIBRARY),
+        ("attention_kernel_batched_impl", Owner.LIBRARY),  # its memory-efficient backend
+        ("flash_attn_fwd", Owner.USER),  # a user's Triton kernel, named alike: its code
+        ("_attn_fwd", Owner.USER),
+    ],
+)
+def test_pytorch_attention_in_a_lab_variant_is_library_code(name: str, owner: Owner) -> None:
+    rec = LaunchRecord(name=name, family=launch_family({"kernel_name": name}, lab=True))
+    assert rec.owner == owner and rec.kind == KernelKind.ATTENTION

@@ -61,7 +61,10 @@ _PATTERNS: tuple[tuple[Family, re.Pattern], ...] = tuple(
         (Family.CUBLAS, r"^(sm\d+_xmma|xmma_)"),
         (Family.CUTLASS, r"(cutlass|^Kernel2?$)"),  # CUTLASS's device entry points
         (Family.CUBLAS, r"(sgemm|hgemm|gemv|gemmk1|splitKreduce)"),
-        (Family.FLASH, r"(flash_fwd|flash_bwd|fmha|flash_attn)"),
+        (
+            Family.FLASH,
+            r"(flash_fwd|flash_bwd|fmha|flash_attn|attention_kernel_(backward_)?batched)",
+        ),
         (Family.INDUCTOR, r"^triton_(poi|red|per|tem|for)_"),
         # ATen's own names, anchored: a user's Triton kernel called softmax_kernel or
         # _layer_norm_fwd_fused (the Triton tutorials' names) is not library code
@@ -240,6 +243,12 @@ _ATEN_NAMES = frozenset(
 )
 
 
+# PyTorch's scaled_dot_product_attention kernels (flash and memory-efficient backends), exactly
+_PYTORCH_ATTENTION = re.compile(
+    r"flash_(fwd|bwd)_\w*kernel|fmha_cutlass\w*|attention_kernel_(backward_)?batched_impl"
+)
+
+
 def launch_family(row: Mapping, lab: bool = False) -> Family:
     """A lab variant's own kernels are the user's (Triton) code, whatever their names resemble;
     only a library GEMM or cuDNN kernel it calls, or an ATen kernel by its exact name, stays a
@@ -248,9 +257,12 @@ def launch_family(row: Mapping, lab: bool = False) -> Family:
     recognised."""
     name = cell_text(row, "kernel_name") or ""
     fam = family(name)
-    # flash attention by its name too: a lab variant calling SDPA does not own that kernel
-    lib = (Family.CUBLAS, Family.CUTLASS, Family.CUDNN, Family.FLASH, Family.INDUCTOR)
-    if lab and fam not in lib and short_name(name, width=200) not in _ATEN_NAMES:
+    base = short_name(name, width=200)
+    lib = (Family.CUBLAS, Family.CUTLASS, Family.CUDNN, Family.INDUCTOR)
+    # PyTorch's SDPA kernels by their exact names: a lab variant calling SDPA does not own them
+    # (a user's Triton kernel called flash_attn_fwd does own its code)
+    pytorch_attention = fam == Family.FLASH and _PYTORCH_ATTENTION.fullmatch(base)
+    if lab and fam not in lib and not pytorch_attention and base not in _ATEN_NAMES:
         return Family.TRITON
     if not lab and fam == Family.OTHER:  # a baseline's kernel is library code, named or not
         return Family.ATEN_OTHER
