@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from stored_runs import run_path
 
-from profkit.explain.kernel_family import Family, launch_family, short_name
+from profkit.explain.kernel_family import Family, family, launch_family, short_name
 from profkit.explain.kinds import KernelKind, Owner, kernel_kind, operand_dtype
 from profkit.explain.model import Action, Cause
 from profkit.explain.record import LaunchRecord
@@ -157,3 +157,10 @@ def test_atens_scatters_scans_and_sorts_stay_library_code_in_a_lab_variant(name,
 def test_pytorch_attention_in_a_lab_variant_is_library_code(name: str, owner: Owner) -> None:
     rec = LaunchRecord(name=name, family=launch_family({"kernel_name": name}, lab=True))
     assert rec.owner == owner and rec.kind == KernelKind.ATTENTION
+
+
+@pytest.mark.parametrize("name", ["_kldiv_kernel_forward", "_group_norm_forward_kernel",
+                                  "_jsd_kernel", "element_mul_kernel"])  # fmt: skip
+def test_ligers_other_ops_are_liger_code_as_a_baseline_or_in_a_report(name: str) -> None:
+    assert family(name) == Family.LIGER == launch_family({"kernel_name": name}, lab=False)
+    assert LaunchRecord(name=name, family=Family.LIGER).owner == Owner.LIBRARY

@@ -85,7 +85,8 @@ _PATTERNS: tuple[tuple[Family, re.Pattern], ...] = tuple(
 )
 
 
-# Liger-Kernel 0.8.5's kernels of the ops an LLM layer calls (liger_kernel/ops/*.py), exactly:
+# Liger-Kernel's kernels (liger_kernel/ops/*.py: 0.8.5's for the ops an LLM layer calls, then its
+# other ops at main, ead96b6), exactly:
 # names such as _rms_norm_forward_kernel read like anyone's Triton kernel, so no pattern. Its
 # launch settings are fixed inside Liger (one row per program, the row rounded up to a power of
 # two, warps from the row length): a Liger user changes the call, not the kernel.
@@ -111,6 +112,31 @@ LIGER_NAMES = frozenset(
         "_layer_norm_backward_kernel",
         "_triton_rope",
         "liger_cross_entropy_kernel",
+        # Liger's other ops (liger_kernel/ops/*.py at main, ead96b6): losses, norms, ropes
+        "element_mul_kernel",  # fused linear cross entropy's gradient scaling
+        "_group_norm_forward_kernel",
+        "_group_norm_backward_kernel",
+        "_modulated_rms_norm_forward_kernel",
+        "_modulated_rms_norm_backward_kernel",
+        "_poly_norm_forward_kernel",
+        "_poly_norm_backward_kernel",
+        "_dyt_fwd_kernel",
+        "_dyt_bwd_kernel",
+        "_jsd_kernel",
+        "_kldiv_kernel_forward",
+        "_kldiv_kernel_backward",
+        "_tv_distance_kernel",
+        "_selective_log_softmax_kernel",
+        "_sparsemax_forward_kernel",
+        "_sparsemax_backward_kernel",
+        "_relu_squared_forward_kernel",
+        "_relu_squared_backward_kernel",
+        "_triton_qwen2vl_mrope",
+        "_llama4_rope_kernel",
+        "_grpo_loss_fwd_kernel",
+        "_grpo_loss_bwd_kernel",
+        "liger_vocab_parallel_ce_forward_kernel",
+        "liger_vocab_parallel_ce_backward_kernel",
     }
 )
 
