@@ -202,3 +202,14 @@ def test_specific_causes_are_said_in_their_declared_rank() -> None:
     both = replace(record("p.hist4"), local_ld_bytes=1e9, local_st_bytes=1e9)
     said = [s for s in catalogue.specific(catalogue.evaluate(both), both.kind, Evidence()) if s]
     assert [s[0].cause for s in said][:2] == [Cause.REGISTER_SPILLS, Cause.ATOMIC_CONTENTION]
+
+
+def test_cache_bound_names_the_busier_cache_level() -> None:
+    rec = LaunchRecord(dram_pct=30.0, memory_pct=85.0, l1_pct=85.0, l2_pct=60.0)
+    ev = Evidence()
+    reason, (step,) = catalogue.said(catalogue.evaluate(rec), Cause.CACHE_BOUND, rec.kind, ev)
+    assert reason.keys == ["l1_throughput_pct", "dram_throughput_pct"]
+    assert reason.detail == step.detail == {"level": "l1"} and step.action == Action.FEWER_BYTES
+    assert ev["memory_throughput_pct"] == 85.0  # quoted, not one of the reason's keys
+    near = replace(rec, memory_pct=35.0)  # within 10 points of DRAM: DRAM is the level
+    assert catalogue.found(catalogue.evaluate(near), Cause.CACHE_BOUND) is None

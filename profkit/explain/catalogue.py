@@ -21,11 +21,22 @@ from profkit.explain.record import LaunchRecord
 
 
 @dataclass(frozen=True)
+class Found:
+    """What a test returns where the cause's reason quotes fewer keys than its evidence holds,
+    or carries detail (a plain dict: every key quoted, no detail)."""
+
+    evidence: dict
+    keys: list[str]
+    detail: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Entry:
     cause: Cause
     unit: Unit | None  # the unit the cause limits, where it names one
     needs: tuple[str, ...]  # LaunchRecord fields or properties
-    test: Callable[[LaunchRecord], dict | None]  # evidence (key -> number) when the cause holds
+    # evidence (key -> number) when the cause holds, or a Found naming its keys and detail
+    test: Callable[[LaunchRecord], dict | Found | None]
     refuted_by: str  # what an expert would check to refute it
     # ANY: the default; None: no step for that kind (the cause is a fact there)
     remedies: Mapping[KernelKind, Action | None] = field(default_factory=dict)
@@ -59,6 +70,8 @@ class Outcome:
     evidence: dict = field(default_factory=dict)
     missing: tuple[str, ...] = ()
     minor: dict | None = None  # Entry.minor's evidence, where the cause holds but costs little
+    keys: list[str] | None = None  # the reason's keys where not every evidence key
+    detail: dict = field(default_factory=dict)  # the reason's and its step's
 
 
 # --- tests: each reads the record only --------------------------------------------------------
@@ -263,6 +276,25 @@ def _short_kernel(r: LaunchRecord) -> dict | None:
     return {"ncu_duration_ms": r.duration_ms}
 
 
+def _cache_bound(r: LaunchRecord) -> Found | None:
+    """The pressure is on L1/L2 or shared memory, not DRAM: ncu's memory throughput well above
+    DRAM's; the busier cache level named where its throughput was captured."""
+    dram, mem = r.dram_pct, r.memory_pct
+    if mem - dram < th.CACHE_BOUND_GAP_PCT:
+        return None
+    evidence = {"memory_throughput_pct": mem, "dram_throughput_pct": dram}
+    levels = [(u, f) for f, u in (("l2_pct", Unit.L2), ("l1_pct", Unit.L1))
+              if getattr(r, f) is not None]  # fmt: skip
+    level, col = "cache", "memory_throughput_pct"
+    if levels:
+        unit, name = max(levels, key=lambda x: getattr(r, x[1]))
+        level, col = str(unit), LaunchRecord.column(name)
+        evidence[col] = getattr(r, name)
+    # bound on a cache's own bandwidth: the data crosses that level more often than the work
+    # needs, so keeping it on chip or moving fewer bytes is the step, not launch tuning
+    return Found(evidence, [col, "dram_throughput_pct"], {"level": level})
+
+
 def _bank_conflicts(r: LaunchRecord) -> dict | None:
     conflicts, wavefronts = r.shared_bank_conflicts, r.shared_wavefronts
     if not conflicts or not wavefronts or conflicts / wavefronts < th.BANK_CONFLICT_SHARE:
@@ -422,6 +454,14 @@ CATALOGUE: tuple[Entry, ...] = (
         rank=70,
     ),
     Entry(
+        Cause.CACHE_BOUND,
+        None,
+        ("dram_pct", "memory_pct"),
+        _cache_bound,
+        "ncu's memory throughput within 10 points of DRAM's: DRAM is the busy level",
+        {KernelKind.ANY: Action.FEWER_BYTES},
+    ),
+    Entry(
         Cause.BANK_CONFLICTS,
         Unit.L1,
         ("shared_bank_conflicts", "shared_wavefronts"),
@@ -498,9 +538,13 @@ def evaluate(rec: LaunchRecord) -> list[Outcome]:
         if missing:
             out.append(Outcome(entry, "not measured", missing=missing))
             continue
-        evidence = entry.test(rec)
-        minor = entry.minor(rec) if evidence and entry.minor else None
-        out.append(Outcome(entry, "found" if evidence else "absent", evidence or {}, minor=minor))
+        result = entry.test(rec)
+        if isinstance(result, Found):
+            out.append(Outcome(entry, "found", result.evidence, keys=result.keys,
+                               detail=result.detail))  # fmt: skip
+            continue
+        minor = entry.minor(rec) if result and entry.minor else None
+        out.append(Outcome(entry, "found" if result else "absent", result or {}, minor=minor))
     return out
 
 
@@ -533,11 +577,11 @@ def said(outcomes: list[Outcome], cause: Cause, kernel: KernelKind, ev: Evidence
     evidence = {**hit.evidence, **(hit.minor or {})}
     for key, value in evidence.items():
         ev.put(key, value)
-    keys = list(evidence)
+    keys = hit.keys if hit.keys is not None else list(evidence)
     if hit.minor:
         return Reason(cause, keys, {"minor": True}), []
     action = hit.entry.remedy(kernel)
-    detail = {"pipe": str(hit.entry.unit)} if cause == Cause.PIPE_BUSY else {}
+    detail = {"pipe": str(hit.entry.unit)} if cause == Cause.PIPE_BUSY else dict(hit.detail)
     return Reason(cause, keys, detail), [NextStep(action, keys, detail)] if action else []
 
 

@@ -113,7 +113,7 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
             memory.chain_traffic(rec, ctx, ev) if chain else reads,
             coalescing,
             catalogue.said(outcomes, Cause.BANK_CONFLICTS, kernel, ev),
-            memory.cache_bound(rec, ctx, ev),
+            catalogue.said(outcomes, Cause.CACHE_BOUND, kernel, ev),
             # where the DRAM level stands first: re-reads served by the caches are a fact beside it
             memory.dram_level(rec, ctx, ev, chain=chain),
             catalogue.said(outcomes, Cause.L2_REUSE, kernel, ev),

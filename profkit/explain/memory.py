@@ -99,24 +99,6 @@ def at_size_roof(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
     return Reason(Cause.AT_SIZE_ROOF, keys), [NextStep(Action.FEWER_BYTES, keys)]
 
 
-def cache_bound(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
-    """The pressure is on L1/L2 or shared memory, not DRAM: ncu's memory throughput well above
-    DRAM's."""
-    dram, mem = rec.dram_pct, rec.memory_pct
-    if dram is None or mem is None or mem - dram < th.CACHE_BOUND_GAP_PCT:
-        return None
-    ev.put("memory_throughput_pct", mem)
-    ev.put("dram_throughput_pct", dram)
-    unit, col = _cache_level(rec, ev)
-    keys = [col or "memory_throughput_pct", "dram_throughput_pct"]
-    # bound on a cache's own bandwidth (its share of its peak): the data crosses that level
-    # more often than the work needs, so keeping it on chip (registers, shared-memory tiles)
-    # or moving fewer bytes is the step; launch tuning would not lift that level's roof
-    return Reason(Cause.CACHE_BOUND, keys, {"level": str(unit) if unit else "cache"}), [
-        NextStep(Action.FEWER_BYTES, keys, {"level": str(unit) if unit else "cache"})
-    ]
-
-
 def extra_reads(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
     """DRAM reads well over what the case must read: the model's read bytes where the row has
     them, else the fewest any variant of the same case read (the measured one-pass floor)."""
