@@ -213,3 +213,22 @@ def test_cache_bound_names_the_busier_cache_level() -> None:
     assert ev["memory_throughput_pct"] == 85.0  # quoted, not one of the reason's keys
     near = replace(rec, memory_pct=35.0)  # within 10 points of DRAM: DRAM is the level
     assert catalogue.found(catalogue.evaluate(near), Cause.CACHE_BOUND) is None
+
+
+def test_extra_reads_are_refuted_by_spills_and_then_neither_said_nor_quoted() -> None:
+    rec = LaunchRecord(dram_bytes_read=3e9, model_bytes_read=1e9, global_ld_sectors=1e8,
+                       local_ld_bytes=0.0, local_st_bytes=0.0)  # fmt: skip
+    ev = Evidence()
+    reason, (step,) = catalogue.said(catalogue.evaluate(rec), Cause.EXTRA_READS, rec.kind, ev)
+    assert reason.keys == ["dram_bytes_read", "model_bytes_read", "dram_read_over_floor_x"]
+    assert step.action == Action.REMOVE_EXTRA_READS and ev["dram_read_over_floor_x"] == 3.0
+    spilled = replace(rec, local_ld_bytes=4e9, local_st_bytes=4e9)
+    ev = Evidence()
+    assert catalogue.said(catalogue.evaluate(spilled), Cause.EXTRA_READS, rec.kind, ev) is None
+    assert "dram_read_over_floor_x" not in ev
+    # no model and no sibling's floor: not measured
+    bare = replace(rec, model_bytes_read=None)
+    assert "extra_reads" in catalogue.not_measured(catalogue.evaluate(bare))
+    floor = replace(bare, read_floor=1.5e9)
+    hit = catalogue.found(catalogue.evaluate(floor), Cause.EXTRA_READS)
+    assert hit.evidence["fewest_bytes_read"] == 1.5e9

@@ -276,6 +276,21 @@ def _short_kernel(r: LaunchRecord) -> dict | None:
     return {"ncu_duration_ms": r.duration_ms}
 
 
+def _extra_reads(r: LaunchRecord) -> Found | None:
+    """DRAM reads well over what the case must read: the model's read bytes where the row has
+    them, else the fewest any variant of the same case read (the measured one-pass floor)."""
+    read, floor = r.dram_bytes_read, r.read_floor_bytes
+    if not floor or read / floor < th.EXTRA_READS_RATIO:
+        return None
+    floor_key = "model_bytes_read" if r.model_bytes_read is not None else "fewest_bytes_read"
+    evidence = {"dram_bytes_read": read, floor_key: floor, "dram_read_over_floor_x": read / floor}
+    if r.dram_bytes_write is not None:
+        evidence["dram_bytes_write"] = r.dram_bytes_write  # quoted, not judged: L2 holds some
+    if (r.kernel_count or 1) > 1:  # a chain: its passes are chain_traffic's to judge
+        evidence["kernel_count"] = r.kernel_count
+    return Found(evidence, ["dram_bytes_read", floor_key, "dram_read_over_floor_x"])
+
+
 def _cache_bound(r: LaunchRecord) -> Found | None:
     """The pressure is on L1/L2 or shared memory, not DRAM: ncu's memory throughput well above
     DRAM's; the busier cache level named where its throughput was captured."""
@@ -332,6 +347,8 @@ CATALOGUE: tuple[Entry, ...] = (
         _spills,
         "local-memory bytes near zero (l1tex__t_bytes_pipe_lsu_mem_local_op_ld/st)",
         {KernelKind.ANY: Action.CUT_SPILLS},
+        # the spilled values are the re-reads
+        refutes=frozenset({Cause.EXTRA_READS}),
         rank=10,
     ),
     Entry(
@@ -352,6 +369,8 @@ CATALOGUE: tuple[Entry, ...] = (
         "sectors fetched about equal to the requested bytes / 32 (vectorized 128-bit loads "
         "fetch exactly 16 sectors per request)",
         {KernelKind.GATHER: Action.INDEX_LOCALITY, KernelKind.ANY: Action.COALESCE},
+        # a strided read pulls whole sectors from DRAM: those are the extra reads
+        refutes=frozenset({Cause.EXTRA_READS}),
     ),
     Entry(
         Cause.BRANCH_DIVERGENCE,
@@ -419,7 +438,8 @@ CATALOGUE: tuple[Entry, ...] = (
         "blocks of several warps, or theoretical occupancy capped by registers or shared memory "
         "rather than the resident-block limit, or achieved occupancy near theoretical",
         {KernelKind.ANY: Action.LARGER_PROGRAMS},
-        refutes=frozenset({Cause.LOW_OCCUPANCY, Cause.TAIL, Cause.MEMORY_LATENCY}),
+        # a program that ends as soon as it starts: its stalls and occupancy are its launch's
+        refutes=frozenset({Cause.LOW_OCCUPANCY, Cause.TAIL, Cause.MEMORY_LATENCY, Cause.STALL}),
         rank=50,
     ),
     Entry(
@@ -452,6 +472,15 @@ CATALOGUE: tuple[Entry, ...] = (
         {KernelKind.ANY: Action.CAST_WEIGHTS_ONCE},
         kinds=frozenset({KernelKind.COPY}),
         rank=70,
+    ),
+    Entry(
+        Cause.EXTRA_READS,
+        Unit.DRAM,
+        ("dram_bytes_read", "read_floor_bytes"),
+        _extra_reads,
+        "DRAM reads within 1.25x of the model's read bytes (or of the fewest-reading variant's); "
+        "local-memory or uncoalesced traffic explains re-reads by itself",
+        {KernelKind.ANY: Action.REMOVE_EXTRA_READS},
     ),
     Entry(
         Cause.CACHE_BOUND,
@@ -572,7 +601,7 @@ def found(outcomes: list[Outcome], cause: Cause) -> Outcome | None:
 def said(outcomes: list[Outcome], cause: Cause, kernel: KernelKind, ev: Evidence) -> Said | None:
     """A cause found on the record, with its evidence and its kind's remedy."""
     hit = found(outcomes, cause)
-    if hit is None:
+    if hit is None or cause in refuted(outcomes):  # refuted: neither said nor quoted
         return None
     evidence = {**hit.evidence, **(hit.minor or {})}
     for key, value in evidence.items():

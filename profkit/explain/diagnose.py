@@ -62,8 +62,8 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
     sm = rec.sm_pct
     if mem is None or sm is None:
         return None
-    if ctx.device.sm_count and rec.sm_count != ctx.device.sm_count:
-        rec = replace(rec, sm_count=ctx.device.sm_count)  # the device's, read by shape causes
+    # the device's SM count and the case's read floor, which the catalogue's tests read
+    rec = replace(rec, sm_count=ctx.device.sm_count or rec.sm_count, read_floor=ctx.read_floor)
     ev = Evidence()
     ev.put(mem_key, mem)
     ev.put("sm_throughput_pct", sm)
@@ -87,7 +87,6 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
     ev.put("kernel_kind", str(kernel))
     # the catalogue's specific causes come before any story told from the SOL lines alone
     specific = catalogue.specific(outcomes, kernel, ev)  # by their declared rank
-    spills = catalogue.found(outcomes, Cause.REGISTER_SPILLS)
     # coalescing against the ideal sectors of the requested bytes where measured; without them,
     # only a stream's sectors against its model's bytes (sectors per request cannot tell a
     # vectorized load from a scattered one)
@@ -102,7 +101,7 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
         unit = memory.busy_level(rec, ev)
         # local-memory traffic refutes "reads its input more than once": spills are the re-reads;
         # so do sectors fetched beyond the ideal (a strided read pulls whole sectors from DRAM)
-        reads = None if spills or coalescing else memory.extra_reads(rec, ctx, ev)
+        reads = None if coalescing else catalogue.said(outcomes, Cause.EXTRA_READS, kernel, ev)
         found += [
             *specific,
             # a matmul bound on its caches is one whose tiles are too small to reuse data; on
@@ -166,8 +165,8 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
             memory.chain_traffic(rec, ctx, ev)
             if chain
             else None
-            if spills or coalescing
-            else memory.extra_reads(rec, ctx, ev),
+            if coalescing
+            else catalogue.said(outcomes, Cause.EXTRA_READS, kernel, ev),
             coalescing,
             catalogue.said(outcomes, Cause.BANK_CONFLICTS, kernel, ev),
             compute.pipe_detail(rec, ctx, ev, outcomes) if rec.matrix else None,

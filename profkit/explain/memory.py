@@ -99,32 +99,6 @@ def at_size_roof(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
     return Reason(Cause.AT_SIZE_ROOF, keys), [NextStep(Action.FEWER_BYTES, keys)]
 
 
-def extra_reads(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
-    """DRAM reads well over what the case must read: the model's read bytes where the row has
-    them, else the fewest any variant of the same case read (the measured one-pass floor)."""
-    read = rec.dram_bytes_read
-    model = rec.model_bytes_read
-    floor_key = "model_bytes_read"
-    if model is None:
-        model, floor_key = ctx.read_floor, "fewest_bytes_read"
-    if read is None or not model:
-        return None
-    if read / model < th.EXTRA_READS_RATIO:
-        return None
-    ev.put("dram_bytes_read", read)
-    ev.put(floor_key, model)
-    ev.put("dram_read_over_floor_x", read / model)
-    write = rec.dram_bytes_write
-    if write is not None:
-        ev.put("dram_bytes_write", write)  # quoted, not judged: L2 holds an unknown share
-    keys = ["dram_bytes_read", floor_key, "dram_read_over_floor_x"]
-    count = rec.kernel_count or 1
-    if count > 1:
-        ev.put("kernel_count", count)
-        return Reason(Cause.EXTRA_PASSES, [*keys, "kernel_count"]), [NextStep(Action.FUSE, keys)]
-    return Reason(Cause.EXTRA_READS, keys), [NextStep(Action.REMOVE_EXTRA_READS, keys)]
-
-
 def chain_traffic(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
     """A chain of kernels moving several times the model's bytes: each pass crosses DRAM."""
     count, dram_bytes, min_bytes = rec.kernel_count, rec.dram_bytes, rec.model_bytes

@@ -54,6 +54,7 @@ class LaunchRecord:
     model_bytes_read: float | None = None
     model_flops: float | None = None
     copy_gbps_same_size: float | None = None  # the run's device copy of the case's own bytes
+    read_floor: float | None = None  # fewest DRAM bytes any variant of the same case read
     sm_clock_mhz: float | None = None  # sampled while the case was timed (NVML)
     ncu_sm_clock_mhz: float | None = None  # the counter pass's
     # --- speed of light ---------------------------------------------------------------------------
@@ -195,6 +196,11 @@ class LaunchRecord:
         if self.global_atom_requests is None and self.global_red_requests is None:
             return None
         return (self.global_atom_requests or 0.0) + (self.global_red_requests or 0.0)
+
+    @property
+    def read_floor_bytes(self) -> float | None:
+        """What the case must read: the model's read bytes, else the measured one-pass floor."""
+        return self.model_bytes_read if self.model_bytes_read is not None else self.read_floor
 
     @property
     def grid_too_small(self) -> bool:
