@@ -1,5 +1,7 @@
-"""The memory hierarchy: DRAM reads and writes against the model, how close the stream is to the
-copy roof, which level is busy, coalescing (sectors per request) and shared-memory bank conflicts.
+"""The memory hierarchy: how close the stream is to the copy roof, which level is busy, a chain's
+traffic against the model, and coalescing judged against the model's bytes where the requested
+bytes were not captured (extra reads, cache-bound, bank conflicts and data left in L2 are
+catalogue entries).
 
 Reads and writes are judged apart: writes still in the 60 MB L2 when a kernel ends are never
 counted by DRAM, so summing them dilutes a re-read (F.rms_norm reads its input twice).

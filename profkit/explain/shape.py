@@ -1,7 +1,8 @@
 """Launch-shape causes: what the grid, the waves and occupancy show keeps the GPU under-used.
 
-Launch overhead, a grid under one wave, a tail wave (recomputed from the actual waves, not
-NVIDIA's 1/(waves+1) bound), low achieved or theoretical occupancy and a short kernel.
+Launch overhead and a grid under one wave here (they read a chain's record and the siblings); a
+tail wave (recomputed from the actual waves, not NVIDIA's 1/(waves+1) bound), low achieved or
+theoretical occupancy and a short kernel are catalogue entries, said here in this order.
 """
 
 from __future__ import annotations
