@@ -64,7 +64,7 @@ TENSOR_IDLE_PCT = 10.0
 # on the FMA pipe; at or above it, it runs on the Tensor Cores and is judged against their roof.
 # profkit choice: 1%, above the pipe's idle noise (0.1-0.5% on the RMSNorm kernels,
 # profiles/rmsnorm-20261130-014917-vm-4bc5). The pipe also counts HFMA2.MMA constant moves (up
-# to 4.1% in kernels with no MMA, softmax run a879b0): explain's LaunchRecord.on_tensor_cores
+# to 4.1% in kernels with no MMA, softmax run a879b0): explain's LaunchRecord.mma_kind
 # also asks it to out-work the FMA pipe.
 TENSOR_UNUSED_PCT = 1.0
 # A pipe at or above this share of its peak does real work (not idle noise): the FP64 pipe's
@@ -89,6 +89,16 @@ TAIL_IDLE_SHARE = 0.25
 # gap over 10 points; profkit names occupancy as the cause only at under half, since latency-bound
 # kernels commonly show 10-20 point gaps without occupancy being what limits them. profkit choice.
 LOW_OCCUPANCY_RATIO = 0.5
+# Programs too small to amortize their launch: blocks of at most SMALL_PROGRAM_THREADS threads,
+# whose theoretical occupancy is capped by the SM's resident-block limit (MAX_BLOCKS_PER_SM blocks
+# of that size), over at least SMALL_PROGRAM_WAVES waves, and achieving under LOW_OCCUPANCY_RATIO
+# of it: blocks retire about as fast as the SM can launch them. MAX_BLOCKS_PER_SM: 32 on compute
+# capability 8.0 and 9.0 (CUDA C++ Programming Guide, "Compute Capabilities" table). The rest:
+# profkit choice (issue 30's case: 32-thread programs, 2 million blocks, 8.8% achieved against
+# 50% theoretical).
+MAX_BLOCKS_PER_SM = 32
+SMALL_PROGRAM_THREADS = 64
+SMALL_PROGRAM_WAVES = 2.0
 # Theoretical occupancy under this: registers or shared memory per block cap the resident warps.
 # profkit choice: 25% is 16 of the 64 warps an sm_90 SM holds, 4 per scheduler, too few to hide
 # memory latency in a kernel without much instruction-level parallelism (CUDA Best Practices Guide,
@@ -201,6 +211,9 @@ DOMINANT_TIME_SHARE_PCT = 50.0
 # reduction or a tiny cast): it is judged on its own counters with the case's model. profkit
 # choice: 80%.
 DOMINANT_LAUNCH_PCT = 80.0
+# A launch under this share of its case's time never sets the case's first step, nor its owner's
+# advice (a 3% memset before a 97% scatter). profkit choice (issue 30).
+STEP_LAUNCH_SHARE_PCT = 10.0
 
 # --- History --------------------------------------------------------------------------------------
 # Between two versions of a kernel, occupancy moving by at least OCCUPANCY_GAP_PCT points while

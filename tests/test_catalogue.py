@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import csv
 import lzma
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from profkit.counters.metrics import METRICS
 from profkit.explain import catalogue
-from profkit.explain.catalogue import KernelKind, kernel_kind
+from profkit.explain.evidence import Evidence
+from profkit.explain.kinds import KernelKind
 from profkit.explain.model import Action, Cause
 from profkit.explain.record import LaunchRecord
 
@@ -61,9 +63,7 @@ def test_contended_atomics_and_their_spread_twin() -> None:
     # a million bins keep every L2 slice's atomic unit alike busy: no hot spot
     assert spread.atomic_requests and Cause.ATOMIC_CONTENTION not in found(spread)
     assert (
-        catalogue.found(catalogue.evaluate(hot), Cause.ATOMIC_CONTENTION).entry.remedy(
-            kernel_kind(hot)
-        )
+        catalogue.found(catalogue.evaluate(hot), Cause.ATOMIC_CONTENTION).entry.remedy(hot.kind)
         == Action.PRIVATIZE_ATOMICS
     )
 
@@ -78,13 +78,13 @@ def test_vectorized_loads_are_not_uncoalesced(rng: str) -> None:
 
 def test_a_gather_is_uncoalesced_and_its_remedy_is_index_locality() -> None:
     gather = record("p.gather")
-    assert kernel_kind(gather) == KernelKind.GATHER
+    assert gather.kind == KernelKind.GATHER
     hit = catalogue.found(catalogue.evaluate(gather), Cause.UNCOALESCED)
     assert hit is not None and hit.evidence["sectors_over_ideal_x"] > 3
     assert hit.entry.remedy(KernelKind.GATHER) == Action.INDEX_LOCALITY
     # a strided transpose is uncoalesced too, but its remedy is the layout
     transpose = record("p.transpose")
-    assert kernel_kind(transpose) == KernelKind.ELEMENTWISE
+    assert transpose.kind == KernelKind.ELEMENTWISE
     assert Cause.UNCOALESCED in found(transpose)
 
 
@@ -93,8 +93,8 @@ def test_the_tensor_pipe_kind_comes_from_the_instructions() -> None:
     assert record("p.hmma").mma_kind == "hmma"
     for rng in ("p.add", "p.softmax", "p.spill", "p.diverge"):
         assert record(rng).mma_kind is None, rng
-    assert kernel_kind(record("p.hmma")) == KernelKind.GEMM
-    assert kernel_kind(record("p.exp")) == KernelKind.ELEMENTWISE
+    assert record("p.hmma").kind == KernelKind.GEMM
+    assert record("p.exp").kind == KernelKind.ELEMENTWISE
 
 
 def test_a_row_without_the_counters_is_not_measured_never_guessed() -> None:
@@ -109,7 +109,9 @@ def test_a_row_without_the_counters_is_not_measured_never_guessed() -> None:
 def test_every_entry_says_what_refutes_it_and_has_a_remedy() -> None:
     for entry in catalogue.CATALOGUE:
         assert entry.needs and entry.refuted_by
-        assert entry.remedy(KernelKind.ELEMENTWISE) is not None
+        # a remedy for every kind, or a declared None: a caveat (data left in L2) is no limit
+        assert KernelKind.ANY in entry.remedies
+        assert entry.remedy(KernelKind.ELEMENTWISE) is not None or entry.cause == Cause.DATA_IN_L2
         for name in entry.needs:
             assert hasattr(LaunchRecord(), name), name
 
@@ -117,7 +119,116 @@ def test_every_entry_says_what_refutes_it_and_has_a_remedy() -> None:
 def test_an_fp64_elementwise_chain_gets_cheaper_math_not_gemm_advice() -> None:
     chain = LaunchRecord.of({"fp64_pipe_pct": 99.0, "fma_pipe_pct": 2.0, "shape": "16777216",
                              "flops": 2.0 * 64 * 16777216, "bytes": 16.0 * 16777216})  # fmt: skip
-    assert kernel_kind(chain) == KernelKind.ELEMENTWISE
+    assert chain.kind == KernelKind.ELEMENTWISE
     hit = catalogue.found(catalogue.evaluate(chain), Cause.PIPE_BUSY)
     assert hit is not None and str(hit.entry.unit) == "fp64"
     assert hit.entry.remedy(KernelKind.ELEMENTWISE) == Action.CHEAPER_MATH
+
+
+def test_entries_await_their_counters_as_not_measured() -> None:
+    # the occupancy limiters (launch__occupancy_limit_*) are not in the stored captures: every
+    # row says "not measured" for shared memory's limit, never guesses it; the weight casts'
+    # entry applies to copies only, so only a copy awaits its counter
+    outcomes = catalogue.evaluate(record("p.add"))
+    missing = catalogue.not_measured(outcomes)
+    assert "shared_limits_occupancy" in missing and "weight_casts" not in missing
+    copy = replace(record("p.add"), op="aten::copy_")
+    assert "weight_casts" in catalogue.not_measured(catalogue.evaluate(copy))
+
+
+def test_shared_memory_as_the_tightest_limiter() -> None:
+    rec = LaunchRecord(occupancy_limit_shared_mem=1, occupancy_limit_registers=2,
+                       occupancy_limit_warps=4, occupancy_limit_blocks=32,
+                       theoretical_occupancy_pct=12.5, shared_mem_bytes=180_000)  # fmt: skip
+    hit = catalogue.found(catalogue.evaluate(rec), Cause.SHARED_LIMITS_OCCUPANCY)
+    assert hit is not None and hit.entry.remedy(KernelKind.GEMM) == Action.LESS_SHARED
+    assert Cause.LOW_THEORETICAL_OCCUPANCY in hit.entry.refutes
+    # registers as tight: not shared memory's doing
+    tied = replace(rec, occupancy_limit_registers=1)
+    assert catalogue.found(catalogue.evaluate(tied), Cause.SHARED_LIMITS_OCCUPANCY) is None
+
+
+def test_membar_stalls_beside_atomics_point_at_relaxed_atomics() -> None:
+    rec = LaunchRecord(global_atom_requests=1e6, stalls={"membar": 60.0, "long_scoreboard": 20.0})
+    hit = catalogue.found(catalogue.evaluate(rec), Cause.MEMBAR_ATOMICS)
+    assert hit is not None and hit.evidence["membar_stall_share_pct"] == 75.0
+    assert hit.entry.remedy(KernelKind.SCATTER_ATOMIC) == Action.RELAXED_ATOMICS
+    # the same stalls with no atomics: a fence of another kind
+    plain = replace(rec, global_atom_requests=0.0)
+    assert catalogue.found(catalogue.evaluate(plain), Cause.MEMBAR_ATOMICS) is None
+    # no stall counters at all: not measured
+    assert "membar_atomics" in catalogue.not_measured(catalogue.evaluate(replace(rec, stalls={})))
+
+
+def test_occupancy_and_tail_entries_read_the_record_alone() -> None:
+    # the shape causes are entries now: the device's SM count is on the record
+    tail = LaunchRecord(waves_per_sm=1.2, grid_size=1000, sm_count=132.0)
+    assert catalogue.found(catalogue.evaluate(tail), Cause.TAIL).evidence["tail_idle_pct"] == 40.0
+    low = LaunchRecord(achieved_occupancy_pct=10.0, theoretical_occupancy_pct=50.0,
+                       waves_per_sm=4.0, grid_size=528, sm_count=132.0)  # fmt: skip
+    assert catalogue.found(catalogue.evaluate(low), Cause.LOW_OCCUPANCY) is not None
+    # under one wave the grid caps achieved occupancy: the small grid says so, not this entry
+    under = replace(low, waves_per_sm=0.5, grid_size=66)
+    assert catalogue.found(catalogue.evaluate(under), Cause.LOW_OCCUPANCY) is None
+    theory = replace(low, achieved_occupancy_pct=11.0, theoretical_occupancy_pct=12.5)
+    hit = catalogue.found(catalogue.evaluate(theory), Cause.LOW_THEORETICAL_OCCUPANCY)
+    # a matrix product's one large tile per SM: a fact, no step; another kernel raises it
+    assert hit.entry.remedy(KernelKind.GEMM) is None
+    assert hit.entry.remedy(KernelKind.NORM) == Action.RAISE_OCCUPANCY
+
+
+def test_bank_conflicts_that_cost_little_are_a_fact_without_a_step() -> None:
+    rec = LaunchRecord(shared_bank_conflicts=4e6, shared_wavefronts=8e6,
+                       stalls={"short_scoreboard": 2.0, "long_scoreboard": 40.0})  # fmt: skip
+    ev = Evidence()
+    reason, steps = catalogue.said(catalogue.evaluate(rec), Cause.BANK_CONFLICTS, rec.kind, ev)
+    assert reason.detail == {"minor": True} and steps == []
+    assert ev["shared_stall_share_pct"] == pytest.approx(100 * 2 / 42)
+    costly = replace(rec, stalls={"short_scoreboard": 30.0, "long_scoreboard": 10.0})
+    reason, steps = catalogue.said(catalogue.evaluate(costly), Cause.BANK_CONFLICTS, rec.kind, ev)
+    assert not reason.detail and [s.action for s in steps] == [Action.PAD_SHARED]
+    # no model: the DRAM-under-model caveat is not measured, never guessed
+    assert "data_in_l2" in catalogue.not_measured(catalogue.evaluate(rec))
+
+
+def test_specific_causes_are_said_in_their_declared_rank() -> None:
+    ranked = sorted((e for e in catalogue.CATALOGUE if e.rank is not None), key=lambda e: e.rank)
+    assert [e.cause for e in ranked][:3] == [
+        Cause.REGISTER_SPILLS,
+        Cause.ATOMIC_CONTENTION,
+        Cause.MEMBAR_ATOMICS,
+    ]
+    # spills and contended atomics on one record: the spills first, as ranked
+    both = replace(record("p.hist4"), local_ld_bytes=1e9, local_st_bytes=1e9)
+    said = [s for s in catalogue.specific(catalogue.evaluate(both), both.kind, Evidence()) if s]
+    assert [s[0].cause for s in said][:2] == [Cause.REGISTER_SPILLS, Cause.ATOMIC_CONTENTION]
+
+
+def test_cache_bound_names_the_busier_cache_level() -> None:
+    rec = LaunchRecord(dram_pct=30.0, memory_pct=85.0, l1_pct=85.0, l2_pct=60.0)
+    ev = Evidence()
+    reason, (step,) = catalogue.said(catalogue.evaluate(rec), Cause.CACHE_BOUND, rec.kind, ev)
+    assert reason.keys == ["l1_throughput_pct", "dram_throughput_pct"]
+    assert reason.detail == step.detail == {"level": "l1"} and step.action == Action.FEWER_BYTES
+    assert ev["memory_throughput_pct"] == 85.0  # quoted, not one of the reason's keys
+    near = replace(rec, memory_pct=35.0)  # within 10 points of DRAM: DRAM is the level
+    assert catalogue.found(catalogue.evaluate(near), Cause.CACHE_BOUND) is None
+
+
+def test_extra_reads_are_refuted_by_spills_and_then_neither_said_nor_quoted() -> None:
+    rec = LaunchRecord(dram_bytes_read=3e9, model_bytes_read=1e9, global_ld_sectors=1e8,
+                       local_ld_bytes=0.0, local_st_bytes=0.0)  # fmt: skip
+    ev = Evidence()
+    reason, (step,) = catalogue.said(catalogue.evaluate(rec), Cause.EXTRA_READS, rec.kind, ev)
+    assert reason.keys == ["dram_bytes_read", "model_bytes_read", "dram_read_over_floor_x"]
+    assert step.action == Action.REMOVE_EXTRA_READS and ev["dram_read_over_floor_x"] == 3.0
+    spilled = replace(rec, local_ld_bytes=4e9, local_st_bytes=4e9)
+    ev = Evidence()
+    assert catalogue.said(catalogue.evaluate(spilled), Cause.EXTRA_READS, rec.kind, ev) is None
+    assert "dram_read_over_floor_x" not in ev
+    # no model and no sibling's floor: not measured
+    bare = replace(rec, model_bytes_read=None)
+    assert "extra_reads" in catalogue.not_measured(catalogue.evaluate(bare))
+    floor = replace(bare, read_floor=1.5e9)
+    hit = catalogue.found(catalogue.evaluate(floor), Cause.EXTRA_READS)
+    assert hit.evidence["fewest_bytes_read"] == 1.5e9

@@ -117,6 +117,25 @@ METRICS: tuple[Metric, ...] = (
         "max",
         "grid size over the blocks the GPU holds at once; under 1 is a partial wave",
     ),
+    # blocks per SM each resource allows (the Occupancy section's limiters): which of shared
+    # memory, registers, warps or the block limit caps theoretical occupancy
+    *(
+        Metric(
+            f"occupancy_limit_{limit}",
+            f"launch__occupancy_limit_{limit}",
+            "blocks",
+            "max",
+            f"blocks per SM that {what} allow",
+            verified=False,
+            group="catalogue",
+        )
+        for limit, what in (
+            ("shared_mem", "shared memory"),
+            ("registers", "registers"),
+            ("warps", "warps"),
+            ("blocks", "the resident-block limit"),
+        )
+    ),
     # --- the device, as the report records it (reports from elsewhere carry no manifest) -----
     Metric("sm_count", "device__attribute_multiprocessor_count", "SMs", "max", "SMs on the GPU"),
     Metric(

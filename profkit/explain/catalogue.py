@@ -8,37 +8,26 @@ in profkit/explain/phrases.py.
 
 from __future__ import annotations
 
-import re
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 
 from profkit import thresholds as th
 from profkit.explain.context import Said
 from profkit.explain.evidence import Evidence
+from profkit.explain.kinds import FALLBACK, KernelKind
 from profkit.explain.model import Action, Cause, NextStep, Reason, Unit
 from profkit.explain.record import LaunchRecord
 
 
-class KernelKind(StrEnum):
-    """What kind of kernel a remedy is for: a GEMM's steps never reach an elementwise chain."""
+@dataclass(frozen=True)
+class Found:
+    """What a test returns where the cause's reason quotes fewer keys than its evidence holds,
+    or carries detail (a plain dict: every key quoted, no detail)."""
 
-    GEMM = "gemm"  # issues MMA instructions, or its model is a matrix product's
-    GATHER = "gather"  # data-dependent addresses (index, gather, embedding, scatter kernels)
-    ELEMENTWISE = "elementwise"  # everything else written per element or per row
-    ANY = "*"
-
-
-# data-dependent addressing, by the names library and user kernels give it
-_GATHER_NAME = re.compile(r"index|gather|embedding|scatter", re.IGNORECASE)
-
-
-def kernel_kind(rec: LaunchRecord, gemm_family: bool = False) -> KernelKind:
-    if gemm_family or rec.mma_kind is not None or rec.matmul_shaped:
-        return KernelKind.GEMM
-    if rec.name and _GATHER_NAME.search(rec.name):
-        return KernelKind.GATHER
-    return KernelKind.ELEMENTWISE
+    evidence: dict
+    keys: list[str]
+    detail: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -46,12 +35,32 @@ class Entry:
     cause: Cause
     unit: Unit | None  # the unit the cause limits, where it names one
     needs: tuple[str, ...]  # LaunchRecord fields or properties
-    test: Callable[[LaunchRecord], dict | None]  # evidence (key -> number) when the cause holds
+    # evidence (key -> number) when the cause holds, or a Found naming its keys and detail
+    test: Callable[[LaunchRecord], dict | Found | None]
     refuted_by: str  # what an expert would check to refute it
-    remedies: Mapping[KernelKind, Action] = field(default_factory=dict)  # ANY: the default
+    # ANY: the default; None: no step for that kind (the cause is a fact there)
+    remedies: Mapping[KernelKind, Action | None] = field(default_factory=dict)
+    # causes its finding refutes: their reasons (and steps) are dropped where it is found
+    refutes: frozenset[Cause] = frozenset()
+    # the kernel kinds it applies to (empty: every kind); elsewhere it is not judged at all, and
+    # not listed as "not measured"
+    kinds: frozenset[KernelKind] = frozenset()
+    # where the cause holds yet costs little time: the evidence that shows it (said as a fact,
+    # detail "minor", with no step; the cause is looked for elsewhere)
+    minor: Callable[[LaunchRecord], dict | None] | None = None
+    # its place among the specific causes said before any story from the SOL lines (lower
+    # first); None: the bottleneck's story places it
+    rank: int | None = None
+
+    def applies(self, rec: LaunchRecord) -> bool:
+        return not self.kinds or rec.kind in self.kinds
 
     def remedy(self, kind: KernelKind) -> Action | None:
-        return self.remedies.get(kind, self.remedies.get(KernelKind.ANY))
+        """The kind's remedy, else its nearest kind's (profkit.explain.kinds.FALLBACK), else ANY."""
+        for k in (kind, FALLBACK.get(kind), KernelKind.ANY):
+            if k in self.remedies:
+                return self.remedies[k]
+        return None
 
 
 @dataclass(frozen=True)
@@ -60,6 +69,9 @@ class Outcome:
     status: str  # "found" | "absent" | "not measured"
     evidence: dict = field(default_factory=dict)
     missing: tuple[str, ...] = ()
+    minor: dict | None = None  # Entry.minor's evidence, where the cause holds but costs little
+    keys: list[str] | None = None  # the reason's keys where not every evidence key
+    detail: dict = field(default_factory=dict)  # the reason's and its step's
 
 
 # --- tests: each reads the record only --------------------------------------------------------
@@ -161,6 +173,170 @@ def _tensor(r: LaunchRecord) -> dict | None:
     return {"tensor_any_pct": r.tensor_pct, "mma_kind": r.mma_kind}
 
 
+def _small_programs(r: LaunchRecord) -> dict | None:
+    threads, waves = r.block_size, r.waves_per_sm
+    achieved, theoretical = r.achieved_occupancy_pct, r.theoretical_occupancy_pct
+    if threads is None or threads > th.SMALL_PROGRAM_THREADS or waves is None:
+        return None
+    if waves < th.SMALL_PROGRAM_WAVES or achieved >= th.LOW_OCCUPANCY_RATIO * theoretical:
+        return None
+    warps = math.ceil(threads / 32)
+    capped = 100.0 * th.MAX_BLOCKS_PER_SM * warps / _WARPS_PER_SM
+    if theoretical > capped + 0.5:  # another limit (registers, shared memory) caps it lower
+        return None
+    return {
+        "block_size": threads,
+        "waves_per_sm": waves,
+        "achieved_occupancy_pct": achieved,
+        "theoretical_occupancy_pct": theoretical,
+        "resident_block_cap_pct": capped,
+    }
+
+
+_WARPS_PER_SM = 64  # compute capability 8.0 and 9.0 (the Programming Guide's table)
+
+
+def _shared_limits_occupancy(r: LaunchRecord) -> dict | None:
+    """Shared memory per block is the tightest of the launch's occupancy limiters, and it caps
+    theoretical occupancy low (ncu's launch__occupancy_limit_*: blocks per SM each resource
+    allows)."""
+    shared, theoretical = r.occupancy_limit_shared_mem, r.theoretical_occupancy_pct
+    others = [v for v in (r.occupancy_limit_registers, r.occupancy_limit_warps,
+                          r.occupancy_limit_blocks) if v is not None]  # fmt: skip
+    if theoretical >= th.LOW_THEORETICAL_OCCUPANCY_PCT or any(v <= shared for v in others):
+        return None
+    out = {
+        "occupancy_limit_shared_mem": shared,
+        "theoretical_occupancy_pct": theoretical,
+    }
+    if r.shared_mem_bytes is not None:
+        out["shared_mem_bytes"] = r.shared_mem_bytes
+    return out
+
+
+def _membar_atomics(r: LaunchRecord) -> dict | None:
+    """Warps wait on memory barriers while the kernel issues atomics: each atomic's ordering
+    (Triton's default sem="acq_rel") fences it, a cost relaxed atomics do not pay."""
+    share = r.stall_share("membar")
+    if not r.atomic_requests or share is None or share < th.DOMINANT_STALL_SHARE:
+        return None
+    return {
+        "stall_membar_pct": r.stalls["membar"],
+        "membar_stall_share_pct": share * 100,
+        "atomic_requests": r.atomic_requests,
+    }
+
+
+def _weight_casts(r: LaunchRecord) -> dict | None:
+    """Under autocast each weight is cast (a copy_ per weight) every step: the casts' launches
+    and bytes repeat what casting the weights once would do."""
+    casts = r.param_casts_per_step
+    if not casts:
+        return None
+    return {"param_casts_per_step": casts}
+
+
+def _tail(r: LaunchRecord) -> dict | None:
+    idle = r.tail_idle_share
+    if idle is None or idle < th.TAIL_IDLE_SHARE:
+        return None
+    return {"waves_per_sm": r.waves_per_sm, "tail_idle_pct": round(idle * 100, 2)}
+
+
+def _occupancy(r: LaunchRecord) -> tuple[float, float] | None:
+    """Achieved and theoretical occupancy where the grid fills a wave (under one, the grid caps
+    achieved occupancy itself: the small-grid cause says so)."""
+    if r.grid_too_small:
+        return None
+    return r.achieved_occupancy_pct, r.theoretical_occupancy_pct
+
+
+def _low_occupancy(r: LaunchRecord) -> dict | None:
+    occ = _occupancy(r)
+    if occ is None or occ[0] >= th.LOW_OCCUPANCY_RATIO * occ[1]:
+        return None
+    return {"achieved_occupancy_pct": occ[0], "theoretical_occupancy_pct": occ[1]}
+
+
+def _low_theoretical(r: LaunchRecord) -> dict | None:
+    occ = _occupancy(r)
+    if occ is None or occ[0] < th.LOW_OCCUPANCY_RATIO * occ[1]:
+        return None  # the achieved shortfall is the cause: _low_occupancy says it
+    if occ[1] >= th.LOW_THEORETICAL_OCCUPANCY_PCT:
+        return None
+    out = {"achieved_occupancy_pct": occ[0], "theoretical_occupancy_pct": occ[1]}
+    if r.registers_per_thread is not None:
+        out["registers_per_thread"] = r.registers_per_thread
+    return out
+
+
+def _short_kernel(r: LaunchRecord) -> dict | None:
+    if r.grid_too_small or not r.is_short:  # the small-grid cause already weighs it
+        return None
+    return {"ncu_duration_ms": r.duration_ms}
+
+
+def _extra_reads(r: LaunchRecord) -> Found | None:
+    """DRAM reads well over what the case must read: the model's read bytes where the row has
+    them, else the fewest any variant of the same case read (the measured one-pass floor)."""
+    read, floor = r.dram_bytes_read, r.read_floor_bytes
+    if not floor or read / floor < th.EXTRA_READS_RATIO:
+        return None
+    floor_key = "model_bytes_read" if r.model_bytes_read is not None else "fewest_bytes_read"
+    evidence = {"dram_bytes_read": read, floor_key: floor, "dram_read_over_floor_x": read / floor}
+    if r.dram_bytes_write is not None:
+        evidence["dram_bytes_write"] = r.dram_bytes_write  # quoted, not judged: L2 holds some
+    if (r.kernel_count or 1) > 1:  # a chain: its passes are chain_traffic's to judge
+        evidence["kernel_count"] = r.kernel_count
+    return Found(evidence, ["dram_bytes_read", floor_key, "dram_read_over_floor_x"])
+
+
+def _cache_bound(r: LaunchRecord) -> Found | None:
+    """The pressure is on L1/L2 or shared memory, not DRAM: ncu's memory throughput well above
+    DRAM's; the busier cache level named where its throughput was captured."""
+    dram, mem = r.dram_pct, r.memory_pct
+    if mem - dram < th.CACHE_BOUND_GAP_PCT:
+        return None
+    evidence = {"memory_throughput_pct": mem, "dram_throughput_pct": dram}
+    levels = [(u, f) for f, u in (("l2_pct", Unit.L2), ("l1_pct", Unit.L1))
+              if getattr(r, f) is not None]  # fmt: skip
+    level, col = "cache", "memory_throughput_pct"
+    if levels:
+        unit, name = max(levels, key=lambda x: getattr(r, x[1]))
+        level, col = str(unit), LaunchRecord.column(name)
+        evidence[col] = getattr(r, name)
+    # bound on a cache's own bandwidth: the data crosses that level more often than the work
+    # needs, so keeping it on chip or moving fewer bytes is the step, not launch tuning
+    return Found(evidence, [col, "dram_throughput_pct"], {"level": level})
+
+
+def _bank_conflicts(r: LaunchRecord) -> dict | None:
+    conflicts, wavefronts = r.shared_bank_conflicts, r.shared_wavefronts
+    if not conflicts or not wavefronts or conflicts / wavefronts < th.BANK_CONFLICT_SHARE:
+        return None
+    return {
+        "shared_bank_conflicts": conflicts,
+        "shared_wavefronts": wavefronts,
+        "bank_conflict_share_pct": conflicts / wavefronts * 100,
+    }
+
+
+def _bank_conflicts_minor(r: LaunchRecord) -> dict | None:
+    """The replays are real but the stalls on shared memory hold little of the time."""
+    stalled = r.stall_share("short_scoreboard", "mio_throttle")
+    if stalled is None or stalled >= th.BANK_CONFLICT_STALL_SHARE:
+        return None
+    return {"shared_stall_share_pct": stalled * 100}
+
+
+def _data_in_l2(r: LaunchRecord) -> dict | None:
+    dram, model = r.dram_bytes, r.model_bytes
+    if not model or dram / model >= th.L2_RESIDENT_BYTES_RATIO:
+        return None
+    return {"dram_bytes": dram, "bytes": model, "dram_over_model_x": dram / model}
+
+
+_OCCUPANCY = ("achieved_occupancy_pct", "theoretical_occupancy_pct")
 _BUSY_PIPE = "the pipe's busy share under 80% of its peak, or another pipe busier"
 
 CATALOGUE: tuple[Entry, ...] = (
@@ -171,6 +347,9 @@ CATALOGUE: tuple[Entry, ...] = (
         _spills,
         "local-memory bytes near zero (l1tex__t_bytes_pipe_lsu_mem_local_op_ld/st)",
         {KernelKind.ANY: Action.CUT_SPILLS},
+        # the spilled values are the re-reads
+        refutes=frozenset({Cause.EXTRA_READS}),
+        rank=10,
     ),
     Entry(
         Cause.ATOMIC_CONTENTION,
@@ -180,6 +359,7 @@ CATALOGUE: tuple[Entry, ...] = (
         "L2 atomic units busy alike on every slice (max about avg): atomics spread over many "
         "addresses do not contend",
         {KernelKind.ANY: Action.PRIVATIZE_ATOMICS},
+        rank=20,
     ),
     Entry(
         Cause.UNCOALESCED,
@@ -189,6 +369,8 @@ CATALOGUE: tuple[Entry, ...] = (
         "sectors fetched about equal to the requested bytes / 32 (vectorized 128-bit loads "
         "fetch exactly 16 sectors per request)",
         {KernelKind.GATHER: Action.INDEX_LOCALITY, KernelKind.ANY: Action.COALESCE},
+        # a strided read pulls whole sectors from DRAM: those are the extra reads
+        refutes=frozenset({Cause.EXTRA_READS}),
     ),
     Entry(
         Cause.BRANCH_DIVERGENCE,
@@ -197,6 +379,7 @@ CATALOGUE: tuple[Entry, ...] = (
         _divergence,
         "few divergent branch targets; masked tails lower active lanes without divergence",
         {KernelKind.ANY: Action.UNIFORM_BRANCHES},
+        rank=40,
     ),
     Entry(
         Cause.MEMORY_LATENCY,
@@ -248,6 +431,118 @@ CATALOGUE: tuple[Entry, ...] = (
         )
     ),
     Entry(
+        Cause.SMALL_PROGRAMS,
+        Unit.LAUNCH,
+        ("block_size", "waves_per_sm", "achieved_occupancy_pct", "theoretical_occupancy_pct"),
+        _small_programs,
+        "blocks of several warps, or theoretical occupancy capped by registers or shared memory "
+        "rather than the resident-block limit, or achieved occupancy near theoretical",
+        {KernelKind.ANY: Action.LARGER_PROGRAMS},
+        # a program that ends as soon as it starts: its stalls and occupancy are its launch's
+        refutes=frozenset({Cause.LOW_OCCUPANCY, Cause.TAIL, Cause.MEMORY_LATENCY, Cause.STALL}),
+        rank=50,
+    ),
+    Entry(
+        Cause.SHARED_LIMITS_OCCUPANCY,
+        Unit.LAUNCH,
+        ("occupancy_limit_shared_mem", "theoretical_occupancy_pct"),
+        _shared_limits_occupancy,
+        "another limiter (registers, warps, blocks) as tight as shared memory, or theoretical "
+        "occupancy at or above 25%",
+        {KernelKind.ANY: Action.LESS_SHARED, KernelKind.GEMM: Action.LESS_SHARED},
+        refutes=frozenset({Cause.LOW_THEORETICAL_OCCUPANCY}),
+        rank=60,
+    ),
+    Entry(
+        Cause.MEMBAR_ATOMICS,
+        None,
+        ("atomic_requests", "membar_stall_share"),
+        _membar_atomics,
+        "few memory-barrier stalls (under 30% of the stalls), or no atomics issued",
+        {KernelKind.ANY: Action.RELAXED_ATOMICS},
+        refutes=frozenset({Cause.STALL}),
+        rank=30,
+    ),
+    Entry(
+        Cause.WEIGHT_CASTS,
+        Unit.DRAM,
+        ("param_casts_per_step",),
+        _weight_casts,
+        "the copies are of activations (their source changes each step), not of parameters",
+        {KernelKind.ANY: Action.CAST_WEIGHTS_ONCE},
+        kinds=frozenset({KernelKind.COPY}),
+        rank=70,
+    ),
+    Entry(
+        Cause.EXTRA_READS,
+        Unit.DRAM,
+        ("dram_bytes_read", "read_floor_bytes"),
+        _extra_reads,
+        "DRAM reads within 1.25x of the model's read bytes (or of the fewest-reading variant's); "
+        "local-memory or uncoalesced traffic explains re-reads by itself",
+        {KernelKind.ANY: Action.REMOVE_EXTRA_READS},
+    ),
+    Entry(
+        Cause.CACHE_BOUND,
+        None,
+        ("dram_pct", "memory_pct"),
+        _cache_bound,
+        "ncu's memory throughput within 10 points of DRAM's: DRAM is the busy level",
+        {KernelKind.ANY: Action.FEWER_BYTES},
+    ),
+    Entry(
+        Cause.BANK_CONFLICTS,
+        Unit.L1,
+        ("shared_bank_conflicts", "shared_wavefronts"),
+        _bank_conflicts,
+        "conflicts a small share of shared-memory wavefronts; or short-scoreboard and MIO stalls "
+        "a small share of the stalls (then said, with no step)",
+        {KernelKind.ANY: Action.PAD_SHARED},
+        minor=_bank_conflicts_minor,
+    ),
+    Entry(
+        Cause.DATA_IN_L2,
+        Unit.L2,
+        ("dram_bytes", "model_bytes"),
+        _data_in_l2,
+        "DRAM bytes at or above the model's: nothing stayed behind in L2",
+        {KernelKind.ANY: None},  # a caveat on the DRAM figures, not a limit
+    ),
+    Entry(
+        Cause.TAIL,
+        Unit.LAUNCH,
+        ("waves_per_sm",),
+        _tail,
+        "whole waves, or a partial last wave leaving under a quarter of its slots idle",
+        {KernelKind.ANY: Action.WHOLE_WAVES},
+    ),
+    Entry(
+        Cause.LOW_OCCUPANCY,
+        Unit.LAUNCH,
+        _OCCUPANCY,
+        _low_occupancy,
+        "achieved occupancy at least half the theoretical, or a grid under one wave",
+        {KernelKind.ANY: Action.BALANCE_WORK},
+    ),
+    Entry(
+        Cause.LOW_THEORETICAL_OCCUPANCY,
+        Unit.LAUNCH,
+        _OCCUPANCY,
+        _low_theoretical,
+        "theoretical occupancy at or above 25%",
+        # one large-tile CTA per SM is how tl.dot and cuBLAS kernels keep operands in registers
+        # and shared memory: a fact, not the step (their stalls say which is)
+        {KernelKind.ANY: Action.RAISE_OCCUPANCY, KernelKind.GEMM: None},
+    ),
+    Entry(
+        Cause.SHORT_KERNEL,
+        Unit.LAUNCH,
+        ("duration_ms",),
+        _short_kernel,
+        "a kernel lasting well over a launch's cost, or a grid under one wave (its own cause)",
+        {KernelKind.ANY: Action.CUDA_GRAPH},
+    ),
+    Entry(
         Cause.ISSUE_BOUND,
         None,
         ("issue_active_pct",),
@@ -266,13 +561,32 @@ def evaluate(rec: LaunchRecord) -> list[Outcome]:
     """Every entry's outcome on one record, in catalogue order."""
     out = []
     for entry in CATALOGUE:
+        if not entry.applies(rec):
+            continue
         missing = _measured(rec, entry.needs)
         if missing:
             out.append(Outcome(entry, "not measured", missing=missing))
             continue
-        evidence = entry.test(rec)
-        out.append(Outcome(entry, "found" if evidence else "absent", evidence or {}))
+        result = entry.test(rec)
+        if isinstance(result, Found):
+            out.append(Outcome(entry, "found", result.evidence, keys=result.keys,
+                               detail=result.detail))  # fmt: skip
+            continue
+        minor = entry.minor(rec) if result and entry.minor else None
+        out.append(Outcome(entry, "found" if result else "absent", result or {}, minor=minor))
     return out
+
+
+def specific(outcomes: list[Outcome], kernel: KernelKind, ev: Evidence) -> list[Said | None]:
+    """The ranked entries (Entry.rank), in their declared order: each found one said with its
+    kind's remedy, None in the place of one not found."""
+    ranked = sorted((e for e in CATALOGUE if e.rank is not None), key=lambda e: e.rank)
+    return [said(outcomes, e.cause, kernel, ev) for e in ranked]
+
+
+def refuted(outcomes: list[Outcome]) -> frozenset[Cause]:
+    """The causes a found entry refutes (Entry.refutes): their stories are not told beside it."""
+    return frozenset(c for o in outcomes if o.status == "found" for c in o.entry.refutes)
 
 
 def not_measured(outcomes: list[Outcome]) -> list[str]:
@@ -287,13 +601,16 @@ def found(outcomes: list[Outcome], cause: Cause) -> Outcome | None:
 def said(outcomes: list[Outcome], cause: Cause, kernel: KernelKind, ev: Evidence) -> Said | None:
     """A cause found on the record, with its evidence and its kind's remedy."""
     hit = found(outcomes, cause)
-    if hit is None:
+    if hit is None or cause in refuted(outcomes):  # refuted: neither said nor quoted
         return None
-    for key, value in hit.evidence.items():
+    evidence = {**hit.evidence, **(hit.minor or {})}
+    for key, value in evidence.items():
         ev.put(key, value)
-    keys = list(hit.evidence)
+    keys = hit.keys if hit.keys is not None else list(evidence)
+    if hit.minor:
+        return Reason(cause, keys, {"minor": True}), []
     action = hit.entry.remedy(kernel)
-    detail = {"pipe": str(hit.entry.unit)} if cause == Cause.PIPE_BUSY else {}
+    detail = {"pipe": str(hit.entry.unit)} if cause == Cause.PIPE_BUSY else dict(hit.detail)
     return Reason(cause, keys, detail), [NextStep(action, keys, detail)] if action else []
 
 
@@ -303,3 +620,82 @@ def busy_pipe(outcomes: list[Outcome], kernel: KernelKind, ev: Evidence) -> Said
         if hit.status == "found" and hit.entry.cause == Cause.PIPE_BUSY:
             return said([hit], Cause.PIPE_BUSY, kernel, ev)
     return None
+
+
+# --- conflicts: a step that would contradict a cause found beside it ----------------------------
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """A step forbidden where a cause is found (or the record shows a condition): withheld, or
+    replaced by the step that does answer that cause."""
+
+    action: Action
+    why: str  # the reason id the withheld step carries (ruled_out's "why")
+    causes: frozenset[Cause] = frozenset()  # any of these found forbids the step
+    kinds: frozenset[KernelKind] = frozenset()  # or the kernel is of one of these kinds
+    test: Callable[[LaunchRecord], bool] | None = None  # or the record shows this
+    instead: Action | None = None  # the step in its place (None: withheld)
+    detail: str | None = None  # only a step carrying this detail key ("library": fuse it away)
+
+
+def _under_one_wave(r: LaunchRecord) -> bool:
+    return r.waves_per_sm is not None and r.waves_per_sm < th.SMALL_GRID_WAVES
+
+
+CONFLICTS: tuple[Conflict, ...] = (
+    # larger tiles hold more values per thread (more spills) and make fewer programs (a grid
+    # under one wave leaves more SMs idle): the spills' and the grid's own steps answer them
+    Conflict(Action.FEED_TENSOR, "spills", causes=frozenset({Cause.REGISTER_SPILLS})),
+    Conflict(Action.FEED_TENSOR, "under_one_wave", test=_under_one_wave),
+    # programs too small to amortize their launch: latency is not what more loads in flight fix
+    Conflict(Action.HIDE_LATENCY, "small_programs", causes=frozenset({Cause.SMALL_PROGRAMS})),
+    Conflict(Action.BYTES_IN_FLIGHT, "small_programs", causes=frozenset({Cause.SMALL_PROGRAMS})),
+    # a library kernel's "fuse it away": its atomics stay atomics after fusing, reducing before
+    # them is what helps; a sort or a scan is a whole pass of its own that fusing does not remove
+    # (a chain's "fuse the kernels into one", against launch overhead, stands)
+    Conflict(
+        Action.FUSE,
+        "atomics",
+        causes=frozenset({Cause.ATOMIC_CONTENTION}),
+        kinds=frozenset({KernelKind.SCATTER_ATOMIC}),
+        instead=Action.REDUCE_BEFORE_ATOMICS,
+        detail="library",
+    ),
+    Conflict(
+        Action.FUSE,
+        "not_fusible",
+        kinds=frozenset({KernelKind.SORT, KernelKind.SCAN}),
+        instead=Action.OTHER_FORMULATION,
+        detail="library",
+    ),
+)
+
+
+def resolve(
+    steps: list[NextStep], reasons: list[Reason], rec: LaunchRecord
+) -> tuple[list[NextStep], list[dict]]:
+    """Each step against CONFLICTS: a step that contradicts a found cause (or the record) is
+    withheld, with its reason, or replaced by the step that answers that cause."""
+    found = {r.cause for r in reasons}
+    kept: list[NextStep] = []
+    withheld: list[dict] = []
+    for step in steps:
+        hit = next(
+            (c for c in CONFLICTS if c.action == step.action and _holds(c, step, found, rec)), None
+        )
+        if hit is None:
+            kept.append(step)
+        elif hit.instead is not None:
+            kept.append(
+                NextStep(hit.instead, step.because, {**step.detail, "instead_of": str(step.action)})
+            )
+        else:
+            withheld.append({"action": str(step.action), "why": hit.why})
+    return kept, withheld
+
+
+def _holds(c: Conflict, step: NextStep, found: set[Cause], rec: LaunchRecord) -> bool:
+    if c.detail is not None and c.detail not in step.detail:
+        return False
+    return bool(c.causes & found) or rec.kind in c.kinds or (c.test is not None and c.test(rec))

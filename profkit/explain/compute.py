@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from profkit import thresholds as th
 from profkit.explain import catalogue, shape
-from profkit.explain.catalogue import KernelKind, Outcome
+from profkit.explain.catalogue import Outcome
 from profkit.explain.context import Context, Said
 from profkit.explain.evidence import Evidence
-from profkit.explain.kernel_family import GEMM, LIBRARY
+from profkit.explain.kinds import KernelKind, Owner
 from profkit.explain.model import Action, Cause, NextStep, Reason, Unit
 from profkit.explain.record import LaunchRecord
 from profkit.explain.roofs import PIPES, busiest_pipe
@@ -44,13 +44,13 @@ def pipe_detail(
     """A matrix product's pipes: the Tensor pipe busy, under-fed or unused, else the busiest
     other pipe at its peak (the catalogue's pipe entries, with a GEMM's remedy)."""
     tensor = rec.tensor_pct
-    gemm = ctx.family in GEMM or ctx.matmul_like(rec)
+    gemm, library = rec.matrix, rec.owner == Owner.LIBRARY
     if tensor is not None:
         # quoted under the field it was read from (the record's fields are their columns' names)
         key = "tensor_any_pct" if rec.tensor_any_pct is not None else "tensor_pipe_pct"
         ev.put(key, tensor)
         if tensor >= th.TENSOR_BUSY_PCT:
-            if ctx.family in LIBRARY:
+            if library:
                 near = NextStep(Action.LIBRARY_SHAPES, [key], {"near_roof": True})
                 return Reason(Cause.TENSOR_BUSY, [key]), [near]
             # a sibling doing the same FLOPs in the same or less time: less math is not the gap
@@ -60,16 +60,15 @@ def pipe_detail(
                 said = "faster" if found[1].outcome == "slower" else "same"
                 return Reason(Cause.TENSOR_BUSY, [key, *more], {"sibling": said}), [step]
             return Reason(Cause.TENSOR_BUSY, [key]), [NextStep(Action.LESS_MATH, [key])]
-        library = ctx.family in GEMM or ctx.family in LIBRARY
-        if tensor < th.TENSOR_IDLE_PCT and gemm and library:
+        if rec.mma_kind is None and gemm and library:
             if ctx.dtype == "float32":
                 return Reason(Cause.FP32_GEMM_ON_FMA, [key]), [NextStep(Action.USE_TF32, [key])]
             return Reason(Cause.MATMUL_OFF_TENSOR, [key]), [NextStep(Action.LIBRARY_SHAPES, [key])]
         if gemm and library:  # on the Tensor Cores, short of busy: its shape, not its code
-            return Reason(Cause.TENSOR_UNDERFED, [key], {"library": str(ctx.family)}), [
+            return Reason(Cause.TENSOR_UNDERFED, [key], {"library": str(rec.family)}), [
                 NextStep(Action.LIBRARY_SHAPES, [key])
             ]
-        if not rec.on_tensor_cores and gemm:  # a user kernel with no MMA instructions at all
+        if rec.mma_kind is None and gemm:  # a user kernel with no MMA instructions at all
             if ctx.dtype == "float32":
                 return Reason(Cause.MATMUL_OFF_TENSOR, [key], {"fp32": True}), [
                     NextStep(Action.USE_TF32, [key]),
@@ -78,7 +77,7 @@ def pipe_detail(
             return Reason(Cause.MATMUL_OFF_TENSOR, [key]), [
                 NextStep(Action.USE_TENSOR_CORES, [key])
             ]
-        if gemm and not library and shape.grid_too_small(rec, ctx):
+        if gemm and not library and rec.grid_too_small:
             # too few tiles for the SMs: larger tiles would make fewer still
             return shape.small_grid(rec, ctx, ev)
         if gemm and not library:

@@ -1,24 +1,29 @@
 """One row (a case, or one launch) -> its bottleneck, limiting unit, causes and next steps.
 
-The bottleneck is Nsight Compute's speed-of-light decision (SOLBottleneck), except that a Tensor
-pipe at or above TENSOR_BUSY_PCT makes it compute-bound whatever the memory line says; the unit, the
-causes and the steps follow from the pipes, the memory hierarchy, the launch shape and the stalls,
-each in its own module. Steps a library kernel cannot take become library advice; steps an earlier
-version already tried without effect are withheld, with the reason.
+In order: the record says what the kernel is and who owns it (record.kind, record.owner: one rule,
+profkit/explain/kinds.py); the bottleneck is Nsight Compute's speed-of-light decision
+(SOLBottleneck), except that a Tensor pipe at or above TENSOR_BUSY_PCT makes it compute-bound
+whatever the memory line says; the catalogue's entries are evaluated once (found, absent, not
+measured); the ranked specific causes come first (Entry.rank), then the bottleneck's story (the
+pipes, the memory hierarchy, the launch shape and the stalls, each in its own module); a found
+entry's refuted causes are dropped (Entry.refutes); each cause's remedy is its kind's. Then the
+filters: the owner (a library kernel gets library advice, Inductor's code the compiler's),
+steps an earlier version tried without effect, the declared conflicts (catalogue.CONFLICTS), and
+steps whose gain is under the practical floor, each withheld with its reason.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from profkit import stats
 from profkit import thresholds as th
 from profkit.explain import catalogue, compute, memory, shape, stalls
-from profkit.explain.catalogue import KernelKind, kernel_kind
 from profkit.explain.context import Context, Said
 from profkit.explain.evidence import Evidence
 from profkit.explain.kernel_family import FUSED_OPS, GEMM, LIBRARY, Family
+from profkit.explain.kinds import MATRIX, KernelKind, Owner
 from profkit.explain.model import Action, Bottleneck, Cause, NextStep, Reason, Unit
 from profkit.explain.record import LaunchRecord
 from profkit.explain.roofs import compute_roof, memory_roof
@@ -57,6 +62,8 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
     sm = rec.sm_pct
     if mem is None or sm is None:
         return None
+    # the device's SM count and the case's read floor, which the catalogue's tests read
+    rec = replace(rec, sm_count=ctx.device.sm_count or rec.sm_count, read_floor=ctx.read_floor)
     ev = Evidence()
     ev.put(mem_key, mem)
     ev.put("sm_throughput_pct", sm)
@@ -76,14 +83,10 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
     compute.pipe_facts(rec, ev)
     stalls.stall_facts(rec, ev)
     outcomes = catalogue.evaluate(rec)
-    kernel = kernel_kind(rec, ctx.family in GEMM)
+    kernel = rec.kind
     ev.put("kernel_kind", str(kernel))
     # the catalogue's specific causes come before any story told from the SOL lines alone
-    spills, atomics, divergence = (
-        catalogue.said(outcomes, c, kernel, ev)
-        for c in (Cause.REGISTER_SPILLS, Cause.ATOMIC_CONTENTION, Cause.BRANCH_DIVERGENCE)
-    )
-    specific = [spills, atomics, divergence]
+    specific = catalogue.specific(outcomes, kernel, ev)  # by their declared rank
     # coalescing against the ideal sectors of the requested bytes where measured; without them,
     # only a stream's sectors against its model's bytes (sectors per request cannot tell a
     # vectorized load from a scattered one)
@@ -98,22 +101,22 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
         unit = memory.busy_level(rec, ev)
         # local-memory traffic refutes "reads its input more than once": spills are the re-reads;
         # so do sectors fetched beyond the ideal (a strided read pulls whole sectors from DRAM)
-        reads = None if spills or coalescing else memory.extra_reads(rec, ctx, ev)
+        reads = None if coalescing else catalogue.said(outcomes, Cause.EXTRA_READS, kernel, ev)
         found += [
             *specific,
             # a matmul bound on its caches is one whose tiles are too small to reuse data; on
             # DRAM, a matrix-vector product by its model streams its weights: not its pipes
             compute.pipe_detail(rec, ctx, ev, outcomes)
-            if ctx.matmul_like(rec) and (unit != Unit.DRAM or _dense(rec))
+            if rec.matrix and (unit != Unit.DRAM or _dense(rec))
             else None,
             memory.chain_traffic(rec, ctx, ev) if chain else reads,
             coalescing,
-            memory.bank_conflicts(rec, ctx, ev),
-            memory.cache_bound(rec, ctx, ev),
+            catalogue.said(outcomes, Cause.BANK_CONFLICTS, kernel, ev),
+            catalogue.said(outcomes, Cause.CACHE_BOUND, kernel, ev),
             # where the DRAM level stands first: re-reads served by the caches are a fact beside it
             memory.dram_level(rec, ctx, ev, chain=chain),
             catalogue.said(outcomes, Cause.L2_REUSE, kernel, ev),
-            memory.data_in_l2(rec, ctx, ev),
+            catalogue.said(outcomes, Cause.DATA_IN_L2, kernel, ev),
         ]
         if any(s and s[0].cause == Cause.AT_ROOF for s in found):
             # at the copy roof only fewer bytes help: the other causes stay as facts
@@ -123,29 +126,29 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
         short = any(s and s[0].cause in _SHORT for s in found)
         specific = any(s and s[1] and s[0].cause != Cause.SIBLING_FASTER for s in found)
         if short and not specific:
-            found += _why_short(rec, ctx, ev)
+            found += _why_short(rec, ctx, ev, outcomes)
         elif short:
             found = _with_faster_sibling(found, rec, ctx, ev)
     elif kind == Bottleneck.COMPUTE:
         unit = compute.pipe_unit(rec, ev)
         # GEMM steps only for kernels that issue MMAs or have a matmul's shape; any other busy
         # pipe gets its own kind's remedy (an FP64 elementwise chain is no matrix product)
-        busy = compute.pipe_detail(rec, ctx, ev, outcomes) if kernel == KernelKind.GEMM else None
-        if busy is None and unit == Unit.TENSOR and kernel == KernelKind.GEMM:
-            busy = _tensor_short(ctx, ev)
+        busy = compute.pipe_detail(rec, ctx, ev, outcomes) if rec.matrix else None
+        if busy is None and unit == Unit.TENSOR and rec.matrix:
+            busy = _tensor_short(rec, ev)
         found += [
             *specific,
             busy
             or catalogue.busy_pipe(outcomes, kernel, ev)
             or catalogue.said(outcomes, Cause.TENSOR_BUSY, kernel, ev),
-            memory.bank_conflicts(rec, ctx, ev),
+            catalogue.said(outcomes, Cause.BANK_CONFLICTS, kernel, ev),
             catalogue.said(outcomes, Cause.ISSUE_BOUND, kernel, ev),
             stalls.dominant_stall(rec, ctx, ev),
         ]
         if not any(found):
             found.append(_open("ComputeWorkloadAnalysis"))
     elif kind == Bottleneck.LATENCY:
-        causes = shape.shape_causes(rec, ctx, ev)
+        causes = shape.shape_causes(rec, ctx, ev, outcomes)
         if any(not r.detail.get("refuted") for r, _ in causes):  # a refuted grid is no launch bound
             unit = Unit.LAUNCH
         latency = catalogue.said(outcomes, Cause.MEMORY_LATENCY, kernel, ev)
@@ -162,24 +165,24 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
             memory.chain_traffic(rec, ctx, ev)
             if chain
             else None
-            if spills or coalescing
-            else memory.extra_reads(rec, ctx, ev),
+            if coalescing
+            else catalogue.said(outcomes, Cause.EXTRA_READS, kernel, ev),
             coalescing,
-            memory.bank_conflicts(rec, ctx, ev),
-            compute.pipe_detail(rec, ctx, ev, outcomes) if ctx.matmul_like(rec) else None,
+            catalogue.said(outcomes, Cause.BANK_CONFLICTS, kernel, ev),
+            compute.pipe_detail(rec, ctx, ev, outcomes) if rec.matrix else None,
             catalogue.said(outcomes, Cause.ISSUE_BOUND, kernel, ev),
             # long-scoreboard waits on an idle memory system: the latency, said once
             latency or stalls.dominant_stall(rec, ctx, ev),
         ]
         if not any(found):
             found.append(_nothing_seen(rec))
-        found.append(memory.data_in_l2(rec, ctx, ev))
+        found.append(catalogue.said(outcomes, Cause.DATA_IN_L2, kernel, ev))
     else:  # balanced
         found += [
             *specific,
-            compute.pipe_detail(rec, ctx, ev, outcomes) if ctx.matmul_like(rec) else None,
+            compute.pipe_detail(rec, ctx, ev, outcomes) if rec.matrix else None,
             coalescing,
-            memory.bank_conflicts(rec, ctx, ev),
+            catalogue.said(outcomes, Cause.BANK_CONFLICTS, kernel, ev),
             catalogue.said(outcomes, Cause.ISSUE_BOUND, kernel, ev),
             stalls.dominant_stall(rec, ctx, ev),
         ]
@@ -189,14 +192,19 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
         roof = memory.at_size_roof(rec, ctx, ev)
         if roof:  # a copy of the same bytes is no faster: its stalls and shape are a copy's too
             found = [roof, *(_without(s, _STREAM_STEPS) for s in found)]
+    refuted = catalogue.refuted(outcomes)
     said: list[Said] = []
     for s in found:  # one reason per cause (a small grid is both a shape and a matmul cause)
-        if s and all(s[0].cause != x[0].cause for x in said):
+        if s and s[0].cause not in refuted and all(s[0].cause != x[0].cause for x in said):
             said.append(s)
     diagnosis = Diagnosis(kind, unit, [r for r, _ in said], evidence=ev)
     diagnosis.not_measured = catalogue.not_measured(outcomes)
     steps = [step for _, steps in said for step in steps]
-    diagnosis.steps, diagnosis.ruled_out = fit_next_steps(steps, ctx)
+    diagnosis.steps, diagnosis.ruled_out = fit_next_steps(
+        steps, rec.family, ctx.ruled_out, rec.kind
+    )
+    diagnosis.steps, conflicts = catalogue.resolve(diagnosis.steps, diagnosis.reasons, rec)
+    diagnosis.ruled_out += conflicts
     diagnosis.steps, under = worth_taking(diagnosis.steps, kind, ev, rec.device_p50_ms, ctx)
     diagnosis.ruled_out += under
     return diagnosis
@@ -207,13 +215,11 @@ def _memory_queues_full(rec: LaunchRecord, ev: Evidence) -> bool:
     and the warps waiting on full memory queues: the memory system refuses more requests, so it
     is the bound (a kernel short of loads in flight never fills those queues). ncu's SOL memory
     line does not count all of L2's work: a random 4-byte gather ran L2 at 87.6% under 59.85%."""
-    waits = {r: v for r, v in stalls.known_stalls(rec).items() if r != "not_selected"}
-    total = sum(waits.values())
+    queued = rec.stall_share("lg_throttle", "mio_throttle")
     levels = [(LaunchRecord.column(f), getattr(rec, f)) for f in ("l1_pct", "l2_pct")]
     levels = [(c, v) for c, v in levels if v is not None]
-    if total <= 0 or not levels:
+    if queued is None or not levels:
         return False
-    queued = (waits.get("lg_throttle", 0.0) + waits.get("mio_throttle", 0.0)) / total
     col, busy = max(levels, key=lambda x: x[1])
     if queued < th.MEMORY_QUEUE_STALL_SHARE or busy < th.HIGH_THROUGHPUT_PCT:
         return False
@@ -223,11 +229,11 @@ def _memory_queues_full(rec: LaunchRecord, ev: Evidence) -> bool:
     return True
 
 
-def _tensor_short(ctx: Context, ev: Evidence) -> Said | None:
+def _tensor_short(rec: LaunchRecord, ev: Evidence) -> Said | None:
     """A user GEMM bound on the Tensor Cores short of their busy line: the unit is under-fed,
     said first; the dominant stall, said after, tells how (the zoo's int8 GEMM: IMMA 69% busy,
     67% of its roof, barrier stalls at 63%)."""
-    if ctx.family in LIBRARY:
+    if rec.owner == Owner.LIBRARY:
         return None  # a library GEMM's shape is its user's lever: its own cause says so
     # judged on the busy share against TENSOR_BUSY_PCT (its roof share can sit in cuBLAS's range)
     keys = [next(k for k in ("tensor_any_pct", "tensor_pipe_pct") if k in ev)]
@@ -333,6 +339,9 @@ _TUNING = _STREAM_STEPS | frozenset(
         Action.CUT_SPILLS,
         Action.PRIVATIZE_ATOMICS,
         Action.INDEX_LOCALITY,
+        Action.LARGER_PROGRAMS,
+        Action.LESS_SHARED,
+        Action.RELAXED_ATOMICS,
     }
 )
 
@@ -342,7 +351,9 @@ def _without(said: Said | None, actions: frozenset) -> Said | None:
     return (said[0], [s for s in said[1] if s.action not in actions]) if said else None
 
 
-def _why_short(rec: LaunchRecord, ctx: Context, ev: Evidence) -> list[Said | None]:
+def _why_short(
+    rec: LaunchRecord, ctx: Context, ev: Evidence, outcomes: list[catalogue.Outcome]
+) -> list[Said | None]:
     """A stream short of the copy roof: the dominant stall where captured, else the launch shape,
     else more bytes in flight per thread."""
     stall = stalls.dominant_stall(rec, ctx, ev)
@@ -361,7 +372,8 @@ def _why_short(rec: LaunchRecord, ctx: Context, ev: Evidence) -> list[Said | Non
                  [step])]  # fmt: skip
     if stall:
         return [stall]
-    causes = [c for c in shape.shape_causes(rec, ctx, ev) if c[0].cause != Cause.LAUNCH_OVERHEAD]
+    causes = shape.shape_causes(rec, ctx, ev, outcomes)
+    causes = [c for c in causes if c[0].cause != Cause.LAUNCH_OVERHEAD]
     if causes:
         return causes
     occupancy = rec.theoretical_occupancy_pct
@@ -444,27 +456,41 @@ _CODE_STEPS = frozenset(
         Action.CUT_SPILLS,
         Action.PRIVATIZE_ATOMICS,
         Action.UNIFORM_BRANCHES,
+        Action.LARGER_PROGRAMS,
+        Action.LESS_SHARED,
+        Action.RELAXED_ATOMICS,
     }
 )
 
 
-def fit_next_steps(steps: list[NextStep], ctx: Context) -> tuple[list[NextStep], list[dict]]:
-    """Library kernels get library advice; ruled-out steps are withheld; no step twice."""
+def fit_next_steps(
+    steps: list[NextStep],
+    family: Family | None,
+    ruled_out: Mapping[Action, str],
+    kind: KernelKind | None = None,
+) -> tuple[list[NextStep], list[dict]]:
+    """Library kernels get library advice, by their owner's family and their kind (a matrix
+    product's is its inputs and options, a whole fused op's another backend too); ruled-out
+    steps are withheld; no step twice."""
     out: list[NextStep] = []
     withheld: list[dict] = []
+    whole_op = kind in (KernelKind.ATTENTION, KernelKind.CONVOLUTION) and family not in FUSED_OPS
     for step in steps:
-        if ctx.family == Family.INDUCTOR and step.action in _CODE_STEPS:
+        if family == Family.INDUCTOR and step.action in _CODE_STEPS:
             step = NextStep(Action.COMPILER_OPTIONS, step.because, {"instead_of": str(step.action)})
-        if ctx.family in LIBRARY and step.action in _CODE_STEPS:
-            if ctx.family == Family.LIGER:  # Triton code the user calls, not tunes
+        if family in LIBRARY and step.action in _CODE_STEPS:
+            detail = {"library": str(family)}
+            if family == Family.LIGER:  # Triton code the user calls, not tunes
                 action = Action.LIBRARY_OPTIONS
-            elif ctx.family in GEMM or ctx.family in FUSED_OPS:
+            elif family in GEMM or family in FUSED_OPS or kind in MATRIX:
                 action = Action.LIBRARY_SHAPES
+                if whole_op:  # CUTLASS's fmha or convolutions: a whole op, not a bare GEMM
+                    detail["whole_op"] = str(kind)
             else:
                 action = Action.FUSE
-            step = NextStep(action, step.because, {"library": str(ctx.family)})
-        if step.action in ctx.ruled_out:
-            withheld.append({"action": str(step.action), "why": ctx.ruled_out[step.action]})
+            step = NextStep(action, step.because, detail)
+        if step.action in ruled_out:
+            withheld.append({"action": str(step.action), "why": ruled_out[step.action]})
             continue
         if all(s.action != step.action for s in out):
             out.append(step)

@@ -61,7 +61,10 @@ _PATTERNS: tuple[tuple[Family, re.Pattern], ...] = tuple(
         (Family.CUBLAS, r"^(sm\d+_xmma|xmma_)"),
         (Family.CUTLASS, r"(cutlass|^Kernel2?$)"),  # CUTLASS's device entry points
         (Family.CUBLAS, r"(sgemm|hgemm|gemv|gemmk1|splitKreduce)"),
-        (Family.FLASH, r"(flash_fwd|flash_bwd|fmha|flash_attn)"),
+        (
+            Family.FLASH,
+            r"(flash_fwd|flash_bwd|fmha|flash_attn|attention_kernel_(backward_)?batched)",
+        ),
         (Family.INDUCTOR, r"^triton_(poi|red|per|tem|for)_"),
         # ATen's own names, anchored: a user's Triton kernel called softmax_kernel or
         # _layer_norm_fwd_fused (the Triton tutorials' names) is not library code
@@ -82,7 +85,8 @@ _PATTERNS: tuple[tuple[Family, re.Pattern], ...] = tuple(
 )
 
 
-# Liger-Kernel 0.8.5's kernels of the ops an LLM layer calls (liger_kernel/ops/*.py), exactly:
+# Liger-Kernel's kernels (liger_kernel/ops/*.py: 0.8.5's for the ops an LLM layer calls, then its
+# other ops at main, ead96b6), exactly:
 # names such as _rms_norm_forward_kernel read like anyone's Triton kernel, so no pattern. Its
 # launch settings are fixed inside Liger (one row per program, the row rounded up to a power of
 # two, warps from the row length): a Liger user changes the call, not the kernel.
@@ -108,6 +112,58 @@ LIGER_NAMES = frozenset(
         "_layer_norm_backward_kernel",
         "_triton_rope",
         "liger_cross_entropy_kernel",
+        # Liger's other ops (liger_kernel/ops/*.py at main, ead96b6): losses, norms, ropes
+        "element_mul_kernel",  # fused linear cross entropy's gradient scaling
+        "_group_norm_forward_kernel",
+        "_group_norm_backward_kernel",
+        "_modulated_rms_norm_forward_kernel",
+        "_modulated_rms_norm_backward_kernel",
+        "_poly_norm_forward_kernel",
+        "_poly_norm_backward_kernel",
+        "_dyt_fwd_kernel",
+        "_dyt_bwd_kernel",
+        "_jsd_kernel",
+        "_kldiv_kernel_forward",
+        "_kldiv_kernel_backward",
+        "_tv_distance_kernel",
+        "_selective_log_softmax_kernel",
+        "_sparsemax_forward_kernel",
+        "_sparsemax_backward_kernel",
+        "_relu_squared_forward_kernel",
+        "_relu_squared_backward_kernel",
+        "_triton_qwen2vl_mrope",
+        "_llama4_rope_kernel",
+        "_grpo_loss_fwd_kernel",
+        "_grpo_loss_bwd_kernel",
+        "liger_vocab_parallel_ce_forward_kernel",
+        "liger_vocab_parallel_ce_backward_kernel",
+    }
+)
+
+
+# ATen's (and the CUB kernels it calls) scatters, index ops, scans, sorts and top-k, exactly (ncu
+# names a kernel by its function, without ATen's namespace): library code wherever it runs
+# (aten/src/ATen/native/cuda: ScatterGatherKernel.cu, Indexing.cu, ScanUtils.cuh, Sort.cu,
+# SortUtils.cuh, TensorTopK.cu; cub's device-wide scan, sort and reduce).
+ATEN_OTHER_NAMES = frozenset(
+    {
+        "_scatter_gather_elementwise_kernel",
+        "indexFuncSmallIndex",
+        "indexFuncLargeIndex",
+        "indexSelectSmallIndex",
+        "indexSelectLargeIndex",
+        "tensor_kernel_scan_innermost_dim",
+        "tensor_kernel_scan_outer_dim",
+        "DeviceScanKernel",
+        "DeviceScanInitKernel",
+        "radixSortKVInPlace",
+        "bitonicSortKVInPlace",
+        "DeviceRadixSortOnesweepKernel",
+        "DeviceRadixSortHistogramKernel",
+        "DeviceRadixSortExclusiveSumKernel",
+        "DeviceSegmentedRadixSortKernel",
+        "gatherTopK",
+        "radixFindKthValues",
     }
 )
 
@@ -116,8 +172,11 @@ def family(name: str) -> Family:
     """The kernel's family from its (demangled) function name; OTHER for hand-written kernels
     compiled outside Triton. A plain Triton kernel cannot be told from its name alone: callers
     pass triton=True when the run says so (the spec's variant is a Triton kernel)."""
-    if short_name(name, width=200) in LIGER_NAMES:
+    base = short_name(name, width=200)
+    if base in LIGER_NAMES:
         return Family.LIGER
+    if base in ATEN_OTHER_NAMES:
+        return Family.ATEN_OTHER
     # the base name, whole (a cut one breaks the patterns), then the full one
     for text in dict.fromkeys((short_name(name, width=10**6), name)):
         for fam, pattern in _PATTERNS:
@@ -205,7 +264,14 @@ _ATEN_NAMES = frozenset(
         "cunn_SoftMaxForward",
         "cunn_SoftMaxForwardReg",
         "cunn_SoftMaxForwardSmem",
+        *ATEN_OTHER_NAMES,
     }
+)
+
+
+# PyTorch's scaled_dot_product_attention kernels (flash and memory-efficient backends), exactly
+_PYTORCH_ATTENTION = re.compile(
+    r"flash_(fwd|bwd)_\w*kernel|fmha_cutlass\w*|attention_kernel_(backward_)?batched_impl"
 )
 
 
@@ -217,8 +283,12 @@ def launch_family(row: Mapping, lab: bool = False) -> Family:
     recognised."""
     name = cell_text(row, "kernel_name") or ""
     fam = family(name)
+    base = short_name(name, width=200)
     lib = (Family.CUBLAS, Family.CUTLASS, Family.CUDNN, Family.INDUCTOR)
-    if lab and fam not in lib and short_name(name, width=200) not in _ATEN_NAMES:
+    # PyTorch's SDPA kernels by their exact names: a lab variant calling SDPA does not own them
+    # (a user's Triton kernel called flash_attn_fwd does own its code)
+    pytorch_attention = fam == Family.FLASH and _PYTORCH_ATTENTION.fullmatch(base)
+    if lab and fam not in lib and not pytorch_attention and base not in _ATEN_NAMES:
         return Family.TRITON
     if not lab and fam == Family.OTHER:  # a baseline's kernel is library code, named or not
         return Family.ATEN_OTHER

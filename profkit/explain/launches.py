@@ -53,9 +53,9 @@ def drill_down(rows: list[dict], ctx: Context, lab: bool = False) -> list[Launch
     out = []
     for row, rec in zip(rows, records, strict=True):
         fam = launch_family(row, lab)
-        lctx = replace(ctx, family=fam, read_floor=None, siblings=None)
+        lctx = replace(ctx, read_floor=None, siblings=None)
         # a launch has no model of its own: judge its counters alone
-        bare = replace(rec, model_bytes=None, model_flops=None, device_p50_ms=None)
+        bare = replace(rec, family=fam, model_bytes=None, model_flops=None, device_p50_ms=None)
         diagnosis = diagnose(bare, lctx)
         ev = Evidence(diagnosis.evidence if diagnosis else {})
         for name in _LAUNCH_FACTS:

@@ -1,5 +1,7 @@
-"""The memory hierarchy: DRAM reads and writes against the model, how close the stream is to the
-copy roof, which level is busy, coalescing (sectors per request) and shared-memory bank conflicts.
+"""The memory hierarchy: how close the stream is to the copy roof, which level is busy, a chain's
+traffic against the model, and coalescing judged against the model's bytes where the requested
+bytes were not captured (extra reads, cache-bound, bank conflicts and data left in L2 are
+catalogue entries).
 
 Reads and writes are judged apart: writes still in the 60 MB L2 when a kernel ends are never
 counted by DRAM, so summing them dilutes a re-read (F.rms_norm reads its input twice).
@@ -80,7 +82,7 @@ def at_size_roof(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
     copy of its bytes: at this size the copy's own fixed costs (launch, ramp, a partial wave)
     are the roof, so the launch-shape and latency steps its counters point to would not make it
     faster; a copy shows the same. Unless a sibling moves as many bytes measurably faster."""
-    if not rec.copy_gbps_same_size or ctx.matmul_like(rec):
+    if not rec.copy_gbps_same_size or rec.matrix:
         return None
     share = memory_roof(rec, ctx.device, ev)
     if share is None or round(share, 6) < near_copy_line(rec):  # dram_level's line
@@ -99,50 +101,6 @@ def at_size_roof(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
     return Reason(Cause.AT_SIZE_ROOF, keys), [NextStep(Action.FEWER_BYTES, keys)]
 
 
-def cache_bound(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
-    """The pressure is on L1/L2 or shared memory, not DRAM: ncu's memory throughput well above
-    DRAM's."""
-    dram, mem = rec.dram_pct, rec.memory_pct
-    if dram is None or mem is None or mem - dram < th.CACHE_BOUND_GAP_PCT:
-        return None
-    ev.put("memory_throughput_pct", mem)
-    ev.put("dram_throughput_pct", dram)
-    unit, col = _cache_level(rec, ev)
-    keys = [col or "memory_throughput_pct", "dram_throughput_pct"]
-    # bound on a cache's own bandwidth (its share of its peak): the data crosses that level
-    # more often than the work needs, so keeping it on chip (registers, shared-memory tiles)
-    # or moving fewer bytes is the step; launch tuning would not lift that level's roof
-    return Reason(Cause.CACHE_BOUND, keys, {"level": str(unit) if unit else "cache"}), [
-        NextStep(Action.FEWER_BYTES, keys, {"level": str(unit) if unit else "cache"})
-    ]
-
-
-def extra_reads(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
-    """DRAM reads well over what the case must read: the model's read bytes where the row has
-    them, else the fewest any variant of the same case read (the measured one-pass floor)."""
-    read = rec.dram_bytes_read
-    model = rec.model_bytes_read
-    floor_key = "model_bytes_read"
-    if model is None:
-        model, floor_key = ctx.read_floor, "fewest_bytes_read"
-    if read is None or not model:
-        return None
-    if read / model < th.EXTRA_READS_RATIO:
-        return None
-    ev.put("dram_bytes_read", read)
-    ev.put(floor_key, model)
-    ev.put("dram_read_over_floor_x", read / model)
-    write = rec.dram_bytes_write
-    if write is not None:
-        ev.put("dram_bytes_write", write)  # quoted, not judged: L2 holds an unknown share
-    keys = ["dram_bytes_read", floor_key, "dram_read_over_floor_x"]
-    count = rec.kernel_count or 1
-    if count > 1:
-        ev.put("kernel_count", count)
-        return Reason(Cause.EXTRA_PASSES, [*keys, "kernel_count"]), [NextStep(Action.FUSE, keys)]
-    return Reason(Cause.EXTRA_READS, keys), [NextStep(Action.REMOVE_EXTRA_READS, keys)]
-
-
 def chain_traffic(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
     """A chain of kernels moving several times the model's bytes: each pass crosses DRAM."""
     count, dram_bytes, min_bytes = rec.kernel_count, rec.dram_bytes, rec.model_bytes
@@ -158,16 +116,6 @@ def chain_traffic(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
     return Reason(Cause.EXTRA_PASSES, keys), [NextStep(Action.FUSE, keys)]
 
 
-def data_in_l2(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
-    dram_bytes, min_bytes = rec.dram_bytes, rec.model_bytes
-    if dram_bytes is None or not min_bytes or dram_bytes / min_bytes >= th.L2_RESIDENT_BYTES_RATIO:
-        return None
-    ev.put("dram_bytes", dram_bytes)
-    ev.put("bytes", min_bytes)
-    ev.put("dram_over_model_x", dram_bytes / min_bytes)
-    return Reason(Cause.DATA_IN_L2, ["dram_bytes", "bytes", "dram_over_model_x"]), []
-
-
 def uncoalesced(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
     """For rows without the requested bytes (the catalogue judges those against the ideal
     sectors): a stream's global sectors far beyond its model's bytes. A matmul re-reads its
@@ -176,7 +124,7 @@ def uncoalesced(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
     ld, st = rec.global_ld_sectors, rec.global_st_sectors
     requests = rec.global_ld_requests
     min_bytes = rec.model_bytes
-    if ld is None or not min_bytes or ctx.matmul_like(rec):
+    if ld is None or not min_bytes or rec.matrix:
         return None
     sector_bytes = (ld + (st or 0.0)) * SECTOR_BYTES
     ratio = sector_bytes / min_bytes
@@ -190,26 +138,6 @@ def uncoalesced(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
         ev.put("sectors_per_request_ratio", ld / requests)
         keys = list(dict.fromkeys([*keys, "sectors_per_request_ratio"]))
     return Reason(Cause.UNCOALESCED, keys), [NextStep(Action.COALESCE, keys)]
-
-
-def bank_conflicts(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
-    conflicts, wavefronts = rec.shared_bank_conflicts, rec.shared_wavefronts
-    if not conflicts or not wavefronts:
-        return None
-    share = conflicts / wavefronts
-    if share < th.BANK_CONFLICT_SHARE:
-        return None
-    ev.put("shared_bank_conflicts", conflicts)
-    ev.put("shared_wavefronts", wavefronts)
-    ev.put("bank_conflict_share_pct", share * 100)
-    keys = ["shared_bank_conflicts", "shared_wavefronts", "bank_conflict_share_pct"]
-    stalled = rec.stall_share("short_scoreboard", "mio_throttle")
-    if stalled is not None and stalled < th.BANK_CONFLICT_STALL_SHARE:
-        # the replays are real but hold little time: said, with no step, and the cause looked
-        # for elsewhere (diagnose goes on past a reason without steps)
-        ev.put("shared_stall_share_pct", stalled * 100)
-        return Reason(Cause.BANK_CONFLICTS, [*keys, "shared_stall_share_pct"], {"minor": True}), []
-    return Reason(Cause.BANK_CONFLICTS, keys), [NextStep(Action.PAD_SHARED, keys)]
 
 
 def hierarchy_facts(rec: LaunchRecord, ev: Evidence) -> None:

@@ -18,8 +18,7 @@ from profkit import thresholds as th
 from profkit.explain.evidence import num, text
 from profkit.explain.kernel_family import LIBRARY, family, is_persistent, launch_family
 from profkit.explain.model import RuleResult
-from profkit.explain.record import LaunchRecord
-from profkit.explain.shape import tail_idle
+from profkit.explain.record import LaunchRecord, tail_idle
 
 QUOTED_TYPES = ("WARNING", "OPTIMIZATION")
 # rules about occupancy or the launch's shape, which a saturated unit makes moot

@@ -7,7 +7,8 @@ evidence (format_value), so each figure can be traced to a row of the stored run
 from __future__ import annotations
 
 import string
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from profkit import stats
 from profkit.explain.evidence import format_value
@@ -60,423 +61,524 @@ def _dram_aside(ev: Mapping) -> str:
 # --- causes ---------------------------------------------------------------------------------------
 
 
-def reason_text(r: Reason, ev: Mapping) -> str:
-    d = r.detail
-    c = r.cause
-    if c == Cause.AT_ROOF:
-        if _has(ev, "pct_of_same_size_copy_pct"):
-            return say(
-                "At {pct_of_same_size_copy_pct} of a same-size device copy "
-                "({pct_of_copy_pct} of the large copy) it streams at the DRAM roof: only "
-                "moving fewer bytes helps.",
-                ev,
-            )
-        if _has(ev, "pct_of_copy_pct"):
-            return say(
-                "At {pct_of_copy_pct} of the large device copy it streams at the DRAM "
-                "roof (this run measured no same-size copy, so it is judged against the "
-                "large one): only moving fewer bytes helps.",
-                ev,
-            )
-        return say(
-            "DRAM runs at {dram_throughput_pct} of peak, about what a device copy "
-            "reaches: only moving fewer bytes helps.",
+@dataclass(frozen=True)
+class Words:
+    """One way to word a cause: a template (say's fields) or, for a sentence assembled from
+    optional parts, a function of the reason and the evidence. A row applies where its detail
+    flag is set (when it names one) and its evidence keys are present; first match wins."""
+
+    cause: Cause
+    words: str | Callable[[Reason, Mapping], str]
+    keys: tuple[str, ...] = ()
+    detail: str | None = None
+
+
+def _key(r: Reason) -> str:
+    return r.keys[0] if r.keys else "tensor_pipe_pct"
+
+
+def _opt(template: str, ev: Mapping, *keys: str) -> str:
+    """A template's optional part: said where its keys are present, else nothing."""
+    return template if _has(ev, *keys) else ""
+
+
+def _sibling_faster(r: Reason, ev: Mapping) -> str:
+    if _has(ev, "pct_of_same_size_copy_pct"):
+        lead = "At {pct_of_same_size_copy_pct} of a same-size device copy it looks at the roof"
+        roof = "the same-size copy is not the roof at this size"
+    elif _has(ev, "pct_of_copy_pct"):
+        lead = "At {pct_of_copy_pct} of the large device copy it looks at the roof"
+        roof = "the copy is not the roof here"
+    else:
+        lead = "DRAM runs at {dram_throughput_pct} of peak, about a device copy's rate"
+        roof = "a copy's rate is not the roof here"
+    moved = _opt(
+        " ({sibling_dram_bytes} through DRAM against this case's {dram_bytes})",
+        ev,
+        "sibling_dram_bytes",
+        "dram_bytes",
+    )
+    return say(
+        lead + ", but {sibling_variant} moves the same bytes in {sibling_time_share_pct} "
+        "of its time" + moved + ": " + roof + ", so more than moving fewer bytes can help.",
+        ev,
+    )
+
+
+def _throttled_verdict(r: Reason, ev: Mapping) -> str:
+    text = say(
+        "Clocks: {throttled_comparisons} of {comparisons} comparisons involve a throttled case",
+        ev,
+    )
+    bits = [say("{throttle_reasons}", ev)] if _has(ev, "throttle_reasons") else []
+    if _has(ev, "min_sm_clock_mhz"):
+        bits.append(say("SM down to {min_sm_clock_mhz}", ev))
+    if bits:
+        text += " (" + "; ".join(bits) + ")"
+    if ev.get("throttled_decided"):
+        return text + say(
+            ", deciding {throttled_decided} of its {decided_comparisons} wins and "
+            "losses: those gaps may be the clock, not the code.",
             ev,
         )
-    if c == Cause.AT_SIZE_ROOF and d.get("launch"):
-        return say(
-            "At {pct_of_same_size_copy_pct} of a same-size device copy, in {ncu_duration_ms}: "
-            "at this size a copy is a launch too, so the cost is the launch, not the bytes.",
+    return text + ": none of its wins or losses rests on them."
+
+
+def _throttled_case(r: Reason, ev: Mapping) -> str:
+    clock = _opt(", SM at {sm_clock_mhz}", ev, "sm_clock_mhz")
+    return say(
+        "It ran throttled ({clock_note}" + clock + "): its time may reflect the clock, not "
+        "the code.",
+        ev,
+    )
+
+
+def _with_dram(template: str) -> Callable[[Reason, Mapping], str]:
+    # the roof is the copy's device time; ncu's DRAM % is a different scale (a copy itself
+    # reads well under 100% on it), so it is shown, not judged against
+    return lambda r, ev: say(template, ev) + _dram_aside(ev)
+
+
+def _cache_bound(r: Reason, ev: Mapping) -> str:
+    level = r.detail.get("level", "cache")
+    busy = next((k for k in r.keys if k != "dram_throughput_pct"), "memory_throughput_pct")
+    return say(
+        "The busy memory level is {level} ({" + busy + "} of peak) while DRAM runs "
+        "at {dram_throughput_pct}: the pressure is on the caches or shared memory, "
+        "not DRAM.",
+        ev,
+        level=level.upper() if level != "cache" else "a cache",
+    )
+
+
+def _extra_reads(r: Reason, ev: Mapping) -> str:
+    ref = (
+        "the model's {model_bytes_read}"
+        if _has(ev, "model_bytes_read")
+        else "the {fewest_bytes_read} the fewest-reading variant of this case reads"
+    )
+    return say(
+        "It reads {dram_bytes_read} from DRAM, {dram_read_over_floor_x} "
+        + ref
+        + ": it reads its input more than once.",
+        ev,
+    )
+
+
+def _uncoalesced_sectors(r: Reason, ev: Mapping) -> str:
+    if _has(ev, "sectors_over_model_x"):
+        text = say(
+            "Global accesses fetch {global_sector_bytes} in 32-byte sectors, "
+            "{sectors_over_model_x} the {bytes} the model moves",
             ev,
         )
-    if c == Cause.AT_SIZE_ROOF:
-        large = (
-            " ({pct_of_copy_pct} of the large copy's rate)" if _has(ev, "pct_of_copy_pct") else ""
+        text += _opt(say(" ({sectors_per_request_ratio} per request)", ev), ev,
+                     "sectors_per_request_ratio")  # fmt: skip
+    else:
+        text = say("Global loads fetch {sectors_per_request_ratio} sectors per request", ev)
+    return text + ": neighbouring lanes do not touch neighbouring addresses (uncoalesced)."
+
+
+def _tensor_busy(r: Reason, ev: Mapping) -> str:
+    text = say("The Tensor Cores are busy {" + _key(r) + "} of active cycles", ev)
+    text += say(_opt(", {pct_of_pipe_roof_pct} of their {pipe_roof_tflops} roof at "
+                     "{roof_clock_mhz}", ev, "pct_of_pipe_roof_pct"), ev)  # fmt: skip
+    text += ": the math runs near the hardware's rate"
+    text += say(_opt(" (ncu's {sol_bottleneck} line is the MMAs' operand traffic)", ev,
+                     "sol_bottleneck"), ev)  # fmt: skip
+    if r.detail.get("sibling"):
+        text += say(", yet {sibling_variant} does the same FLOPs ", ev)
+        text += (
+            say("in {sibling_time_share_pct} of its time", ev)
+            if r.detail.get("sibling") == "faster"
+            else "in the same time"
         )
-        return say(
-            "At {pct_of_same_size_copy_pct} of a same-size device copy" + large + " it moves its "
-            "bytes as fast as a copy of them does: the limits its counters show are a copy's "
-            "too at this size, so launch-shape and latency changes will not make it faster.",
+    return text + "."
+
+
+def _keyed(template: str) -> Callable[[Reason, Mapping], str]:
+    """A template quoting the reason's first key as {key}."""
+    return lambda r, ev: say(template.replace("{key}", "{" + _key(r) + "}"), ev)
+
+
+def _tensor_underfed_fused(r: Reason, ev: Mapping) -> str:
+    if r.detail.get("library") not in FUSED_OPS:  # a bare GEMM's: the next row
+        return _tensor_underfed_library(r, ev)
+    return say(
+        f"A {r.detail['library']} kernel that fuses a whole op, with the Tensor Cores busy "
+        "{" + _key(r) + "} of active cycles: short of their rate.",
+        ev,
+    )
+
+
+_tensor_underfed_library = _keyed(
+    "A library GEMM with the Tensor Cores busy {key} of active cycles, short of their rate: its "
+    "shape leaves them idle part of the time."
+)
+
+
+def _small_grid_matmul(r: Reason, ev: Mapping) -> str:
+    text = say("Too few tiles for a matmul: {grid_size} programs, {waves_per_sm} waves per SM", ev)
+    text += say(_opt(" ({idle_sms} of {sm_count} SMs get none)", ev, "idle_sms"), ev)
+    text += say(_opt(", so DRAM runs at only {dram_throughput_pct} of peak", ev,
+                     "dram_throughput_pct"), ev)  # fmt: skip
+    return text + "."
+
+
+def _small_grid(r: Reason, ev: Mapping) -> str:
+    if _has(ev, "idle_sms"):
+        text = say(
+            "Small grid: {grid_size} {blocks} for {sm_count} SMs, so {idle_sms} SMs get no work.",
+            ev,
+            blocks="block" if ev.get("grid_size") == 1 else "blocks",
+        )
+    else:
+        lead = "{grid_size} blocks fill" if _has(ev, "grid_size") else "it fills"
+        text = say(
+            "Small grid: " + lead + " only {wave_fill_pct} of one wave's block slots, so the "
+            "grid, not the kernel, caps occupancy.",
             ev,
         )
-    if c == Cause.SIBLING_FASTER:
-        if _has(ev, "pct_of_same_size_copy_pct"):
-            lead = "At {pct_of_same_size_copy_pct} of a same-size device copy it looks at the roof"
-            roof = "the same-size copy is not the roof at this size"
-        elif _has(ev, "pct_of_copy_pct"):
-            lead = "At {pct_of_copy_pct} of the large device copy it looks at the roof"
-            roof = "the copy is not the roof here"
-        else:
-            lead = "DRAM runs at {dram_throughput_pct} of peak, about a device copy's rate"
-            roof = "a copy's rate is not the roof here"
-        moved = (
-            " ({sibling_dram_bytes} through DRAM against this case's {dram_bytes})"
-            if _has(ev, "sibling_dram_bytes", "dram_bytes")
-            else ""
+    if r.detail.get("short"):
+        text += say(" At {ncu_duration_ms} it lasts about as long as a launch costs.", ev)
+    return text
+
+
+def _stall(r: Reason, ev: Mapping) -> str:
+    stall = str(r.detail.get("stall", ""))
+    text = say(
+        "Warps stall mostly on {what}: {" + f"stall_{stall}_pct" + "} of active "
+        "warps' cycles, {stall_share_pct} of all stalls.",
+        ev,
+        what=_STALL_WORDS.get(stall, stall),
+    )
+    if r.detail.get("shared_with"):
+        text += say(
+            " So do {sibling}'s ({sibling_stall_share_pct} of its stalls), and it is faster: "
+            "this stall does not explain the gap.",
+            ev,
+            sibling=r.detail["shared_with"],
         )
-        return say(
-            lead + ", but {sibling_variant} moves the same bytes in {sibling_time_share_pct} "
-            "of its time" + moved + ": " + roof + ", so more than moving fewer bytes can help.",
+    return text
+
+
+def _host_split(r: Reason, ev: Mapping) -> str:
+    return say(
+        "On the GPU {variant} is {split_gpu_ratio_x} {gpu} than {split_baseline} "
+        "at {split_where}; in an eager loop {loop_winner} wins, {win_us} against "
+        "{lose_us} per call.",
+        ev,
+        **_split_words(ev, r.detail),
+    )
+
+
+def _host_bound(r: Reason, ev: Mapping) -> str:
+    text = say("Host-bound: one call costs the CPU {host_us} against {device_us} on the GPU", ev)
+    return text + say(_opt("; an eager loop sustains {loop_us} per call", ev, "loop_us"), ev) + "."
+
+
+def _failed(r: Reason, ev: Mapping) -> str:
+    what = "incorrect" if r.cause == Cause.INCORRECT else "not timed"
+    text = say("{what} at {first_failure} ({first_failure_error}", ev, what=what)
+    text += say(_opt(", rel_err {first_failure_rel_err}", ev, "first_failure_rel_err"), ev) + ")"
+    if (ev.get("failed_cases") or 0) > 1:
+        text += say("; {failed_cases} cases fail", ev)
+    if r.detail.get("suspect") == "reference":
+        text += say(
+            "; the baselines fail too ({baseline_failed_cases} cases): every variant "
+            "disagrees with the reference, so the reference is the suspect",
             ev,
         )
-    if c == Cause.THROTTLED:
-        if d.get("verdict"):
-            text = say(
-                "Clocks: {throttled_comparisons} of {comparisons} comparisons involve a "
-                "throttled case",
-                ev,
-            )
-            bits = [say("{throttle_reasons}", ev)] if _has(ev, "throttle_reasons") else []
-            if _has(ev, "min_sm_clock_mhz"):
-                bits.append(say("SM down to {min_sm_clock_mhz}", ev))
-            if bits:
-                text += " (" + "; ".join(bits) + ")"
-            if ev.get("throttled_decided"):
-                text += say(
-                    ", deciding {throttled_decided} of its {decided_comparisons} wins and "
-                    "losses: those gaps may be the clock, not the code.",
-                    ev,
-                )
-            else:
-                text += ": none of its wins or losses rests on them."
-            return text
-        clock = ", SM at {sm_clock_mhz}" if _has(ev, "sm_clock_mhz") else ""
-        return say(
-            "It ran throttled ({clock_note}" + clock + "): its time may reflect the clock, not "
-            "the code.",
+    return text[0].upper() + text[1:] + "."
+
+
+def _regs(template: str, tail: str) -> Callable[[Reason, Mapping], str]:
+    """A template with " at N registers per thread" where that was captured, before its tail."""
+    return lambda r, ev: say(
+        template
+        + _opt(" at {registers_per_thread} registers per thread", ev, "registers_per_thread")
+        + tail,
+        ev,
+    )
+
+
+REASON_WORDS: tuple[Words, ...] = (
+    Words(
+        Cause.AT_ROOF,
+        "At {pct_of_same_size_copy_pct} of a same-size device copy ({pct_of_copy_pct} of the "
+        "large copy) it streams at the DRAM roof: only moving fewer bytes helps.",
+        ("pct_of_same_size_copy_pct",),
+    ),
+    Words(
+        Cause.AT_ROOF,
+        "At {pct_of_copy_pct} of the large device copy it streams at the DRAM roof (this run "
+        "measured no same-size copy, so it is judged against the large one): only moving fewer "
+        "bytes helps.",
+        ("pct_of_copy_pct",),
+    ),
+    Words(
+        Cause.AT_ROOF,
+        "DRAM runs at {dram_throughput_pct} of peak, about what a device copy reaches: only "
+        "moving fewer bytes helps.",
+    ),
+    Words(
+        Cause.AT_SIZE_ROOF,
+        "At {pct_of_same_size_copy_pct} of a same-size device copy, in {ncu_duration_ms}: at "
+        "this size a copy is a launch too, so the cost is the launch, not the bytes.",
+        detail="launch",
+    ),
+    Words(
+        Cause.AT_SIZE_ROOF,
+        lambda r, ev: say(
+            "At {pct_of_same_size_copy_pct} of a same-size device copy"
+            + _opt(" ({pct_of_copy_pct} of the large copy's rate)", ev, "pct_of_copy_pct")
+            + " it moves its bytes as fast as a copy of them does: the limits its counters show "
+            "are a copy's too at this size, so launch-shape and latency changes will not make it "
+            "faster.",
             ev,
-        )
-    if c == Cause.SHORT_OF_ROOF:
-        if _has(ev, "pct_of_same_size_copy_pct"):
-            # the roof is the copy's device time; ncu's DRAM % is a different scale (a copy
-            # itself reads well under 100% on it), so it is shown, not judged against
-            text = say(
-                "It reaches {pct_of_same_size_copy_pct} of a same-size device copy, the roof "
-                "it is judged against ({pct_of_copy_pct} of the large copy): short of it.",
-                ev,
-            )
-            return text + _dram_aside(ev)
-        if _has(ev, "pct_of_copy_pct"):
-            text = say(
-                "It reaches {pct_of_copy_pct} of the large device copy, the roof it is judged "
-                "against (same-size roof unknown for this run): short of it.",
-                ev,
-            )
-            return text + _dram_aside(ev)
-        return say("DRAM runs at {dram_throughput_pct} of peak, short of a device copy's rate.", ev)
-    if c == Cause.CACHE_BOUND:
-        level = d.get("level", "cache")
-        busy = next((k for k in r.keys if k != "dram_throughput_pct"), "memory_throughput_pct")
-        return say(
-            "The busy memory level is {level} ({" + busy + "} of peak) while DRAM runs "
-            "at {dram_throughput_pct}: the pressure is on the caches or shared memory, "
-            "not DRAM.",
+        ),
+    ),
+    Words(Cause.SIBLING_FASTER, _sibling_faster),
+    Words(Cause.THROTTLED, _throttled_verdict, detail="verdict"),
+    Words(Cause.THROTTLED, _throttled_case),
+    Words(
+        Cause.SHORT_OF_ROOF,
+        _with_dram(
+            "It reaches {pct_of_same_size_copy_pct} of a same-size device copy, the roof it is "
+            "judged against ({pct_of_copy_pct} of the large copy): short of it."
+        ),
+        ("pct_of_same_size_copy_pct",),
+    ),
+    Words(
+        Cause.SHORT_OF_ROOF,
+        _with_dram(
+            "It reaches {pct_of_copy_pct} of the large device copy, the roof it is judged "
+            "against (same-size roof unknown for this run): short of it."
+        ),
+        ("pct_of_copy_pct",),
+    ),
+    Words(
+        Cause.SHORT_OF_ROOF,
+        "DRAM runs at {dram_throughput_pct} of peak, short of a device copy's rate.",
+    ),
+    Words(Cause.CACHE_BOUND, _cache_bound),
+    Words(Cause.EXTRA_READS, _extra_reads),
+    Words(
+        Cause.EXTRA_PASSES,
+        "Its {kernel_count} kernels move {dram_bytes} through DRAM, {dram_over_model_x} the "
+        "model's {bytes}: each pass crosses DRAM again.",
+        ("dram_over_model_x",),
+    ),
+    Words(
+        Cause.EXTRA_PASSES,
+        "Its {kernel_count} kernels read {dram_bytes_read} from DRAM, {dram_read_over_floor_x} "
+        "the fewest any variant reads.",
+    ),
+    Words(
+        Cause.DATA_IN_L2,
+        "ncu counted {dram_bytes} through DRAM, {dram_over_model_x} the model's {bytes}: the "
+        "rest stayed in L2 (writes not yet flushed), so DRAM figures understate its traffic.",
+    ),
+    Words(
+        Cause.REGISTER_SPILLS,
+        _regs(
+            "Registers spill",
+            ": {local_bytes} of local-memory traffic, {local_share_pct} of its L1 traffic to "
+            "global and local memory.",
+        ),
+    ),
+    Words(
+        Cause.ATOMIC_CONTENTION,
+        "{atomic_requests} global atomic requests pile onto a few addresses: the busiest L2 "
+        "slice's atomic unit is busy {l2_atomic_busy_max_pct} of the time against "
+        "{l2_atomic_busy_pct} on average, so the updates serialize there.",
+    ),
+    Words(
+        Cause.SMALL_PROGRAMS,
+        "Programs too small to amortize their launch: blocks of {block_size} threads over "
+        "{waves_per_sm} waves reach {achieved_occupancy_pct} achieved occupancy against "
+        "{theoretical_occupancy_pct} theoretical, the most the SM's resident-block limit allows "
+        "at that size ({resident_block_cap_pct}); blocks retire about as fast as they launch.",
+    ),
+    Words(
+        Cause.SHARED_LIMITS_OCCUPANCY,
+        lambda r, ev: say(
+            "Shared memory per block"
+            + _opt(" ({shared_mem_bytes})", ev, "shared_mem_bytes")
+            + " is the tightest occupancy limiter: {occupancy_limit_shared_mem} blocks per SM, "
+            "{theoretical_occupancy_pct} theoretical occupancy.",
             ev,
-            level=level.upper() if level != "cache" else "a cache",
-        )
-    if c == Cause.EXTRA_READS:
-        ref = (
-            "the model's {model_bytes_read}"
-            if _has(ev, "model_bytes_read")
-            else "the {fewest_bytes_read} the fewest-reading variant of this case reads"
-        )
-        return say(
-            "It reads {dram_bytes_read} from DRAM, {dram_read_over_floor_x} "
-            + ref
-            + ": it reads its input more than once.",
-            ev,
-        )
-    if c == Cause.EXTRA_PASSES:
-        if _has(ev, "dram_over_model_x"):
-            return say(
-                "Its {kernel_count} kernels move {dram_bytes} through DRAM, "
-                "{dram_over_model_x} the model's {bytes}: each pass crosses DRAM again.",
-                ev,
-            )
-        return say(
-            "Its {kernel_count} kernels read {dram_bytes_read} from DRAM, "
-            "{dram_read_over_floor_x} the fewest any variant reads.",
-            ev,
-        )
-    if c == Cause.DATA_IN_L2:
-        return say(
-            "ncu counted {dram_bytes} through DRAM, {dram_over_model_x} the model's "
-            "{bytes}: the rest stayed in L2 (writes not yet flushed), so DRAM figures "
-            "understate its traffic.",
-            ev,
-        )
-    if c == Cause.REGISTER_SPILLS:
-        regs = (
-            " at {registers_per_thread} registers per thread"
-            if _has(ev, "registers_per_thread")
-            else ""
-        )
-        return say(
-            "Registers spill" + regs + ": {local_bytes} of local-memory traffic, "
-            "{local_share_pct} of its L1 traffic to global and local memory.",
-            ev,
-        )
-    if c == Cause.ATOMIC_CONTENTION:
-        return say(
-            "{atomic_requests} global atomic requests pile onto a few addresses: the busiest L2 "
-            "slice's atomic unit is busy {l2_atomic_busy_max_pct} of the time against "
-            "{l2_atomic_busy_pct} on average, so the updates serialize there.",
-            ev,
-        )
-    if c == Cause.BRANCH_DIVERGENCE:
-        return say(
-            "{divergent_share_pct} of branch targets diverge ({branch_targets_divergent}): "
-            "lanes of a warp take different paths and run them one after the other.",
-            ev,
-        )
-    if c == Cause.MEMORY_LATENCY:
-        return say(
-            "Warps wait on memory ({stall_long_scoreboard_pct} long-scoreboard, "
-            "{stall_share_pct} of the stalls) while memory runs at only "
-            "{memory_throughput_pct} of its peak: too few loads in flight to cover the latency.",
-            ev,
-        )
-    if c == Cause.L2_REUSE:
-        hits = " ({l2_hit_pct} L2 hits)" if _has(ev, "l2_hit_pct") else ""
-        return say(
+        ),
+    ),
+    Words(
+        Cause.MEMBAR_ATOMICS,
+        "Warps wait on memory barriers ({stall_membar_pct} of active warps' cycles, "
+        "{membar_stall_share_pct} of the stalls) around {atomic_requests} atomic requests: each "
+        "atomic's ordering fences it.",
+    ),
+    Words(
+        Cause.WEIGHT_CASTS,
+        "Under autocast {param_casts_per_step} weight casts (copy_) run every step: the same "
+        "weights are cast again each time.",
+    ),
+    Words(
+        Cause.BRANCH_DIVERGENCE,
+        "{divergent_share_pct} of branch targets diverge ({branch_targets_divergent}): lanes of "
+        "a warp take different paths and run them one after the other.",
+    ),
+    Words(
+        Cause.MEMORY_LATENCY,
+        "Warps wait on memory ({stall_long_scoreboard_pct} long-scoreboard, {stall_share_pct} "
+        "of the stalls) while memory runs at only {memory_throughput_pct} of its peak: too few "
+        "loads in flight to cover the latency.",
+    ),
+    Words(
+        Cause.L2_REUSE,
+        lambda r, ev: say(
             "Its loads ask for {global_ld_bytes_requested}, {asked_over_dram_x} the "
-            "{dram_bytes_read} DRAM delivers: the rest is re-read from the caches" + hits + ".",
+            "{dram_bytes_read} DRAM delivers: the rest is re-read from the caches"
+            + _opt(" ({l2_hit_pct} L2 hits)", ev, "l2_hit_pct")
+            + ".",
             ev,
-        )
-    if c == Cause.ISSUE_BOUND:
-        return say(
-            "The schedulers issue on {issue_active_pct} of active cycles with no pipe at its "
-            "peak: bound on instruction issue.",
+        ),
+    ),
+    Words(
+        Cause.ISSUE_BOUND,
+        "The schedulers issue on {issue_active_pct} of active cycles with no pipe at its peak: "
+        "bound on instruction issue.",
+    ),
+    Words(
+        Cause.UNCOALESCED,
+        "Global loads fetch {global_ld_sectors} sectors where the bytes they ask for need "
+        "{ideal_ld_sectors} ({sectors_over_ideal_x} the ideal): lanes scatter over sectors "
+        "(uncoalesced).",
+        ("sectors_over_ideal_x",),
+    ),
+    Words(Cause.UNCOALESCED, _uncoalesced_sectors),
+    Words(
+        Cause.BANK_CONFLICTS,
+        "{bank_conflict_share_pct} of shared-memory wavefronts are bank conflicts "
+        "({shared_bank_conflicts} of {shared_wavefronts}), but the stalls on shared memory "
+        "(short scoreboard, MIO throttle) hold only {shared_stall_share_pct} of the stalls: not "
+        "where the time goes.",
+        detail="minor",
+    ),
+    Words(
+        Cause.BANK_CONFLICTS,
+        "{bank_conflict_share_pct} of shared-memory wavefronts are bank conflicts "
+        "({shared_bank_conflicts} of {shared_wavefronts}): accesses replay.",
+    ),
+    Words(Cause.TENSOR_BUSY, _tensor_busy),
+    Words(
+        Cause.FP32_GEMM_ON_FMA,
+        _keyed(
+            "An fp32 GEMM with the Tensor Cores busy only {key}: without TF32 its math runs "
+            "on the FMA pipe."
+        ),
+    ),
+    Words(
+        Cause.MATMUL_OFF_TENSOR,
+        _keyed(
+            "A matrix product with the Tensor Cores busy only {key}: its math runs on the FMA pipe."
+        ),
+    ),
+    Words(Cause.TENSOR_UNDERFED, _tensor_underfed_fused, detail="library"),
+    Words(
+        Cause.TENSOR_UNDERFED,
+        _keyed(
+            "A matmul whose Tensor Cores are busy only {key} of active cycles: its tiles "
+            "keep them under-fed."
+        ),
+        detail="busy",
+    ),
+    Words(
+        Cause.TENSOR_UNDERFED,
+        "A matmul on the Tensor Cores at only {pct_of_pipe_roof_pct} of their "
+        "{pipe_roof_tflops} roof at {roof_clock_mhz}: its tiles keep them under-fed.",
+        ("pct_of_pipe_roof_pct",),
+    ),
+    Words(
+        Cause.TENSOR_UNDERFED,
+        _keyed(
+            "A matmul whose Tensor Cores are busy only {key} of active cycles: its tiles "
+            "keep them under-fed."
+        ),
+    ),
+    Words(
+        Cause.PIPE_BUSY,
+        lambda r, ev: say(
+            "The {pipe} pipe is busy {" + r.keys[0] + "}: compute-bound on it.",
             ev,
-        )
-    if c == Cause.UNCOALESCED:
-        if _has(ev, "sectors_over_ideal_x"):
-            return say(
-                "Global loads fetch {global_ld_sectors} sectors where the bytes they ask for "
-                "need {ideal_ld_sectors} ({sectors_over_ideal_x} the ideal): lanes scatter over "
-                "sectors (uncoalesced).",
-                ev,
-            )
-        if _has(ev, "sectors_over_model_x"):
-            text = say(
-                "Global accesses fetch {global_sector_bytes} in 32-byte sectors, "
-                "{sectors_over_model_x} the {bytes} the model moves",
-                ev,
-            )
-        else:
-            text = say("Global loads fetch {sectors_per_request_ratio} sectors per request", ev)
-        if _has(ev, "sectors_per_request_ratio") and _has(ev, "sectors_over_model_x"):
-            text += say(" ({sectors_per_request_ratio} per request)", ev)
-        return text + ": neighbouring lanes do not touch neighbouring addresses (uncoalesced)."
-    if c == Cause.BANK_CONFLICTS and d.get("minor"):
-        return say(
-            "{bank_conflict_share_pct} of shared-memory wavefronts are bank conflicts "
-            "({shared_bank_conflicts} of {shared_wavefronts}), but the stalls on shared memory "
-            "(short scoreboard, MIO throttle) hold only {shared_stall_share_pct} of the stalls: "
-            "not where the time goes.",
-            ev,
-        )
-    if c == Cause.BANK_CONFLICTS:
-        return say(
-            "{bank_conflict_share_pct} of shared-memory wavefronts are bank conflicts "
-            "({shared_bank_conflicts} of {shared_wavefronts}): accesses replay.",
-            ev,
-        )
-    if c in (Cause.TENSOR_BUSY, Cause.FP32_GEMM_ON_FMA, Cause.MATMUL_OFF_TENSOR):
-        key = r.keys[0] if r.keys else "tensor_pipe_pct"
-        if c == Cause.TENSOR_BUSY:
-            text = say("The Tensor Cores are busy {" + key + "} of active cycles", ev)
-            if _has(ev, "pct_of_pipe_roof_pct"):
-                text += say(
-                    ", {pct_of_pipe_roof_pct} of their {pipe_roof_tflops} roof at {roof_clock_mhz}",
-                    ev,
-                )
-            text += ": the math runs near the hardware's rate"
-            if _has(ev, "sol_bottleneck"):
-                text += say(" (ncu's {sol_bottleneck} line is the MMAs' operand traffic)", ev)
-            if d.get("sibling"):
-                text += say(", yet {sibling_variant} does the same FLOPs ", ev)
-                text += (
-                    say("in {sibling_time_share_pct} of its time", ev)
-                    if d.get("sibling") == "faster"
-                    else "in the same time"
-                )
-            return text + "."
-        if c == Cause.FP32_GEMM_ON_FMA:
-            return say(
-                "An fp32 GEMM with the Tensor Cores busy only {" + key + "}: without "
-                "TF32 its math runs on the FMA pipe.",
-                ev,
-            )
-        return say(
-            "A matrix product with the Tensor Cores busy only {" + key + "}: its math "
-            "runs on the FMA pipe.",
-            ev,
-        )
-    if c == Cause.TENSOR_UNDERFED:
-        if d.get("library") in FUSED_OPS:  # attention and the like: not a bare GEMM
-            key = r.keys[0] if r.keys else "tensor_pipe_pct"
-            return say(
-                f"A {d['library']} kernel that fuses a whole op, with the Tensor Cores busy "
-                "{" + key + "} of active cycles: short of their rate.",
-                ev,
-            )
-        if d.get("library"):
-            key = r.keys[0] if r.keys else "tensor_pipe_pct"
-            return say(
-                "A library GEMM with the Tensor Cores busy {" + key + "} of active cycles, "
-                "short of their rate: its shape leaves them idle part of the time.",
-                ev,
-            )
-        if d.get("busy") or not _has(ev, "pct_of_pipe_roof_pct"):
-            key = r.keys[0] if r.keys else "tensor_pipe_pct"
-            return say(
-                "A matmul whose Tensor Cores are busy only {" + key + "} of active "
-                "cycles: its tiles keep them under-fed.",
-                ev,
-            )
-        return say(
-            "A matmul on the Tensor Cores at only {pct_of_pipe_roof_pct} of their "
-            "{pipe_roof_tflops} roof at {roof_clock_mhz}: its tiles keep them under-fed.",
-            ev,
-        )
-    if c == Cause.PIPE_BUSY:
-        key = r.keys[0]
-        return say(
-            "The {pipe} pipe is busy {" + key + "}: compute-bound on it.",
-            ev,
-            pipe=str(d.get("pipe", "")).upper(),
-        )
-    if c == Cause.SMALL_GRID:
-        if d.get("refuted"):
-            return say(
-                "{grid_size} programs leave SMs idle ({waves_per_sm} waves per SM), but "
-                "{sibling_variant} runs {sibling_grid_size} and takes {sibling_time_share_pct} "
-                "of its time: the grid is not what limits it.",
-                ev,
-            )
-        if d.get("matmul"):
-            text = say(
-                "Too few tiles for a matmul: {grid_size} programs, {waves_per_sm} waves per SM",
-                ev,
-            )
-            if _has(ev, "idle_sms"):
-                text += say(" ({idle_sms} of {sm_count} SMs get none)", ev)
-            if _has(ev, "dram_throughput_pct"):
-                text += say(", so DRAM runs at only {dram_throughput_pct} of peak", ev)
-            return text + "."
-        if _has(ev, "idle_sms"):
-            text = say(
-                "Small grid: {grid_size} {blocks} for {sm_count} SMs, so {idle_sms} SMs get no "
-                "work.",
-                ev,
-                blocks="block" if ev.get("grid_size") == 1 else "blocks",
-            )
-        else:
-            lead = "{grid_size} blocks fill" if _has(ev, "grid_size") else "it fills"
-            text = say(
-                "Small grid: " + lead + " only {wave_fill_pct} of one wave's block slots, so the "
-                "grid, not the kernel, caps occupancy.",
-                ev,
-            )
-        if d.get("short"):
-            text += say(" At {ncu_duration_ms} it lasts about as long as a launch costs.", ev)
-        return text
-    if c == Cause.TAIL:
-        return say(
-            "Tail: {waves_per_sm} waves leave {tail_idle_pct} of the launch's block "
-            "slots idle in the last wave.",
-            ev,
-        )
-    if c == Cause.LOW_OCCUPANCY:
-        return say(
-            "Achieved occupancy {achieved_occupancy_pct} against "
-            "{theoretical_occupancy_pct} theoretical: most warps the launch allows are "
-            "missing (imbalance or a tail).",
-            ev,
-        )
-    if c == Cause.LOW_THEORETICAL_OCCUPANCY:
-        regs = (
-            " at {registers_per_thread} registers per thread"
-            if _has(ev, "registers_per_thread")
-            else ""
-        )
-        return say(
-            "The launch allows only {theoretical_occupancy_pct} theoretical occupancy" + regs + ".",
-            ev,
-        )
-    if c == Cause.LAUNCH_OVERHEAD:
-        return say(
-            "Launch overhead: {kernel_count} kernels averaging {mean_kernel_ms} each, "
-            "about what a launch costs.",
-            ev,
-        )
-    if c == Cause.SHORT_KERNEL:
-        return say("At {ncu_duration_ms} the kernel lasts about as long as a launch costs.", ev)
-    if c == Cause.STALL:
-        stall = str(d.get("stall", ""))
-        text = say(
-            "Warps stall mostly on {what}: {" + f"stall_{stall}_pct" + "} of active "
-            "warps' cycles, {stall_share_pct} of all stalls.",
-            ev,
-            what=_STALL_WORDS.get(stall, stall),
-        )
-        if d.get("shared_with"):
-            text += say(
-                " So do {sibling}'s ({sibling_stall_share_pct} of its stalls), and it is faster: "
-                "this stall does not explain the gap.",
-                ev,
-                sibling=d["shared_with"],
-            )
-        return text
-    if c == Cause.NO_CAUSE_SEEN:
-        if d.get("short_of_roof") and _has(ev, "theoretical_occupancy_pct"):
-            return say(
-                "Neither the launch shape nor occupancy explains the gap (theoretical "
-                "occupancy {theoretical_occupancy_pct}).",
-                ev,
-            )
-        if d.get("section"):
-            return ""
-        return "No launch-shape, occupancy or traffic cause shows in these counters."
-    if c == Cause.HOST_BOUND:
-        if d.get("split"):
-            return say(
-                "On the GPU {variant} is {split_gpu_ratio_x} {gpu} than {split_baseline} "
-                "at {split_where}; in an eager loop {loop_winner} wins, {win_us} against "
-                "{lose_us} per call.",
-                ev,
-                **_split_words(ev, d),
-            )
-        text = say(
-            "Host-bound: one call costs the CPU {host_us} against {device_us} on the GPU", ev
-        )
-        if _has(ev, "loop_us"):
-            text += say("; an eager loop sustains {loop_us} per call", ev)
-        return text + "."
-    if c == Cause.NO_COUNTERS:
-        return say(
-            "Timing only ({counters_reason}): without counters no bottleneck is claimed.", ev
-        )
-    if c in (Cause.INCORRECT, Cause.UNTIMED):
-        what = "incorrect" if c == Cause.INCORRECT else "not timed"
-        text = say("{what} at {first_failure} ({first_failure_error}", ev, what=what)
-        if _has(ev, "first_failure_rel_err"):
-            text += say(", rel_err {first_failure_rel_err}", ev)
-        text += ")"
-        if (ev.get("failed_cases") or 0) > 1:
-            text += say("; {failed_cases} cases fail", ev)
-        if d.get("suspect") == "reference":
-            text += say(
-                "; the baselines fail too ({baseline_failed_cases} cases): every variant "
-                "disagrees with the reference, so the reference is the suspect",
-                ev,
-            )
-        return text[0].upper() + text[1:] + "."
-    if c == Cause.TIME_IN_LAUNCHES:
-        return _time_in_launches(d, ev)
-    if c in (Cause.STEP_LATENCY, Cause.TAIL_STAGE, Cause.PADDING):
-        return _step_words(c, ev)
+            pipe=str(r.detail.get("pipe", "")).upper(),
+        ),
+    ),
+    Words(
+        Cause.SMALL_GRID,
+        "{grid_size} programs leave SMs idle ({waves_per_sm} waves per SM), but "
+        "{sibling_variant} runs {sibling_grid_size} and takes {sibling_time_share_pct} of its "
+        "time: the grid is not what limits it.",
+        detail="refuted",
+    ),
+    Words(Cause.SMALL_GRID, _small_grid_matmul, detail="matmul"),
+    Words(Cause.SMALL_GRID, _small_grid),
+    Words(
+        Cause.TAIL,
+        "Tail: {waves_per_sm} waves leave {tail_idle_pct} of the launch's block slots idle in "
+        "the last wave.",
+    ),
+    Words(
+        Cause.LOW_OCCUPANCY,
+        "Achieved occupancy {achieved_occupancy_pct} against {theoretical_occupancy_pct} "
+        "theoretical: most warps the launch allows are missing (imbalance or a tail).",
+    ),
+    Words(
+        Cause.LOW_THEORETICAL_OCCUPANCY,
+        _regs("The launch allows only {theoretical_occupancy_pct} theoretical occupancy", "."),
+    ),
+    Words(
+        Cause.LAUNCH_OVERHEAD,
+        "Launch overhead: {kernel_count} kernels averaging {mean_kernel_ms} each, about what a "
+        "launch costs.",
+    ),
+    Words(
+        Cause.SHORT_KERNEL, "At {ncu_duration_ms} the kernel lasts about as long as a launch costs."
+    ),
+    Words(Cause.STALL, _stall),
+    Words(
+        Cause.NO_CAUSE_SEEN,
+        "Neither the launch shape nor occupancy explains the gap (theoretical occupancy "
+        "{theoretical_occupancy_pct}).",
+        ("theoretical_occupancy_pct",),
+        detail="short_of_roof",
+    ),
+    Words(Cause.NO_CAUSE_SEEN, lambda r, ev: "", detail="section"),
+    Words(
+        Cause.NO_CAUSE_SEEN, "No launch-shape, occupancy or traffic cause shows in these counters."
+    ),
+    Words(Cause.HOST_BOUND, _host_split, detail="split"),
+    Words(Cause.HOST_BOUND, _host_bound),
+    Words(
+        Cause.NO_COUNTERS,
+        "Timing only ({counters_reason}): without counters no bottleneck is claimed.",
+    ),
+    Words(Cause.INCORRECT, _failed),
+    Words(Cause.UNTIMED, _failed),
+    Words(Cause.TIME_IN_LAUNCHES, lambda r, ev: _time_in_launches(r.detail, ev)),
+    *(
+        Words(c, lambda r, ev: _step_words(r.cause, ev))
+        for c in (Cause.STEP_LATENCY, Cause.TAIL_STAGE, Cause.PADDING)
+    ),  # fmt: skip
+)
+_WORDS_BY_CAUSE: dict[Cause, list[Words]] = {}
+for _w in REASON_WORDS:
+    _WORDS_BY_CAUSE.setdefault(_w.cause, []).append(_w)
+
+
+def reason_text(r: Reason, ev: Mapping) -> str:
+    """The first row of REASON_WORDS for the cause whose detail flag and evidence keys hold."""
+    for w in _WORDS_BY_CAUSE.get(r.cause, ()):
+        if (w.detail is None or r.detail.get(w.detail)) and _has(ev, *w.keys):
+            return say(w.words, ev) if isinstance(w.words, str) else w.words(r, ev)
     return ""
 
 
@@ -668,6 +770,22 @@ NEXT_STEPS: dict[Action, str] = {
     "lanes take the same path, or compute both sides branch-free",
     Action.INDEX_LOCALITY: "give the gather locality: sort or bucket the indices, or gather wider "
     "rows per index, so a warp's reads share sectors",
+    Action.REDUCE_BEFORE_ATOMICS: "reduce before the atomics: combine updates to the same "
+    "address first (sort or bucket the indices and reduce each run, e.g. a segment reduction, "
+    "or accumulate per program and merge once), so few updates reach one L2 address; fusing "
+    "keeps the atomics",
+    Action.LARGER_PROGRAMS: "give each program more work (more elements per program, several "
+    "warps per block, or a persistent loop over the work), so each block's launch is amortized "
+    "and more warps fit under the SM's resident-block limit",
+    Action.LESS_SHARED: "use less shared memory per block (fewer pipeline stages, smaller tiles) "
+    "so more blocks fit per SM",
+    Action.RELAXED_ATOMICS: "use relaxed atomics where no ordering is needed (Triton: "
+    'sem="relaxed"; its default acq_rel fences each atomic)',
+    Action.CAST_WEIGHTS_ONCE: "cast the weights once, not every step: keep a low-precision copy "
+    "of the parameters (or store them in that dtype) instead of autocast's per-step copy_",
+    Action.OTHER_FORMULATION: "it is library code that fusing does not remove (a sort or a scan "
+    "is a whole pass): ask for less of it (top-k or a partial sort instead of a full sort, a "
+    "segmented op, narrower keys) or use another backend for the op",
     Action.CHEAPER_MATH: "do cheaper math per element: lower precision where accuracy allows, "
     "fewer operations by algebra, or fast-math intrinsics",
 }
@@ -680,7 +798,9 @@ def next_step_text(step: NextStep) -> str:
             f"it is {d['library'].replace('_', ' ')} library code: fuse it away "
             "(torch.compile or a fused kernel) rather than tune it"
         )
-    elif step.action == Action.LIBRARY_SHAPES and d.get("library") in FUSED_OPS:
+    elif step.action == Action.LIBRARY_SHAPES and (
+        d.get("library") in FUSED_OPS or d.get("whole_op")
+    ):
         text = (
             f"it is {d['library'].replace('_', ' ')} library code, a whole op fused already: gains "
             "come from what it is given (precision; layouts and sizes it favours, e.g. "
@@ -738,7 +858,19 @@ def next_step_text(step: NextStep) -> str:
         text = NEXT_STEPS[step.action]
     if d.get("gain_us") is not None:
         text += f" (up to {format_value('_us', d['gain_us'])} to gain)"
-    if d.get("where") and d.get("tie"):
+    if d.get("launch"):  # one launch of several: the step is for it
+        text = f"for {d['launch']}: {text}"
+    closest = d.get("closest")
+    if d.get("where") and closest == "faster":
+        gap = format_value("_x", d["closest_x"]) if d.get("closest_x") else "measurably"
+        against = d.get("against")
+        text = f"at {d['where']}, its closest case (still {gap} faster than {against}): {text}"
+    elif d.get("where") and closest == "unstable":
+        text = (
+            f"at {d['where']}, its closest case (unstable against {d.get('against')}: its "
+            f"interval spans both sides of the floor): {text}"
+        )
+    elif d.get("where") and closest:
         text = (
             f"at {d['where']}, its closest case (tied with {d.get('against')}: no device-time "
             f"gap past the practical floor): {text}"

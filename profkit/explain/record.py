@@ -12,13 +12,16 @@ measured", never guesses.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from functools import cache
+from functools import cache, cached_property
 
 from profkit import thresholds as th
 from profkit.explain.evidence import num, text
+from profkit.explain.kernel_family import Family
+from profkit.explain.kinds import MATRIX, KernelKind, Owner, kernel_kind, owner
 
 SECTOR_BYTES = 32
 
@@ -38,8 +41,10 @@ _COLUMNS = {
 
 @dataclass(frozen=True)
 class LaunchRecord:
-    # --- what ran, and its model -----------------------------------------------------------------
+    # --- what ran, who owns it, and its model ----------------------------------------------------
     name: str | None = None
+    family: Family | None = None  # the caller's (a lab variant's own kernels are the user's)
+    op: str | None = None  # the PyTorch op that launched it, where a profile recorded one
     shape: str | None = None
     dtype: str | None = None
     kernel_count: float | None = None
@@ -49,6 +54,7 @@ class LaunchRecord:
     model_bytes_read: float | None = None
     model_flops: float | None = None
     copy_gbps_same_size: float | None = None  # the run's device copy of the case's own bytes
+    read_floor: float | None = None  # fewest DRAM bytes any variant of the same case read
     sm_clock_mhz: float | None = None  # sampled while the case was timed (NVML)
     ncu_sm_clock_mhz: float | None = None  # the counter pass's
     # --- speed of light ---------------------------------------------------------------------------
@@ -101,6 +107,14 @@ class LaunchRecord:
     block_size: float | None = None
     registers_per_thread: float | None = None
     waves_per_sm: float | None = None
+    shared_mem_bytes: float | None = None  # static + dynamic per block
+    # blocks per SM each resource allows (launch__occupancy_limit_*; not yet captured)
+    occupancy_limit_shared_mem: float | None = None
+    occupancy_limit_registers: float | None = None
+    occupancy_limit_warps: float | None = None
+    occupancy_limit_blocks: float | None = None
+    # a profile's parameter casts per step (a workload's copy_ of a weight; not yet recorded)
+    param_casts_per_step: float | None = None
     achieved_occupancy_pct: float | None = None
     theoretical_occupancy_pct: float | None = None
     # --- the device, where a report's row carries it ------------------------------------------
@@ -116,7 +130,7 @@ class LaunchRecord:
         return _COLUMNS.get(name, name)
 
     @classmethod
-    def of(cls, row: Mapping) -> LaunchRecord:
+    def of(cls, row: Mapping, family: Family | None = None) -> LaunchRecord:
         values = {name: num(row, column) for name, column in _numeric_fields()}
         stalls = {}
         for key in row:
@@ -128,6 +142,8 @@ class LaunchRecord:
             name=text(row, "kernel_name") or text(row, "name"),
             shape=text(row, "shape"),
             dtype=text(row, "dtype"),
+            family=family,
+            op=text(row, "op"),
             stalls=stalls,
             **values,
         )
@@ -182,25 +198,41 @@ class LaunchRecord:
         return (self.global_atom_requests or 0.0) + (self.global_red_requests or 0.0)
 
     @property
+    def read_floor_bytes(self) -> float | None:
+        """What the case must read: the model's read bytes, else the measured one-pass floor."""
+        return self.model_bytes_read if self.model_bytes_read is not None else self.read_floor
+
+    @property
+    def grid_too_small(self) -> bool:
+        """Under one wave at a cost: SMs without a block, or a quarter of one wave's slots empty
+        (the device's SM count: diagnose puts it on the record)."""
+        waves, grid = self.waves_per_sm, self.grid_size
+        if waves is None or waves >= th.SMALL_GRID_WAVES:
+            return False
+        if grid is not None and self.sm_count and grid < self.sm_count:
+            return True
+        return 1 - waves >= th.TAIL_IDLE_SHARE
+
+    @property
+    def tail_idle_share(self) -> float | None:
+        return tail_idle(self.waves_per_sm)
+
+    @property
+    def is_short(self) -> bool:
+        """One launch lasting about what a launch costs."""
+        count, duration = self.kernel_count, self.duration_ms
+        return duration is not None and (count or 1) <= 1 and duration < th.SHORT_KERNEL_MS
+
+    @property
+    def membar_stall_share(self) -> float | None:
+        """The memory-barrier stalls' share of the summed stalls (None where none was captured)."""
+        return self.stall_share("membar") if "membar" in self.stalls else None
+
+    @property
     def divergent_share(self) -> float | None:
         if self.branch_targets_divergent is None or not self.branch_targets:
             return None
         return self.branch_targets_divergent / self.branch_targets
-
-    @property
-    def on_tensor_cores(self) -> bool:
-        """Does the math run on the Tensor Cores (it issues MMAs)? ncu's tensor pipe also counts
-        HFMA2.MMA, which ptxas uses to move constants: kernels with no MMA read up to 4.1% there
-        (torch.softmax, run a879b0) while their FMA pipe does more; MMA math keeps the tensor
-        pipe busier than the FMA pipe. Without the all-types counter the IMMA and DMMA sub-pipes
-        count too (the HMMA counter alone misses an int8 or fp64 MMA)."""
-        tensor, fma = self.tensor_pct, self.fma_pipe_pct
-        shares = [v for v in (self.tensor_imma_pct, self.tensor_dmma_pct) if v]
-        if self.tensor_any_pct is None and shares:
-            tensor = max([tensor or 0.0, *shares])
-        return (
-            tensor is not None and tensor >= th.TENSOR_UNUSED_PCT and (fma is None or tensor >= fma)
-        )
 
     @property
     def tensor_subpipe(self) -> str | None:
@@ -229,29 +261,44 @@ class LaunchRecord:
             return max(counts, key=lambda p: counts[p])
         return None
 
-    @property
-    def issues_mma(self) -> bool:
-        """Does the launch issue MMA instructions doing real work? From instruction counts where
-        captured, a sub-pipe's share, else the pipe's busy share beyond constant moves' few
-        percent: HMMA counts ptxas's HFMA2.MMA constant moves too, so the tensor pipe must also
-        out-work the FMA pipe (on_tensor_cores's rule). Stricter than on_tensor_cores, which
-        picks a roof: GEMM advice needs the MMAs to be the work."""
+    @cached_property
+    def mma_kind(self) -> str | None:
+        """Which Tensor Core instructions do the launch's math ('hmma', 'imma', 'dmma'; HMMA where
+        no sub-pipe counter says), None when it issues none: the one MMA rule. IMMA or GMMA
+        instructions counted, or an IMMA/DMMA sub-pipe in use, are MMAs. The tensor pipe's busy
+        share alone also counts ptxas's HFMA2.MMA constant moves (up to 4.1% in torch.softmax,
+        run a879b0, while its FMA pipe does more): MMAs out-work the FMA pipe there; where no FMA
+        counter was captured, only a pipe busy TENSOR_IDLE_PCT of cycles is (ATen's elementwise
+        kernels read up to 5.6% with none, run 4bc5)."""
         if self.imma_inst or self.gmma_inst:
-            return True
-        if (self.tensor_imma_pct or 0) >= 1.0 or (self.tensor_dmma_pct or 0) >= 1.0:
-            return True
-        tensor = self.tensor_pct
-        return (
-            tensor is not None
-            and tensor >= th.TENSOR_IDLE_PCT
-            and tensor >= (self.fma_pipe_pct or 0.0)
-        )
+            return self.tensor_subpipe or "hmma"
+        subs = (self.tensor_imma_pct or 0.0, self.tensor_dmma_pct or 0.0)
+        tensor, fma = self.tensor_pct, self.fma_pipe_pct
+        if max(subs) >= th.PIPE_IN_USE_PCT:
+            mma = True
+        elif tensor is None:
+            mma = False
+        elif fma is None:
+            mma = tensor >= th.TENSOR_IDLE_PCT
+        else:
+            mma = tensor >= th.TENSOR_UNUSED_PCT and tensor >= fma
+        return (self.tensor_subpipe or "hmma") if mma else None
+
+    @cached_property
+    def kind(self) -> KernelKind:
+        """What the kernel is (profkit.explain.kinds.kernel_kind: the one rule)."""
+        atomics = self.atomic_requests
+        return kernel_kind(self.name, self.family, self.mma_kind is not None, self.matmul_shaped,
+                           self.op, None if atomics is None else atomics > 0)  # fmt: skip
 
     @property
-    def mma_kind(self) -> str | None:
-        """Which Tensor Core instructions the launch issues: the sub-pipe doing the work
-        (tensor_subpipe; HMMA where no sub-pipe counter says), None when it issues none."""
-        return (self.tensor_subpipe or "hmma") if self.issues_mma else None
+    def owner(self) -> Owner:
+        return owner(self.family)
+
+    @property
+    def matrix(self) -> bool:
+        """A matrix product (GEMM, convolution, attention): GEMM advice fits it."""
+        return self.kind in MATRIX
 
     @property
     def pipes(self) -> dict[str, float]:
@@ -309,6 +356,14 @@ class LaunchRecord:
         return abs(self.model_flops - 2 * product) <= 1e-6 * self.model_flops
 
 
+def tail_idle(waves: float | None) -> float | None:
+    """The share of block slots the partial last wave leaves idle (None under one wave)."""
+    if waves is None or waves < th.SMALL_GRID_WAVES:
+        return None
+    slots = math.ceil(round(waves, 6))  # 2.0000001 waves is two whole waves, not three
+    return (slots - waves) / slots
+
+
 _STALL = re.compile(r"stall_(\w+)_pct")
 
 
@@ -316,7 +371,7 @@ _STALL = re.compile(r"stall_(\w+)_pct")
 def _numeric_fields() -> tuple[tuple[str, str], ...]:
     """(field, stored column) of each number a record reads from a row: explain builds thousands
     of records per run, and dataclasses.fields is slow to ask each time."""
-    text_fields = ("name", "shape", "dtype", "stalls")
+    text_fields = ("name", "family", "op", "shape", "dtype", "stalls")
     return tuple(
         (f.name, LaunchRecord.column(f.name))
         for f in fields(LaunchRecord)

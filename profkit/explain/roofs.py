@@ -101,7 +101,7 @@ def roof_kind(rec: LaunchRecord, dtype: str) -> tuple[str | None, str]:
     """The peaks kind the case is judged against, from the pipe ncu measured (the label only
     names the HMMA kind, or stands in where no pipe counter was captured), and why."""
     label = peaks.LABEL_TENSOR_KIND.get(dtype)
-    if rec.on_tensor_cores:
+    if rec.mma_kind is not None:
         sub = rec.tensor_subpipe
         if sub == "imma":
             return "tensor_int8", "IMMA pipe"
@@ -186,7 +186,7 @@ def compute_roof(rec: LaunchRecord, dtype: str, device: Device, ev: Evidence) ->
     if (
         device.matmul_tflops
         and device.matmul_dtype == dtype
-        and rec.on_tensor_cores
+        and rec.mma_kind is not None
         and roof.kind == measured_kind
     ):
         ev.put("matmul_tflops", device.matmul_tflops)

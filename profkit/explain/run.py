@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 import pandas as pd
 
 from profkit import thresholds as th
-from profkit.explain import decode_steps, history, host, launches, ncu_rules
+from profkit.explain import catalogue, decode_steps, history, host, launches, ncu_rules
 from profkit.explain.context import Context
 from profkit.explain.diagnose import diagnose, fit_next_steps
 from profkit.explain.evidence import (
@@ -26,6 +26,7 @@ from profkit.explain.evidence import (
     where,
 )
 from profkit.explain.kernel_family import Family, family
+from profkit.explain.kinds import operand_dtype
 from profkit.explain.memory import chain_traffic, dram_level
 from profkit.explain.model import (
     Action,
@@ -195,29 +196,37 @@ def case_finding(row: Mapping, ctx: Context, tables: _Tables, no_counters: str |
         return f
     rows = tables.launches.get(f.case or "", [])
     lab = not as_bool(row.get("baseline"))
-    if rows:
-        ctx = replace(ctx, family=launches.launch_family(rows[0], lab=lab))
-    elif lab:
-        ctx = replace(ctx, family=Family.TRITON)
+    # the family of the launch holding the most time (a memset before a scatter is not the case)
+    fam = (
+        launches.launch_family(_longest(rows), lab)
+        if rows
+        else Family.TRITON
+        if lab
+        else Family.OTHER
+    )
     if no_counters or not LaunchRecord.of(row).has_counters:
         _timing_only(f, row, ctx, ev, no_counters or "no counters were captured for this case")
         _throttled(f, row)
         return f
     if len(rows) > 1:
-        _chain(f, row, rows, ctx, ev, lab)
+        _chain(f, row, rows, ctx, ev, fam, lab)
     else:
         # the launch's own name tells the catalogue what kind of kernel it is (a gather...)
         named = {**row, "kernel_name": rows[0].get("kernel_name")} if rows else row
-        diagnosis = diagnose(LaunchRecord.of(named), ctx)
+        diagnosis = diagnose(LaunchRecord.of(named, fam), ctx)
         ev.update(diagnosis.evidence)
         f.bottleneck, f.unit = diagnosis.bottleneck, diagnosis.unit
         f.reasons, f.next, f.ruled_out = diagnosis.reasons, diagnosis.steps, diagnosis.ruled_out
         f.not_measured = diagnosis.not_measured
-    ev.put("family", str(ctx.family))
+    ev.put("family", str(fam))
     f.nvidia_rules = ncu_rules.case_rules(tables.rules, rows, lab)
     f.evidence = dict(ev)
     _throttled(f, row)
     return f
+
+
+def _longest(rows: list[dict]) -> dict:
+    return max(rows, key=lambda r: LaunchRecord.of(r).duration_ms or 0.0)
 
 
 def _throttled(f: Finding, row: Mapping) -> None:
@@ -236,7 +245,7 @@ def _throttled(f: Finding, row: Mapping) -> None:
 
 
 def _chain(
-    f: Finding, row: Mapping, rows: list[dict], ctx: Context, ev: Evidence, lab: bool
+    f: Finding, row: Mapping, rows: list[dict], ctx: Context, ev: Evidence, fam: Family, lab: bool
 ) -> None:
     """A case of several launches: judged by where its time goes. When one launch holds most of
     the time (a GEMM and its split-K reduction), the case is that launch, judged with the case's
@@ -250,35 +259,47 @@ def _chain(
             shares[x.unit] = shares.get(x.unit, 0.0) + (x.share_pct or 0.0)
     f.unit = max(shares, key=lambda u: shares[u]) if shares else None
     f.reasons = [where_time]
-    steps: list[NextStep] = []
+    own: list[NextStep] = []  # the dominant launch's, already fitted to its own owner
+    ruled: list[dict] = []
     top, top_row = max(zip(f.launches, rows, strict=True), key=lambda p: p[0].share_pct or 0.0)
     case = LaunchRecord.of(row)
     if (top.share_pct or 0.0) >= th.DOMINANT_LAUNCH_PCT:
         # the dominant launch's counters, judged with the case's model and timing
         rec = replace(
-            LaunchRecord.of(top_row),
+            LaunchRecord.of(top_row, Family(top.family)),
             model_bytes=case.model_bytes,
             model_flops=case.model_flops,
             device_p50_ms=case.device_p50_ms,
             copy_gbps_same_size=case.copy_gbps_same_size,
         )
-        diagnosis = diagnose(rec, replace(ctx, family=Family(top.family)))
+        diagnosis = diagnose(rec, ctx)
         if diagnosis is not None:
             ev.update(diagnosis.evidence)
             f.bottleneck, f.unit = diagnosis.bottleneck, diagnosis.unit
             f.reasons += diagnosis.reasons
-            steps += diagnosis.steps
+            # each step names the launch it answers
+            own = [NextStep(s.action, s.because, {**s.detail, "launch": top.name})
+                   for s in diagnosis.steps]  # fmt: skip
+            ruled = diagnosis.ruled_out
             f.not_measured = diagnosis.not_measured
+    steps: list[NextStep] = []  # the chain's own: about all its launches
     for check in (chain_traffic, launch_overhead):
         said = check(case, ctx, ev)
         if said:
             f.reasons.append(said[0])
             steps += said[1]
-    if not steps:
+    if not steps and not own:
         steps.append(NextStep(Action.FUSE, ["launches"]))
-    fam = {x.family for x in f.launches}
-    lib = Family.ATEN_ELEMENTWISE if fam & {str(Family.ATEN_ELEMENTWISE)} else ctx.family
-    f.next, f.ruled_out = fit_next_steps(steps, replace(ctx, family=lib if not lab else ctx.family))
+    # a library's chain (eager ATen) is fused away where its elementwise launches hold time
+    aten = sum(x.share_pct or 0.0 for x in f.launches if x.family == Family.ATEN_ELEMENTWISE)
+    lib = Family.ATEN_ELEMENTWISE if aten >= th.STEP_LAUNCH_SHARE_PCT else fam
+    steps, withheld = fit_next_steps(steps, lib if not lab else fam, ctx.ruled_out)
+    # and the declared conflicts, against the launch holding the most time (atomics, a sort)
+    steps, conflicts = catalogue.resolve(
+        steps, f.reasons, LaunchRecord.of(top_row, Family(top.family))
+    )
+    f.next = [*own, *(s for s in steps if all(s.action != o.action for o in own))]
+    f.ruled_out = ruled + withheld + conflicts
 
 
 def _not_judged(f: Finding, row: Mapping, ev: Evidence) -> None:
@@ -331,12 +352,14 @@ def explain_launches(
     for row in kernels.to_dict("records"):
         name = text(row, "kernel_name") or "kernel"
         fam = family(name)
-        rec = LaunchRecord.of(row)
-        ctx = Context(
-            device=device_of_row(rec, device), family=fam, dtype=str(row.get("dtype") or "")
-        )
+        rec = LaunchRecord.of(row, fam)
+        dtype, source = (str(row.get("dtype")), "") if row.get("dtype") else operand_dtype(rec)
+        ctx = Context(device=device_of_row(rec, device), dtype=dtype or "")
         diagnosis = diagnose(rec, ctx)
         ev = Evidence(diagnosis.evidence if diagnosis else {})
+        if source:  # a raw report names no dtype: the one its own name or counters show
+            ev.put("operand_dtype", dtype)
+            ev.put("operand_dtype_from", source)
         ev.put("ncu_duration_ms", rec.duration_ms)
         ev.put("family", str(fam))
         launch = num(row, "launch")

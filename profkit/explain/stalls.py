@@ -35,12 +35,12 @@ def known_stalls(rec: LaunchRecord) -> dict[str, float]:
 
 
 def dominant_stall(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
-    stalls = {r: v for r, v in known_stalls(rec).items() if r != "not_selected"}
-    total = sum(stalls.values())
-    if not stalls or total <= 0:
+    """The record's dominant stall (LaunchRecord.dominant_stall: one sum, one denominator) with
+    the step it points to."""
+    dominant = rec.dominant_stall
+    if dominant is None:
         return None
-    reason, value = max(stalls.items(), key=lambda kv: kv[1])
-    share = value / total
+    reason, value, share = dominant
     if share < th.DOMINANT_STALL_SHARE:
         return None
     key = f"stall_{reason}_pct"
@@ -48,11 +48,11 @@ def dominant_stall(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None
     ev.put("stall_share_pct", share * 100)
     keys = [key, "stall_share_pct"]
     detail = {"stall": reason}
-    if ctx.matmul_like(rec) and reason in ("barrier", "long_scoreboard"):
+    if rec.matrix and reason in ("barrier", "long_scoreboard"):
         # in a tiled tl.dot loop these are the waits for the next stage's tiles, not a
         # reduction's barriers: the remedy is a deeper pipeline, not fewer block-wide syncs
         return Reason(Cause.STALL, keys, detail), [NextStep(Action.DEEPER_PIPELINE, keys, detail)]
-    if NEXT_STEPS[reason] == Action.OPEN_NCU:
+    if NEXT_STEPS.get(reason, Action.OPEN_NCU) == Action.OPEN_NCU:
         return Reason(Cause.STALL, keys, detail), [
             NextStep(Action.OPEN_NCU, keys, {"section": "WarpStateStats"})
         ]
@@ -62,9 +62,7 @@ def dominant_stall(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None
 def stall_share(rec: LaunchRecord, reason: str) -> float | None:
     """`reason`'s share of all stall cycles in a record (0..1), None where stalls were not
     captured."""
-    stalls = {r: v for r, v in known_stalls(rec).items() if r != "not_selected"}
-    total = sum(stalls.values())
-    return stalls[reason] / total if reason in stalls and total > 0 else None
+    return rec.stall_share(reason) if reason in rec.stalls else None
 
 
 def stall_facts(rec: LaunchRecord, ev: Evidence) -> None:

@@ -291,7 +291,10 @@ def _steps(
             if all(s.action != step.action for s in out):
                 detail = {**step.detail, "where": c.where, "against": c.baseline}
                 if not losses:
-                    detail["tie"] = True  # the closest case: no device-time gap to close
+                    # the closest case, by its own outcome: tied, unstable, or still faster
+                    detail["closest"] = c.outcome
+                    if c.outcome == "faster":
+                        detail["closest_x"] = 1 / c.ratio
                 elif on_device and step.action == Action.CUDA_GRAPH:
                     detail["device_loss"] = True
                 out.append(NextStep(step.action, step.because, detail))

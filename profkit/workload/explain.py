@@ -16,27 +16,30 @@ from collections.abc import Mapping
 from profkit.explain import launches, ncu_rules
 from profkit.explain.context import Context
 from profkit.explain.evidence import num
-from profkit.explain.kernel_family import Family, family
+from profkit.explain.kernel_family import family
+from profkit.explain.kinds import KernelKind, Owner
 from profkit.explain.model import Action, Finding, NextStep, Report, Unit
 from profkit.explain.phrases import next_step_text
+from profkit.explain.record import LaunchRecord
 from profkit.explain.roofs import Device
 from profkit.explain.run import _no_counters, _Tables, case_finding
 from profkit.store import Run
 from profkit.workload import pace
 
-# what a group's kernel does, for the headline, by family (then by PyTorch op)
-_KINDS = {
-    Family.CUBLAS: "GEMM",
-    Family.CUTLASS: "GEMM",
-    Family.FLASH: "attention",
-    Family.CUDNN: "cuDNN",
-    Family.ATEN_ELEMENTWISE: "elementwise",
-    Family.ATEN_REDUCE: "reduction",
-    Family.ATEN_NORM: "norm/softmax",
-    Family.INDUCTOR: "torch.compile (Triton)",
-    Family.TRITON: "Triton",
+# what a group's kernel does, for the headline (its kind: profkit.explain.kinds)
+_LABELS = {
+    KernelKind.GEMM: "GEMM",
+    KernelKind.ATTENTION: "attention",
+    KernelKind.CONVOLUTION: "convolution",
+    KernelKind.NORM: "norm/softmax",
+    KernelKind.REDUCTION: "reduction",
+    KernelKind.SCAN: "scan",
+    KernelKind.SORT: "sort",
+    KernelKind.SCATTER_ATOMIC: "scatter/atomic",
+    KernelKind.GATHER: "gather",
+    KernelKind.COPY: "elementwise",  # ATen's copies, casts and fills run its elementwise kernels
+    KernelKind.ELEMENTWISE: "elementwise",
 }
-_GEMM_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::matmul", "aten::linear")
 # the counter that says how busy a unit is, by unit (the finding's evidence names)
 _UNIT_METRIC = {
     Unit.DRAM: ("dram_throughput_pct", "DRAM"),
@@ -90,14 +93,12 @@ def explained(run: Run, rows: list[dict]) -> list[dict]:
 
 
 def kind_of(row: Mapping) -> str:
-    fam = family(str(row.get("kernel_name") or ""))
-    # a convolution op, whichever library's kernel runs it (not Inductor's fused kernels, whose
-    # op names every op they fuse)
-    if fam != Family.INDUCTOR and "convolution" in str(row.get("op") or ""):
-        return "convolution"
-    if fam in _KINDS:
-        return _KINDS[fam]
-    return "GEMM" if str(row.get("op") or "") in _GEMM_OPS else "other"
+    """The group's kernel kind (the one rule, on its record); torch.compile's generated kernels
+    are one bucket, whatever they fuse: their lever is the compiler's, not the kind's."""
+    rec = LaunchRecord.of(row, family(str(row.get("kernel_name") or "")))
+    if rec.owner == Owner.INDUCTOR:
+        return "torch.compile (Triton)"
+    return _LABELS.get(rec.kind, str(rec.kind))
 
 
 def headline(rows: list[dict], found: Mapping[str, Finding], manifest: Mapping) -> str:
