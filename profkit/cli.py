@@ -174,7 +174,7 @@ def _positive_seconds(ctx, param, value):
 
 def _dtype_help() -> str:
     """--dtype's help: the names, each with its aliases (spec.DTYPE_ALIASES)."""
-    from profkit.spec import DTYPE_ALIASES
+    from profkit.dtypes import DTYPE_ALIASES
 
     aliases: dict[str, list[str]] = {}
     for alias, name in DTYPE_ALIASES.items():

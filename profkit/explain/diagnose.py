@@ -323,7 +323,7 @@ _STREAM_STEPS = frozenset(
 )
 
 # Steps that make the kernel itself faster towards its roof: each is worth taking only where the gap
-# to that roof clears the practical floor (profkit.measure.stats: 2% and 1 us of device time). CUDA
+# to that roof clears the practical floor (profkit.stats: 2% and 1 us of device time). CUDA
 # graphs are not among them: they remove the launch, which no device-time roof measures.
 _TUNING = _STREAM_STEPS | frozenset(
     {

@@ -3,7 +3,7 @@
 A case "at the copy roof" is refuted when a sibling moves at least as many DRAM bytes (or the same
 model bytes) measurably faster: the same-size copy is then not the roof at that size. A case on a
 busy Tensor pipe is not told to "do less math" when a sibling does the same FLOPs in the same or
-less time: the sibling is where to look. "Measurably" is profkit.measure.stats' outcome, as in
+less time: the sibling is where to look. "Measurably" is profkit.stats' outcome, as in
 verdicts.
 """
 

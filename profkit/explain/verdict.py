@@ -1,7 +1,7 @@
 """Per kernel, one verdict per lab variant across the sweep: win, active track or not a win.
 
 Each lab case is compared with every baseline at the same dtype and shape on device time:
-profkit.measure.stats.compare_cases gives the ratio of medians with its 95% interval and an outcome
+profkit.stats.compare_cases gives the ratio of medians with its 95% interval and an outcome
 (faster, slower, noise, unstable). The eager-loop time per call (loop_us, schema 2) is compared
 apart: where the host's cost decides the loop, the two comparisons can disagree, and both are said.
 An interpret run is a correctness run: correct cases without timing are not failures.

@@ -1,5 +1,5 @@
 """The winner against the shipped configuration: the 95% interval of their ratio of medians
-(profkit.measure.stats, the verdicts' own test), and why it wins, from the counters that changed.
+(profkit.stats, the verdicts' own test), and why it wins, from the counters that changed.
 
 A configuration wins only where the interval says "faster" (excludes 1 and clears the practical
 floor); a faster median that does not is a tie, and the shipped configuration stays. The counters
