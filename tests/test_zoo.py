@@ -29,11 +29,21 @@ from profkit.spec import format_shape, load_module_specs  # noqa: E402
 
 ROOT = Path(__file__).parents[1]
 ZOO = ROOT / "zoo"
-MODULES = ("memory", "atomics", "compute", "tensor", "shape", "cuda")
+MODULES = ("memory", "atomics", "compute", "tensor", "shape", "cuda", "launch", "autocast")
 RUNS = Path(__file__).parent / "data" / "zoo"
 CAPTURE = "OUT=DIR bash zoo/capture.sh on the H200, then copy DIR/profiles/* to tests/data/zoo/"
 KEYS = {"kernel", "variant", "dtype", "shape", "bottleneck", "unit", "causes", "first_step",
         "not_causes", "not_steps", "host"}  # fmt: skip
+# identifiers zoo/EXPECTED names before explain has them (issue 30, item 4: explain-core adds
+# them); each must still be missing from its enum, so the day one lands it leaves this list
+PENDING = {"small_programs": Cause, "atomic_ordering": Cause, "weight_casts": Cause,
+           "larger_programs": Action, "relax_atomics": Action,
+           "cast_weights_once": Action}  # fmt: skip
+
+
+def _known(enum, name: str) -> None:
+    if PENDING.get(name) is not enum:
+        enum(name)  # raises for a name explain does not have
 
 
 def expected() -> list[dict]:
@@ -63,14 +73,14 @@ def _firsts(e: dict) -> list[str]:
 
 def test_every_expectation_names_real_identifiers_and_cases() -> None:
     specs = zoo_specs()
-    assert len(specs) >= 20
+    assert len(specs) >= 30  # issue 30: the zoo holds at least 30 kernels
     seen = set()
     for e in expected():
         assert set(e) <= KEYS, f"{_id(e)}: unknown keys {set(e) - KEYS}"
         for c in [*e.get("causes", []), *e.get("not_causes", [])]:
-            Cause(c)
+            _known(Cause, c)
         for a in [*_firsts(e), *e.get("not_steps", [])]:
-            Action(a)
+            _known(Action, a)
         if "bottleneck" in e:
             Bottleneck(e["bottleneck"])
         if "unit" in e:
@@ -85,6 +95,12 @@ def test_every_expectation_names_real_identifiers_and_cases() -> None:
         # something to check: a cause, a first step, a host finding, or a false alarm to avoid
         assert e.get("causes") or e.get("first_step") or e.get("host") or e.get("not_causes")
     assert seen == set(specs), f"specs without an expectation: {set(specs) - seen}"
+
+
+def test_pending_identifiers_are_still_pending() -> None:
+    """A PENDING name explain now has must leave PENDING (its expectations then check it)."""
+    landed = [n for n, enum in PENDING.items() if n in {str(m) for m in enum}]
+    assert not landed, f"in profkit.explain now, remove from PENDING: {landed}"
 
 
 def test_every_zoo_variant_has_an_expectation() -> None:
