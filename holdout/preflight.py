@@ -2,7 +2,7 @@
 and of the hold-out, and check each variant against its float64 reference on the GPU at its first
 interpret shape (the CUDA kernels compiled by NVRTC, Liger imported). Exits 1 naming each failure.
 
-    python3 holdout/preflight.py
+    python3 holdout/preflight.py [SPEC ...]      # default: every one
 """
 
 from __future__ import annotations
@@ -26,12 +26,12 @@ SOURCES = {
 }
 
 
-def main() -> int:
+def main(only: list[str]) -> int:
     failed = []
     for path, names in SOURCES.items():
         specs = load_module_specs(ROOT / path, f"preflight_{Path(path).stem}")
         for spec in specs.values():
-            if names is not None and spec.name not in names:
+            if (names is not None and spec.name not in names) or (only and spec.name not in only):
                 continue
             prepared: dict = {}
             for v in spec.variants:
@@ -56,4 +56,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
