@@ -136,8 +136,8 @@ KNOWN_MISSES: dict[str, str] = {
     "memory / dram",
     "ho_layer_norm-liger": f"{OWNER} (Liger's name not matched): hide_latency; balanced at 88% "
     "of the copy rate, not memory / dram",
-    "ho_group_norm-aten": "compute / alu (the case's top launch, an ATen elementwise kernel at "
-    "20% of the copy rate), not memory",
+    "ho_group_norm-aten": "compute / alu (its top launch, an ATen elementwise kernel; the case "
+    "at 20% of the copy rate), not memory",
     "ho_sdpa-flash": f"{OWNER}: cut_spills, feed_tensor, ilp on PyTorch's flash attention",
     "ho_sdpa-efficient": "library advice, but library_shapes, not another backend "
     "(library_options)",
