@@ -76,3 +76,64 @@ ZOO_ATOMICS = KernelSpec(
     flops=lambda s: 0,
     interpret_shapes=((5000,), (64,)),
 )
+
+
+# --- the atomics' memory ordering: Triton's default (acq_rel) against sem="relaxed" -----------
+
+ORDER_BINS = 1 << 20  # 4 MB of fp32 bins: 16 values each, no address contended
+
+
+@triton.jit
+def _accumulate_kernel(X, OUT, n, BINS: tl.constexpr, BLOCK: tl.constexpr, RELAXED: tl.constexpr):
+    # out[i % BINS] += x[i]: consecutive lanes hit consecutive bins, each bin 16 times in all
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    ok = offs < n
+    x = tl.load(X + offs, mask=ok, other=0.0)
+    if RELAXED:
+        tl.atomic_add(OUT + offs % BINS, x, mask=ok, sem="relaxed")
+    else:  # Triton's default semantics, acq_rel: each atomic orders memory around it (a fence)
+        tl.atomic_add(OUT + offs % BINS, x, mask=ok)
+
+
+def _accumulate(relaxed: bool):
+    def run(inputs: dict) -> torch.Tensor:
+        x, out = inputs["x"], inputs["acc"]
+        n = x.numel()
+        _accumulate_kernel[(triton.cdiv(n, 1024),)](
+            x, out, n, BINS=out.numel(), BLOCK=1024, RELAXED=relaxed
+        )
+        return out
+
+    return run
+
+
+def accumulate_inputs(shape, dtype, device, gen) -> dict:
+    x = torch.rand(shape, generator=gen, device=device).to(getattr(torch, dtype))
+    bins = min(ORDER_BINS, shape[0])
+    # "acc", not "out": profkit poisons a floating `out` with NaN, and these add into it
+    return {"x": x, "acc": torch.zeros(bins, dtype=x.dtype, device=device)}
+
+
+def accumulate_reference(inputs: dict) -> torch.Tensor:
+    bins = inputs["acc"].numel()
+    return inputs["x"].double().view(-1, bins).sum(0)
+
+
+ZOO_ATOMIC_ORDER = KernelSpec(
+    name="zoo_atomic_order",
+    description="zoo: out[i % 2^20] += x[i] by tl.atomic_add, default acq_rel and relaxed",
+    variants=(
+        Variant("acq_rel", _accumulate(False), description="Triton atomic_add, default sem"),
+        Variant("relaxed", _accumulate(True), description="Triton atomic_add, sem='relaxed'"),
+    ),
+    make_inputs=accumulate_inputs,
+    reference=accumulate_reference,
+    dtypes=("float32",),
+    # 2^24 atomics on 2^20 addresses: uncontended; relaxed they are fire-and-forget reductions
+    # (~30-60 us), acq_rel each waits for a memory barrier
+    shapes=((1 << 24,),),
+    tolerances={"float32": (1e-5, 1e-5)},
+    bytes_moved=lambda s, size: s[0] * size + 2 * min(ORDER_BINS, s[0]) * size,
+    flops=lambda s: s[0],
+    interpret_shapes=((4096,), (64,)),
+)

@@ -5,7 +5,7 @@
 #   OUT=/some/dir bash zoo/capture.sh          # from the repository root; runs land in $OUT/profiles
 #
 # Then copy $OUT/profiles/* to tests/data/zoo/ and commit: tests/test_zoo.py checks explain against
-# zoo/EXPECTED on them. One capture per spec (22, ~15-20 s each: about 6 minutes in all); a spec
+# zoo/EXPECTED on them. One capture per spec (30, ~15-20 s each: about 8 minutes in all); a spec
 # that fails or hangs (a per-spec timeout) is logged and the others go on. ZOO_ONLY="zoo_fma
 # zoo_xu" captures only those; ZOO_BUDGET_S (default 380) stops starting new captures past that
 # many seconds, naming the ones left, so the call returns with what it has.
@@ -20,6 +20,8 @@ ALL="zoo_stream:memory zoo_l2_bound:memory zoo_l2_reuse:memory zoo_l1_bound:memo
 zoo_latency:memory zoo_strided:memory zoo_gather:memory zoo_spills:memory zoo_atomics:atomics
 zoo_fma:compute zoo_fp64:compute zoo_int_alu:compute zoo_xu:compute zoo_issue:compute
 zoo_tail:shape zoo_small_grid:shape zoo_host:shape zoo_bank:cuda zoo_divergence:cuda
+zoo_tiny_programs:launch zoo_scatter:launch zoo_atomic_order:atomics zoo_autocast:autocast
+zoo_smem_occupancy:cuda zoo_barrier:cuda zoo_gemm_fp32:tensor zoo_gemm_spill:tensor
 zoo_gemm_int8:tensor zoo_gemm_bf16:tensor zoo_gemm_power:tensor"
 t0=$(date +%s)
 left=()

@@ -181,3 +181,143 @@ ZOO_DIVERGENCE = KernelSpec(
     flops=lambda s: 2 * len(_STEPS) * 128 * s[0],  # the average count's FMAs
     interpret_shapes=((1000,),),
 )
+
+
+# --- shared memory per block caps occupancy: a 48 KB staging buffer (4 blocks, 25%) and 8 KB ---
+
+# each block stages CHUNK float4 (16 B) in shared memory, then writes them back reversed within
+# 512-float4 groups (so both chunk sizes give one result); one load in flight per thread (unroll
+# 1), so bytes in flight per SM scale with the resident warps: 128 threads a block, 48 KB + 1 KB
+# reserved: 4 blocks = 16 warps (25% theoretical, shared memory the limiter); 8 KB: 16 blocks by
+# the thread limit = 64 warps (100%)
+_STAGE = r"""
+extern "C" __global__ void zoo_stage_CHUNK(const float4* x, float4* y) {
+    __shared__ float4 s[CHUNK];
+    long long base = (long long)blockIdx.x * CHUNK;
+#pragma unroll 1
+    for (int i = threadIdx.x; i < CHUNK; i += blockDim.x) s[i] = x[base + i];
+    __syncthreads();
+#pragma unroll 1
+    for (int i = threadIdx.x; i < CHUNK; i += blockDim.x) y[base + i] = s[i ^ 511];
+}
+"""
+GROUP = 512  # float4 reversed together: 8 KB
+
+
+def _stage(chunk: int):
+    def prepare():
+        kernel = _compiled(_STAGE.replace("CHUNK", str(chunk)), f"zoo_stage_{chunk}")
+
+        def run(inputs: dict) -> torch.Tensor:
+            x, y = inputs["x"], inputs["out"]
+            kernel(grid=(x.numel() // (4 * chunk), 1, 1), block=(128, 1, 1), args=[x, y])
+            return y
+
+        return run
+
+    return prepare
+
+
+def stage_reference(inputs: dict) -> torch.Tensor:
+    x = inputs["x"].double().view(-1, GROUP, 4)
+    return x.flip(1).reshape(-1)
+
+
+ZOO_SMEM_OCCUPANCY = KernelSpec(
+    name="zoo_smem_occupancy",
+    description="zoo: a copy staged through 48 KB of shared memory a block (25% theoretical), 8 KB",
+    variants=(
+        Variant("smem_48k", _cuda_only, prepare=_stage(3072), description="48 KB, 4 blocks/SM"),
+        Variant("smem_8k", _cuda_only, prepare=_stage(512), description="8 KB, 16 blocks/SM"),
+    ),
+    make_inputs=lambda shape, dtype, device, gen: {
+        "x": torch.randn(shape, generator=gen, device=device).to(getattr(torch, dtype)),
+        "out": torch.empty(shape, device=device, dtype=getattr(torch, dtype)),
+    },
+    reference=stage_reference,
+    dtypes=("float32",),
+    # 3072 x 4 x 4096 fp32 (192 MB), a whole number of chunks for both: 384 MB moved, ~0.1 ms at
+    # the copy roof; 16 warps an SM with one 16-byte load in flight each hold about a quarter of
+    # the bytes in flight DRAM needs
+    shapes=((3072 * 4 * 4096,),),
+    tolerances={"float32": (0.0, 0.0)},
+    bytes_moved=lambda s, size: 2 * s[0] * size,
+    flops=lambda s: 0,
+    interpret_shapes=((3072 * 4,),),
+)
+
+
+# --- barrier stalls: values rotated across a warp through shared memory, two barriers a step ---
+
+# 256 threads; each step writes v to shared memory, waits at a barrier, reads its lane's right
+# neighbour (within its 32-lane group), and waits again before the next write. The twin passes
+# the same value with one warp shuffle: no shared memory, no barrier
+_ROTATE = r"""
+extern "C" __global__ void zoo_rotate_MODE(const float* x, float* y, int iters) {
+    int t = threadIdx.x, j = blockIdx.x * 256 + t;
+    float v = x[j];
+#if !MODE
+    __shared__ float s[256];
+    int nb = (t & ~31) | ((t + 1) & 31);
+#endif
+    for (int k = 0; k < iters; ++k) {
+#if MODE
+        v = __shfl_sync(0xffffffffu, v, (t + 1) & 31) * 0.5f + 0.25f;
+#else
+        s[t] = v;
+        __syncthreads();
+        v = s[nb] * 0.5f + 0.25f;
+        __syncthreads();
+#endif
+    }
+    y[j] = v;
+}
+"""
+
+
+def _rotate(shuffle: bool):
+    def prepare():
+        mode = int(shuffle)
+        kernel = _compiled(_ROTATE.replace("MODE", str(mode)), f"zoo_rotate_{mode}")
+
+        def run(inputs: dict) -> torch.Tensor:
+            x, y = inputs["x"], inputs["out"]
+            kernel(grid=(x.numel() // 256, 1, 1), block=(256, 1, 1), args=[x, y, inputs["iters"]])
+            return y
+
+        return run
+
+    return prepare
+
+
+def rotate_inputs(shape, dtype, device, gen) -> dict:
+    n, iters = shape
+    x = torch.randn(n, generator=gen, device=device).to(getattr(torch, dtype))
+    return {"x": x, "iters": iters, "out": torch.empty_like(x)}
+
+
+def rotate_reference(inputs: dict) -> torch.Tensor:
+    v = inputs["x"].double().view(-1, 32)
+    for _ in range(inputs["iters"]):
+        v = torch.roll(v, -1, dims=1) * 0.5 + 0.25
+    return v.reshape(-1)
+
+
+ZOO_BARRIER = KernelSpec(
+    name="zoo_barrier",
+    description="zoo: a value rotated across each warp, through shared memory between two "
+    "barriers a step, and by a warp shuffle",
+    variants=(
+        Variant("syncthreads", _cuda_only, prepare=_rotate(False), description="two barriers"),
+        Variant("shuffle", _cuda_only, prepare=_rotate(True), description="__shfl_sync"),
+    ),
+    make_inputs=rotate_inputs,
+    reference=rotate_reference,
+    dtypes=("float32",),
+    # 2^20 threads x 512 steps: each step a barrier pair that a 256-thread block waits at
+    shapes=((1 << 20, 512),),
+    tolerances={"float32": (1e-6, 1e-6)},
+    bytes_moved=lambda s, size: 2 * s[0] * size,
+    flops=lambda s: 2 * s[0] * s[1],
+    interpret_shapes=((256, 3),),
+)

@@ -58,6 +58,7 @@ P32, I32 = "*fp32", "i32"
 WATCH = (
     *("FFMA", "DFMA", "MUFU", "LOP3", "SHF", "IADD3", "IMAD", "LDL", "STL", "LDG", "STG"),
     *("REDG", "ATOMG", "HGMMA", "IGMMA", "HMMA", "IMMA", "LDS", "STS", "BRA", "BSSY"),
+    *("MEMBAR", "FENCE", "BAR", "SHFL", "F2FP"),
 )
 
 
@@ -106,6 +107,28 @@ def triton_jobs():
     yield "zoo_small_grid", s._row_sum_kernel, sig(("X", P32), ("Y", P32), ("n_cols", I32)), {
         "BLOCK": 4096}, 8, 3  # fmt: skip
     del x
+    launch = _module("launch")
+    for block, w in ((32, 1), (4096, 4)):
+        yield f"zoo_tiny_programs {block}", launch._affine_kernel, sig(("X", P32), ("Y", P32),
+            ("n", I32)), {"BLOCK": block}, w, 3  # fmt: skip
+    yield "zoo_scatter zero", launch._zero_kernel, sig(("Y", P32), ("n", I32)), {
+        "BLOCK": 4096}, 4, 3  # fmt: skip
+    yield "zoo_scatter scatter", launch._scatter_add_kernel, sig(("V", P32), ("IDX", "*i32"),
+        ("Y", P32), ("n", I32)), {"BLOCK": 1024}, 4, 3  # fmt: skip
+    for relaxed in (False, True):
+        yield f"zoo_atomic_order {'relaxed' if relaxed else 'acq_rel'}", a._accumulate_kernel, sig(
+            ("X", P32), ("OUT", P32), ("n", I32)), {"BINS": 1 << 20, "BLOCK": 1024,
+            "RELAXED": relaxed}, 4, 3  # fmt: skip
+    gemm_args = lambda dt: sig(("A", dt), ("BT", dt), ("C", dt), ("M", I32), ("N", I32),  # noqa: E731
+                               ("K", I32))  # fmt: skip
+    for label, dt, (bm, bn, bk, w, st, prec) in (
+        ("zoo_gemm_spill 256x256", "*bf16", (256, 256, 64, 4, 3, "tf32")),
+        ("zoo_gemm_spill 128x256", "*bf16", (128, 256, 64, 8, 3, "tf32")),
+        ("zoo_gemm_fp32 ieee", P32, (128, 128, 32, 8, 3, "ieee")),
+        ("zoo_gemm_fp32 tf32", P32, (128, 128, 32, 8, 3, "tf32")),
+    ):
+        yield label, t._tile_gemm_kernel, gemm_args(dt), {"BM": bm, "BN": bn, "BK": bk,
+            "PRECISION": prec, "WIDEN": False}, w, st  # fmt: skip
 
 
 def report(label: str, regs: int, spill: int, warps: int, smem: int, ops) -> None:
@@ -124,6 +147,10 @@ def cuda_jobs():
         ("zoo_bank padded", cuda._TRANSPOSE.replace("COLS", "65"), 8),
         ("zoo_divergence divergent", cuda._TRIPS.replace("ORDERED", "0"), 8),
         ("zoo_divergence sorted", cuda._TRIPS.replace("ORDERED", "1"), 8),
+        ("zoo_smem_occupancy 48k", cuda._STAGE.replace("CHUNK", "3072"), 4),
+        ("zoo_smem_occupancy 8k", cuda._STAGE.replace("CHUNK", "512"), 4),
+        ("zoo_barrier syncthreads", cuda._ROTATE.replace("MODE", "0"), 8),
+        ("zoo_barrier shuffle", cuda._ROTATE.replace("MODE", "1"), 8),
     ]
     for label, source, warps in sources:
         with tempfile.TemporaryDirectory() as d:

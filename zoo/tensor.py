@@ -177,3 +177,102 @@ ZOO_GEMM_POWER = KernelSpec(
     flops=lambda s: 2 * s[0] * s[1] * s[2],
     interpret_shapes=((32, 32, 32),),
 )
+
+
+# --- a tl.dot GEMM with tiles too large for its registers, and one in fp32 off the Tensor Cores --
+
+
+@triton.jit
+def _tile_gemm_kernel(
+    A, BT, C, M, N, K,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, PRECISION: tl.constexpr,
+    WIDEN: tl.constexpr,
+):  # fmt: skip
+    # a plain tiled GEMM (pointer loads, one output tile a program, grouped by 8 rows of tiles)
+    pid = tl.program_id(0)
+    n_m, n_n = tl.cdiv(M, BM), tl.cdiv(N, BN)
+    first_m = (pid // (8 * n_n)) * 8
+    size_m = tl.minimum(n_m - first_m, 8)
+    pid_m = first_m + (pid % (8 * n_n)) % size_m
+    pid_n = (pid % (8 * n_n)) // size_m
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(
+            A + rm[:, None] * K + (k + rk)[None, :],
+            mask=(rm[:, None] < M) & ((k + rk)[None, :] < K),
+            other=0.0,
+        )
+        b = tl.load(BT + rn[None, :] * K + (k + rk)[:, None],
+                    mask=(rn[None, :] < N) & ((k + rk)[:, None] < K), other=0.0)  # fmt: skip
+        if WIDEN:
+            acc += tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="ieee")
+        else:
+            acc = tl.dot(a, b, acc, input_precision=PRECISION)
+    tl.store(C + rm[:, None] * N + rn[None, :], acc.to(C.dtype.element_ty),
+             mask=(rm[:, None] < M) & (rn[None, :] < N))  # fmt: skip
+
+
+def _tile_gemm(bm: int, bn: int, bk: int, warps: int, stages: int, precision: str = "tf32"):
+    def run(inputs: dict) -> torch.Tensor:
+        a, bt, c = inputs["a"], inputs["bt"], inputs["out"]
+        (m, k), n = a.shape, bt.shape[0]
+        grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn),)
+        _tile_gemm_kernel[grid](
+            a, bt, c, m, n, k, BM=bm, BN=bn, BK=bk, PRECISION=precision,
+            WIDEN=WIDEN and a.dtype == torch.bfloat16, num_warps=warps, num_stages=stages,
+        )  # fmt: skip
+        return c
+
+    return run
+
+
+ZOO_GEMM_SPILL = KernelSpec(
+    name="zoo_gemm_spill",
+    description="zoo: a bf16 tl.dot GEMM, 256x256 tiles on 4 warps (the accumulator spills), "
+    "and 128x256 on 8",
+    variants=(
+        Variant(
+            "tiles_256",
+            _tile_gemm(256, 256, 64, 4, 3),
+            description="256x256x64, 4 warps: 512 fp32 accumulators a thread",
+        ),
+        Variant(
+            "tiles_128",
+            _tile_gemm(128, 256, 64, 8, 3),
+            description="128x256x64, 8 warps: 128 a thread",
+        ),
+    ),  # fmt: skip
+    make_inputs=gemm_inputs,
+    reference=gemm_reference,
+    dtypes=("bfloat16",),
+    shapes=((4096, 4096, 4096),),  # 137 GFLOP: ~0.2-0.3 ms near the roof, spilled: several x
+    tolerances={"bfloat16": (0.5, 1e-2)},
+    bytes_moved=_gemm_bytes,
+    flops=lambda s: 2 * s[0] * s[1] * s[2],
+    interpret_shapes=((32, 32, 64), (48, 16, 64)),
+)
+
+ZOO_GEMM_FP32 = KernelSpec(
+    name="zoo_gemm_fp32",
+    description="zoo: an fp32 tl.dot GEMM with input_precision='ieee' (FFMA) and 'tf32'",
+    variants=(
+        Variant(
+            "ieee",
+            _tile_gemm(128, 128, 32, 8, 3, "ieee"),
+            description="tl.dot ieee: FMA pipe, no Tensor Cores",
+        ),
+        Variant("tf32", _tile_gemm(128, 128, 32, 8, 3, "tf32"), description="tl.dot tf32"),
+    ),  # fmt: skip
+    make_inputs=gemm_inputs,
+    reference=gemm_reference,
+    dtypes=("float32",),
+    # 17 GFLOP: ieee on the FMA pipe (~67 TFLOP/s peak) ~0.3-0.5 ms; tf32 several times faster
+    shapes=((2048, 2048, 2048),),
+    tolerances={"float32": (0.5, 1e-2)},
+    bytes_moved=_gemm_bytes,
+    flops=lambda s: 2 * s[0] * s[1] * s[2],
+    interpret_shapes=((32, 32, 32), (48, 16, 64)),
+)

@@ -272,7 +272,10 @@ def measure_copy(n: int) -> dict:
     """A device copy of n bytes (n read, n written), timed with spin-held events: a memcpy captured
     in a graph may run on a copy engine (2.76 TB/s seen on the H200 for 1 GiB, against 4.2 for an
     eager copy). Returns the summary columns plus `gbps` (bytes read + written)."""
-    src = torch.randint(0, 255, (n,), dtype=torch.uint8, device="cuda")
+    # a generator of its own: a variant whose graph capture failed (Liger's cross entropy calls
+    # .item()) can leave the default one mid-capture, and torch then refuses its next draw
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    src = torch.randint(0, 255, (n,), dtype=torch.uint8, device="cuda", generator=gen)
     dst = torch.empty_like(src)
     summary = measure(lambda: dst.copy_(src), graph=False).summary()
     return {**summary, "gbps": 2 * n / (summary["device_p50_ms"] * 1e-3) / 1e9}
