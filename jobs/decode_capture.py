@@ -167,6 +167,7 @@ def main() -> int:
             writer.write_samples(pd.concat(lab.samples, ignore_index=True))
         _compress_report(writer, store.REPORT)
         manifest = {
+            "kind": store.DECODE,
             "kernel": "decode",
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "note": NOTE,

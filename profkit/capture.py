@@ -439,6 +439,7 @@ def run_manifest(
     """A run's manifest: what was asked (kernel, options, command), how it was timed, on what,
     and its counter pass (a one-process capture and a cluster's merged run alike)."""
     return {
+        "kind": store.CAPTURE,
         "kernel": spec.name,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "mode": "interpret" if opts.interpret else "gpu",

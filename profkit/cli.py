@@ -907,6 +907,7 @@ def explain(ref, fmt, profiles, case, variant, verbose, history, force) -> None:
     from profkit import explain as ex
     from profkit import run_kinds
     from profkit.explain import hotlines, render
+    from profkit.store import TUNE
 
     root = runs_root(profiles, ref)
     kind, obj = load_any(ref, root, force)
@@ -922,7 +923,7 @@ def explain(ref, fmt, profiles, case, variant, verbose, history, force) -> None:
         hot = hotlines.for_run(obj)
         if damage_line(obj) and fmt != "json":
             click.echo(damage_line(obj))
-        if obj.manifest.get("kind") == "tune" and fmt != "json":
+        if obj.kind == TUNE and fmt != "json":
             from profkit.tune.command import run_summary
 
             click.echo(run_summary(obj))  # the path and the winner, before each case's finding
@@ -935,7 +936,7 @@ def explain(ref, fmt, profiles, case, variant, verbose, history, force) -> None:
     if fmt == "json":
         damaged = damage_line(obj) if kind == "run" else None
         out = render.to_json(report, hot, damaged=damaged)
-        if kind == "run" and obj.manifest.get("kind") == "tune":
+        if kind == "run" and obj.kind == TUNE:
             from profkit.tune.loop import tune_record
 
             out = json.dumps({**json.loads(out), "tune": tune_record(obj)}, indent=2, default=str)

@@ -10,23 +10,23 @@ from pathlib import Path
 
 from profkit.dashboard.page import KindView, write_page
 from profkit.explain import Report, explain_run
-from profkit.store import Run
+from profkit.store import PROFILE, TUNE, Run
 from profkit.tune.dashboard import tune_sections
 from profkit.workload.dashboard import profile_sections
 from profkit.workload.explain import explain_profile
 
 # a run kind's own findings and views; a kind not listed is explained and drawn as a capture
-EXPLAINERS: dict[str, Callable[[Run], Report]] = {"profile": explain_profile}
+EXPLAINERS: dict[str, Callable[[Run], Report]] = {PROFILE: explain_profile}
 VIEWS: dict[str, KindView] = {
-    "profile": KindView(profile_sections),
-    "tune": KindView(tune_sections, verdicts=False),
+    PROFILE: KindView(profile_sections),
+    TUNE: KindView(tune_sections, verdicts=False),
 }
 
 
 def for_run(
     run: Run, history_runs: Sequence[Run] | None = None, loaded: Sequence[Run] = ()
 ) -> Report:
-    explainer = EXPLAINERS.get(run.manifest.get("kind"))
+    explainer = EXPLAINERS.get(run.kind)
     return explainer(run) if explainer else explain_run(run, history_runs, loaded)
 
 

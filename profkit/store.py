@@ -77,6 +77,26 @@ def reading_root(root: Path | None = None) -> tuple[Path, bool]:
     return EXAMPLES, True
 
 
+# What a stored run is, said in its manifest's "kind" and read once, at load (Run.kind): a lab
+# capture (`profkit capture`: cases of kernel x variant x dtype x shape), a decode run (the decode
+# lab's iteration latencies: step_* columns, device_* empty), a program's profile (`profkit
+# profile`: cases are kernel groups) or a tune run (`profkit tune`: cases are configurations).
+CAPTURE, DECODE, PROFILE, TUNE = "capture", "decode", "profile", "tune"
+RUN_KINDS = (CAPTURE, DECODE, PROFILE, TUNE)
+# the iteration-latency columns a decode run's cases carry (its kind, for runs stored before kinds)
+ITERATION_COLUMNS = ("step_p99_ms", "step_p95_over_p50", "tail_stage")
+
+
+def run_kind(manifest: dict, cases: pd.DataFrame) -> str:
+    """The manifest's kind; a run stored before kinds gets its kind from what it holds."""
+    if manifest.get("kind") in RUN_KINDS:
+        return manifest["kind"]
+    timed_iterations = all(c in cases.columns for c in ITERATION_COLUMNS) and bool(
+        pd.to_numeric(cases["step_p99_ms"], errors="coerce").notna().any()
+    )
+    return DECODE if timed_iterations else CAPTURE
+
+
 @dataclass
 class Run:
     path: Path
@@ -92,6 +112,7 @@ class Run:
     verified: bool = False
     # read with --force: what was wrong (one line each); what was damaged is left out
     damage: list[str] = field(default_factory=list)
+    kind: str = CAPTURE  # one of RUN_KINDS, decided at load (run_kind)
 
     @property
     def run_id(self) -> str:
@@ -628,6 +649,7 @@ def load(path: Path, force: bool = False) -> Run:
         warnings=warnings + more,
         verified=bool(manifest.get("files")) and not damage,
         damage=damage,
+        kind=run_kind(manifest, cases),
     )
 
 

@@ -625,6 +625,7 @@ def test_capture_interpret_user_spec(tmp_path: Path, no_gpu: None) -> None:
     assert path.name.startswith("scale2-")
     run = store.load(path)
     assert run.manifest["kernel"] == "scale2"
+    assert run.manifest["kind"] == run.kind == store.CAPTURE  # every new run states its kind
     assert run.manifest["source"] == str(spec_file)
     assert run.cases.kernel.unique().tolist() == ["scale2"]
     assert sorted(run.cases.case) == sorted(

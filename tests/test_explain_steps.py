@@ -21,7 +21,7 @@ from stored_runs import run_path
 
 from profkit import store
 from profkit.explain import Cause, Kind, explain_run
-from profkit.explain.decode_steps import has_step_latency, step_findings
+from profkit.explain.decode_steps import step_findings
 from profkit.explain.phrases import finding_text
 from profkit.explain.render import render_terminal, to_json, to_markdown
 
@@ -150,7 +150,7 @@ def test_json_steps_findings_serialise():
 
 def test_runs_without_step_columns_get_no_step_findings():
     report = explain_run(store.load(RMSNORM))
-    assert not has_step_latency(store.load(RMSNORM).cases)
+    assert store.load(RMSNORM).kind == store.CAPTURE
     assert [f for f in report if f.kind == Kind.STEPS] == []
     assert report.notes == {}
 
@@ -181,7 +181,7 @@ def test_constructed_table_without_probes_or_padding():
         _row("b", "1x1", 2.0, 2.2, 2.4),
         _row("b", "2x1", 2.0, math.nan, math.nan),  # untimed: left out
     ]
-    assert has_step_latency(pd.DataFrame(rows))
+    assert store.run_kind({}, pd.DataFrame(rows)) == store.DECODE
     found = step_findings("k", rows, {})
     assert [f.variant for f in found] == ["a", "b"]
     a, b = found
@@ -193,8 +193,8 @@ def test_constructed_table_without_probes_or_padding():
 
 def test_constructed_table_no_p99_is_not_a_step_run():
     rows = [_row("a", "1x1", 1.0, 1.1, math.nan)]
-    assert not has_step_latency(pd.DataFrame(rows))
-    assert not has_step_latency(pd.DataFrame(rows).drop(columns=["tail_stage"]))
+    assert store.run_kind({}, pd.DataFrame(rows)) == store.CAPTURE
+    assert store.run_kind({}, pd.DataFrame(rows).drop(columns=["tail_stage"])) == store.CAPTURE
 
 
 def test_constructed_padding_without_a_bucket_table():

@@ -186,3 +186,25 @@ def test_a_differing_repeat_is_kept(tmp_path: Path) -> None:
     cases.to_csv(path / store.CASES, index=False)
     store.seal(path)
     assert store.load(path).cases["device_p50_ms.1"].tolist() == [0.7]
+
+
+def test_every_stored_run_has_one_kind_read_at_load() -> None:
+    """Issue 32: a run's kind is read once, at load: the manifest's where it says one (runs stored
+    since kinds), else from what the run holds (a decode run's iteration columns)."""
+    data = Path(__file__).parent / "data"
+    seen = set()
+    for manifest in sorted(data.glob("*/*/manifest.json")):
+        run = store.load(manifest.parent, force=True)
+        m = run.manifest
+        want = (
+            store.DECODE
+            if m["kernel"] == "decode"  # stored before kinds: its iteration columns say it
+            else store.PROFILE
+            if "program" in m
+            else store.TUNE
+            if "tuned_kernel" in m
+            else store.CAPTURE
+        )
+        assert run.kind == want, manifest.parent.name
+        seen.add(run.kind)
+    assert seen == set(store.RUN_KINDS)

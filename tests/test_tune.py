@@ -13,7 +13,7 @@ import pytest
 from profkit import store
 from profkit.explain import Action, Cause, Finding, Kind, NextStep, Reason
 from profkit.spec import Variant, tunables_problem
-from profkit.tune import KIND, loop, steps, why
+from profkit.tune import loop, steps, why
 from profkit.tune.space import Space
 
 VALUES = {"BLOCK": (256, 512, 1024), "num_warps": (2, 4, 8), "num_stages": (1, 2, 3)}
@@ -147,7 +147,7 @@ def _tune(tmp_path, shipped=SHIPPED, budget=8):
 
 def test_the_loop_follows_the_steps_to_the_best_and_stores_a_tune_run(fake, tmp_path):
     space, run, rec = _tune(tmp_path)
-    assert run.manifest["kind"] == KIND and rec["measured"] == len(run.cases) <= 8
+    assert run.manifest["kind"] == store.TUNE and rec["measured"] == len(run.cases) <= 8
     best = min(space.grid(), key=_model_ms)
     assert rec["winner"] == space.name(best)
     # every configuration but the shipped one names the step and the configuration behind it
@@ -184,7 +184,7 @@ def test_tune_interpret_checks_a_small_grid(tmp_path, monkeypatch):
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     run = store.load(store.list_runs(tmp_path)[-1])
-    assert run.manifest["kind"] == KIND and run.interpret
+    assert run.manifest["kind"] == store.TUNE and run.interpret
     # the shipped BLOCK_N at 100 columns (128) joins the grid: 2 x 2 x 2
     assert json.loads((run.path / "tune.json").read_text())["space"]["added"] == ["BLOCK_N"]
     assert len(run.cases) == 8 and run.cases.correct.all()

@@ -81,7 +81,7 @@ def created(run: Run) -> str:
 
 
 def _table(run: Run) -> pd.DataFrame:
-    cases = timed(as_timed_frame(run.cases)).astype({k: str for k in KEY})
+    cases = timed(as_timed_frame(run)).astype({k: str for k in KEY})
     return cases.drop_duplicates(KEY, keep="last").set_index(KEY)
 
 

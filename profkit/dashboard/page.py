@@ -169,13 +169,13 @@ def _run_sections(
     """(title, html) per view of one run, in page order: its kind's own views where views has
     them (profkit.run_kinds: a workload profile's kernel groups, a tune's path), else a
     capture's."""
-    own = views.get(run.manifest.get("kind"))
+    own = views.get(run.kind)
     if own is not None:
         return own.sections(run, prefix)
     out: list[tuple[str, str]] = []
     step_run = step_latency.applies(run)
     # a step-latency run measures no call's device time: its speedups are over step latency
-    judged = replace(run, cases=as_timed_frame(run.cases)) if step_run else run
+    judged = replace(run, cases=as_timed_frame(run)) if step_run else run
     measure = "step latency" if step_run else "device time"
     p50 = "step p50" if step_run else "device p50"
     points = speedup.speedups(judged)
@@ -468,7 +468,7 @@ def build_dashboard(
     for i, run in enumerate(runs):
         prefix = f"run{i}"
         sections = _run_sections(run, prefix, views)
-        own = views.get(run.manifest.get("kind"))
+        own = views.get(run.kind)
         verdicts = findings_view.verdict_blocks(findings.get(run.run_id, ()))
         if own is not None and not own.verdicts:
             verdicts = ""

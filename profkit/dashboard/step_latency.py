@@ -16,9 +16,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from profkit.dashboard.common import layout
-from profkit.explain.decode_steps import has_step_latency
 from profkit.stats.tail import TAIL_PCT, attribute_tail, tail_by
-from profkit.store import Run
+from profkit.store import DECODE, Run
 
 BOX_PCTS = (5, 25, 50, 75, 95, 99)
 PROBE = "probe."
@@ -30,7 +29,7 @@ STAGE_COLORS = (
 
 def applies(run: Run) -> bool:
     s = run.samples
-    return has_step_latency(run.cases) and s is not None and bool((s["kind"] == "device").any())
+    return run.kind == DECODE and s is not None and bool((s["kind"] == "device").any())
 
 
 def _cases(run: Run) -> list[tuple[str, str, str]]:

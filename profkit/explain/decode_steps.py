@@ -18,15 +18,7 @@ import pandas as pd
 from profkit.explain.evidence import Evidence, num, text
 from profkit.explain.model import Cause, Finding, Kind, Reason
 from profkit.stats.tail import dynamic_tail
-
-STEP_COLUMNS = ("step_p99_ms", "step_p95_over_p50", "tail_stage")
-
-
-def has_step_latency(cases: pd.DataFrame) -> bool:
-    """Whether the table times steps: the step columns exist and some case has a p99."""
-    return all(c in cases.columns for c in STEP_COLUMNS) and bool(
-        pd.to_numeric(cases["step_p99_ms"], errors="coerce").notna().any()
-    )
+from profkit.store import DECODE, Run
 
 
 def as_timed(rows: list[dict]) -> list[dict]:
@@ -36,12 +28,13 @@ def as_timed(rows: list[dict]) -> list[dict]:
     return [r | {f"device_{k}": r.get(f"step_{k}") for k in keys} for r in rows]
 
 
-def as_timed_frame(cases: pd.DataFrame) -> pd.DataFrame:
-    """as_timed over a whole cases table; other runs' tables unchanged. For the comparisons that
-    read device_p50_ms (speedups, history), which a step-latency run leaves empty."""
-    if "step_p50_ms" not in cases.columns or cases["device_p50_ms"].notna().any():
-        return cases
-    return pd.DataFrame(as_timed(cases.to_dict("records")), index=cases.index)
+def as_timed_frame(run: Run) -> pd.DataFrame:
+    """A run's cases with its kind's latency under the device_* names: a decode run's iteration
+    latency (as_timed), every other kind's cases as they are. For the comparisons that read
+    device_p50_ms (speedups, history), which a decode run leaves empty."""
+    if run.kind != DECODE:
+        return run.cases
+    return pd.DataFrame(as_timed(run.cases.to_dict("records")), index=run.cases.index)
 
 
 def step_findings(

@@ -95,7 +95,7 @@ def history_finding(
 ) -> tuple[Finding | None, dict[Action, str]]:
     """What changed for one lab variant against the previous run, and the steps it rules out."""
     # step-latency runs are compared on step latency (explain.decode_steps.as_timed_frame)
-    now, before = (as_timed_frame(r.cases).astype({"variant": str}) for r in (run, previous))
+    now, before = (as_timed_frame(r).astype({"variant": str}) for r in (run, previous))
     pairs = _pairs(now, before, variant)
     if not pairs:
         return None, {}

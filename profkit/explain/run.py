@@ -43,7 +43,7 @@ from profkit.explain.shape import launch_overhead
 from profkit.explain.siblings import Siblings
 from profkit.explain.verdict import verdicts
 from profkit.lab import lab_dir
-from profkit.store import Run
+from profkit.store import DECODE, Run
 
 _TIMING = ("device_p50_ms", "device_iqr_ms", "device_p95_ms", "pct_peak_bw", "step_p50_ms")
 
@@ -98,7 +98,7 @@ def explain_run(
             hosted = host.host_finding(row, finding.subject)
             if hosted is not None:
                 report.findings.append(hosted)
-        if decode_steps.has_step_latency(group):
+        if run.kind == DECODE:
             # the same comparison against the baseline, on step latency (its samples are the
             # run's `device` kind); the verdict says which measure it weighed
             judged = verdicts(

@@ -5,5 +5,3 @@ space (a variant's tunables: the grid, names, the spec whose variants are config
 the stored run of kind "tune"), why (the winner against the shipped configuration: its interval and
 the counters that changed), cluster_round (one round as a Dask sweep).
 """
-
-KIND = "tune"  # the manifest's "kind" of a tune run

@@ -30,7 +30,7 @@ from profkit import store
 from profkit.errors import ProfkitError
 from profkit.explain import Finding, Kind, explain_run
 from profkit.spec import KernelSpec, Shape, find_spec, format_shape
-from profkit.tune import KIND, steps, why
+from profkit.tune import steps, why
 from profkit.tune.space import Space, describe, spec_file
 
 TUNE_FILE = "tune.json"  # the tune run's own record: rounds, steps, winner, why
@@ -270,7 +270,7 @@ def _store(
             writer.write_samples(samples_all)
         writer.path(TUNE_FILE).write_text(json.dumps(record, indent=2, default=str) + "\n")
         manifest = {
-            "kind": KIND,
+            "kind": store.TUNE,
             "kernel": stored_kernel(spec.name),
             "tuned_kernel": spec.name,
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -321,7 +321,7 @@ def stored_kernel(kernel: str) -> str:
 
 def tune_record(run: store.Run) -> dict | None:
     """A tune run's record (tune.json), None for any other run."""
-    if run.manifest.get("kind") != KIND:
+    if run.kind != store.TUNE:
         return None
     try:
         return json.loads((run.path / TUNE_FILE).read_text())

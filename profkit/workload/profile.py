@@ -28,7 +28,6 @@ from profkit.explain.kernel_family import cut_middle
 from profkit.workload import counter_pass, pace, timing_pass
 from profkit.workload.program import Program, child_env
 
-KIND = "profile"
 EXPORT = "timing.json.gz"  # the child's export, kept in the run: every figure traces back to it
 STDERR_TAIL_LINES = 20
 TAIL_LINE_CHARS = 160  # a stderr line quoted in an error: a 5000-character message is cut
@@ -116,7 +115,7 @@ def _profile(program: Program, opts: ProfileOptions, writer: store.RunWriter, co
     writer.write_table(store.CASES, joined)
     writer.write_samples(samples)
     manifest = {
-        "kind": KIND,
+        "kind": store.PROFILE,
         "kernel": program.name,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "mode": "gpu",
