@@ -1,4 +1,4 @@
-"""What a new user meets first (issue 8): the README's commands as written, `list` without torch,
+"""What a new user meets first: the README's commands as written, `list` without torch,
 interpret runs kept apart, tables that fit the terminal, and input checked before any work."""
 
 from __future__ import annotations

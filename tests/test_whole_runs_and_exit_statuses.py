@@ -1,5 +1,5 @@
-"""Issue 22: runs that are whole or refused, honest exit statuses, specs checked when they load,
-and the faults a new user found (each test here failed on the code before its fix)."""
+"""Runs that are whole or refused, honest exit statuses, specs checked when they load, and the
+faults a new user found (each test here failed on the code before its fix; issue 22)."""
 
 from __future__ import annotations
 
