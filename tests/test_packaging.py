@@ -19,7 +19,10 @@ TRACKED_LIMIT = 15_000_000  # bytes (issue 21): runs and pages stay out of git
 # in the venv: the unit tier of the files whose tests start processes that find python3 or profkit
 # on PATH, or make a nested venv (the wheel check), where a venv differs from the system Python;
 # not this test itself, nor ruff (a lint of the tree, the same from any environment)
-IN_VENV = "-m unit tests/test_packaging.py tests/test_readme_commands_and_first_runs.py -k 'not fresh_venv and not ruff'"
+IN_VENV = (
+    "-m unit tests/test_packaging.py tests/test_readme_commands_and_first_runs.py"
+    " -k 'not fresh_venv and not ruff'"
+)
 PURELIB = "import sysconfig; print(sysconfig.get_path('purelib'))"
 
 
