@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 
 from profkit.explain.evidence import text as cell_text
+from profkit.textsafe import cut_middle
 
 
 class Family(StrEnum):
@@ -197,14 +198,6 @@ def short_name(name: str, width: int = 48) -> str:
     text = _strip_brackets(text, "<", ">")
     text = text.rsplit("::", 1)[-1].strip() or name.strip()
     return cut_middle(text, width)
-
-
-def cut_middle(text: str, width: int) -> str:
-    """text, or when longer than width its two ends around "...", so both stay readable."""
-    if len(text) <= width:
-        return text
-    keep = (width - 3) // 2
-    return f"{text[:keep]}...{text[-keep:]}"
 
 
 _SOURCE_NAME = re.compile(r"(\d+)")

@@ -9,8 +9,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from profkit.dashboard.html import no_counters, note, plot_div
-from profkit.explain.kernel_family import cut_middle
 from profkit.store import Run
+from profkit.textsafe import cut_middle
 from profkit.workload.explain import explain_profile, kind_of
 
 GROUPS_DRAWN = 25  # the rest hold little time and would crowd the chart

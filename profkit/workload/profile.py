@@ -24,7 +24,7 @@ from rich.console import Console
 from profkit import store
 from profkit.counters import ncu
 from profkit.errors import ProfkitError
-from profkit.explain.kernel_family import cut_middle
+from profkit.textsafe import cut_middle
 from profkit.workload import counter_pass, pace, timing_pass
 from profkit.workload.program import Program, child_env
 
