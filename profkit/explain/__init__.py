@@ -1,12 +1,16 @@
 """profkit explain: findings, bottlenecks and verdicts from a stored run or a report.
 
-One module per concern: model (what is decided, as data), evidence (reading rows, quoting numbers),
-library (who wrote a kernel), roofs (per pipe and dtype; DRAM, L2, L1), memory (the hierarchy,
-re-reads, coalescing, bank conflicts), compute (pipes), shape (grid, waves, occupancy), stalls,
-diagnose (one row -> bottleneck, unit, causes, steps), launches (per-launch drill-down), rules
-(NVIDIA's, judged), history (earlier runs, ruled-out steps), host (host-bound cases), verdict
-(device-time statistics), phrases (words) and render (terminal, markdown, JSON). Pure pandas: no
-torch, no GPU.
+One module per concern: model (what is decided, as data), record (a launch's counters as one typed
+record), kinds (the kernel kind and its owner, decided once), kernel_family (who wrote a kernel, by
+its name), evidence (reading rows, quoting numbers), catalogue (the causes: the counters each
+needs, its test, what it refutes, its remedies, the conflicts between steps), roofs (per pipe and
+dtype; DRAM, L2, L1), memory (the hierarchy, re-reads, coalescing, bank conflicts), compute
+(pipes), shape (grid, waves, occupancy), stalls, context and diagnose (one launch -> bottleneck,
+unit, causes, steps), siblings (what a faster variant does differently), launches (per-launch
+drill-down), ncu_rules (NVIDIA's, judged), history (earlier runs, ruled-out steps), host
+(host-bound cases), verdict (device-time statistics), decode_steps (a decode run's iteration
+latencies), hotlines and source_render (source lines), run (a stored run -> a Report), phrases
+(words), render and as_json (terminal, markdown, JSON). Pure pandas: no torch, no GPU.
 """
 
 from profkit.explain.diagnose import classify

@@ -20,7 +20,6 @@ from profkit.explain.evidence import Evidence, timed
 from profkit.explain.model import Action, NextStep
 from profkit.explain.record import LaunchRecord
 
-# launch and traffic facts compared with a sibling: (record field, is an occupancy)
 # launch and traffic facts compared with a sibling, most telling first: (field, kind). A traffic
 # fact is named only where the faster sibling moves less, an occupancy only where it holds more
 # warps (the other way round they cannot be why it is faster); a launch shape either way.
