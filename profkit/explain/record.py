@@ -4,10 +4,10 @@ catalogue reads, under names that say what they are, and the quantities derived 
 
 Every cause in profkit/explain/catalogue.py is a predicate on this record, and every module of
 explain reads a launch's (or a case's) counters through it: the stored columns are named here only
-(profkit/counters/metrics.py maps them to ncu's metrics). A finding quotes a field under its column's name
-(LaunchRecord.column), the evidence key of the JSON schema. A field is None when its counter was
-not collected (an older run, a report captured with other sections): the catalogue then says "not
-measured", never guesses.
+(profkit/counters/metrics.py maps them to ncu's metrics). A finding quotes a field under its
+column's name (LaunchRecord.column), the evidence key of the JSON schema. A field is None when its
+counter was not collected (an older run, a report captured with other sections): the catalogue
+then says "not measured", never guesses.
 """
 
 from __future__ import annotations
