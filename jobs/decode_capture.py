@@ -287,14 +287,14 @@ class Lab:
         stages: tuple[str, ...] | None = None,
     ) -> dict:
         """Check (poisoned output, float64 reference), time, then time again with probes."""
-        from profkit.measure import step_latency
+        from profkit.measure import iteration_latency
 
         try:
             call = build(self.dec._no_mark)
             verdict = (
                 check()
                 if check
-                else step_latency.check_step(lambda: call(0), reference, pick, self.tol)
+                else iteration_latency.check_iteration(lambda: call(0), reference, pick, self.tol)
             )
         except Exception as exc:  # a capture that fails is this case's result, not the sweep's end
             why = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
@@ -303,9 +303,11 @@ class Lab:
         if not verdict["correct"]:
             print(f"  INCORRECT: {verdict['error']}", flush=True)
             return row
-        s = step_latency.run_steps(call, self.args.steps, self.args.warmup, device=self.device)
-        row = step_latency.case_row(row, s)
-        self.samples.append(step_latency.samples_frame(ident["case"], s))
+        s = iteration_latency.run_iterations(
+            call, self.args.steps, self.args.warmup, device=self.device
+        )
+        row = iteration_latency.case_row(row, s)
+        self.samples.append(iteration_latency.samples_frame(ident["case"], s))
         self.last_device_ms = s.device_ms
         call = None  # release the graphs before the probed copy is captured
         if probe and not self.args.no_probes:
@@ -314,23 +316,25 @@ class Lab:
         return row
 
     def probe(self, ident: dict, build, external: bool, stages) -> dict:
-        from profkit.measure import step_latency
+        from profkit.measure import iteration_latency
         from profkit.stats import tail
 
         try:
-            probes = step_latency.Probes(stages, external=external, device=self.device)
+            probes = iteration_latency.Probes(stages, external=external, device=self.device)
             call = build(probes.mark)
-            s = step_latency.run_steps(call, self.args.steps, self.args.warmup, probes, self.device)
+            s = iteration_latency.run_iterations(
+                call, self.args.steps, self.args.warmup, probes, self.device
+            )
         except Exception as exc:  # probes are optional: the plain timing stands without them
             why = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
             print(f"  probes failed: {why}", flush=True)
             return {"probe_note": f"probes failed: {why}"}
-        frame = step_latency.samples_frame(ident["case"], s, probe_prefix="")
+        frame = iteration_latency.samples_frame(ident["case"], s, probe_prefix="")
         frame["kind"] = "probe." + frame["kind"]  # probe.device, probe.host, probe.<stage>
         self.samples.append(frame[frame.kind != "probe.host"])
         ranked = tail.attribute_tail(s.device_ms, s.probes)
         top, excess = ranked[0]
-        in_tail = tail.tail_steps(s.device_ms)
+        in_tail = tail.tail_iterations(s.device_ms)
         return {
             "probe_p50_ms": float(np.median(s.device_ms)),
             "tail_stage": top,
@@ -344,7 +348,7 @@ class Lab:
         returns the manifest section of the same name."""
         import torch
 
-        from profkit.measure import step_latency
+        from profkit.measure import iteration_latency
         from profkit.stats import tail
 
         dec, args = self.dec, self.args
@@ -362,7 +366,7 @@ class Lab:
         x_pool = x_pool.to(getattr(torch, args.dtype))
         if args.copy_in != "device":
             x_pool = x_pool.cpu()  # pageable host memory; the runner's copy_in says how it goes
-        # run_steps calls steps 0..warmup-1 untimed, then 0..steps-1 timed: one walk serves both
+        # run_iterations calls 0..warmup-1 untimed, then 0..steps-1 timed: one walk serves both
         timed = walk = dec.batch_walk(args.steps, lo, hi, seed=args.seed)
         ident = self.identity(DYNAMIC[kernels], (hi, cache_len))
         copy_in = "pinned" if args.copy_in == "device" else args.copy_in  # "device": unused
@@ -377,7 +381,7 @@ class Lab:
             ref_inp = {**inp, "x": x_pool.to(self.device)}
             for n in sorted({lo, (lo + hi) // 2, hi, 1}):
                 pick = sorted({0, n - 1})
-                v = step_latency.check_step(
+                v = iteration_latency.check_iteration(
                     lambda n=n: runner(x_pool[:n]),
                     lambda pick=pick: dec.reference(dec.select_rows(ref_inp, pick)),
                     pick,

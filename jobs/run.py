@@ -98,7 +98,7 @@ def install_wheels() -> None:
         subprocess.run([*pip, *map(str, wheels)], check=True)
 
 
-def run_steps(steps: list[dict], folder: Path, out: Path) -> None:
+def run_iterations(steps: list[dict], folder: Path, out: Path) -> None:
     """Each step in turn; its output to NAME.log, its exit status and wall time to NAME.json."""
     env = environment(folder, out)
     for step in steps:
@@ -183,13 +183,13 @@ def main(argv: list[str] | None = None) -> int:
     folder = (args.folder or Path(f"/tmp/job-{args.job.stem}")).resolve()
     out = args.out.resolve()
     if args.worker:
-        run_steps(steps, folder, out)
+        run_iterations(steps, folder, out)
         return 0
     if not folder.is_dir():
         (folder / "runs").mkdir(parents=True)
         install_wheels()
         if args.foreground:
-            run_steps(steps, folder, out)
+            run_iterations(steps, folder, out)
         else:
             worker = [sys.executable, os.path.abspath(__file__), str(args.job), "--worker"]
             worker += ["--folder", str(folder), "--out", str(out)]

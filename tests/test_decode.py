@@ -10,7 +10,7 @@ os.environ["TRITON_INTERPRET"] = "1"  # before the lab's kernels are (re)loaded 
 
 import torch  # noqa: E402
 
-from profkit.measure import step_latency  # noqa: E402
+from profkit.measure import iteration_latency  # noqa: E402
 from profkit.spec import find_spec  # noqa: E402
 
 SPEC = find_spec("decode")  # re-executes kernels/*.py with the interpreter on
@@ -92,7 +92,7 @@ def test_fixed_variants_match_float64(variant, dtype):
     inp = tiny_inputs(batch, cache_len, dtype, seed=hash(variant) % 1000)
     call = DEC.build(variant, inp, cache_len, capture=False)
     rows = [0, 1, 2]
-    verdict = step_latency.check_step(
+    verdict = iteration_latency.check_iteration(
         lambda: call(0),
         lambda: DEC.reference(DEC.select_rows(inp, rows)),
         rows,
@@ -134,14 +134,14 @@ def test_a_step_that_misses_the_new_token_fails_the_reference():
     q = DEC.pre_attention(inp, DEC.rms_eager)
     a = DEC.attention(inp, q, upto=9)  # slots 0..8: the token just appended at 9 left out
     wrong = DEC.post_attention(inp, inp["x"], a, DEC.rms_eager)
-    verdict = step_latency.check_output(wrong, DEC.reference(inp), *SPEC.tolerances["float32"])
+    verdict = iteration_latency.check_output(wrong, DEC.reference(inp), *SPEC.tolerances["float32"])
     assert not verdict["correct"] and "outside tolerance" in verdict["error"]
 
 
 def test_poison_catches_a_replay_that_stops_writing_its_output():
     inp = tiny_inputs(2, 5, "float32")
     static = DEC.step(inp)  # computed once; "replays" then return the same tensor unwritten
-    verdict = step_latency.check_step(
+    verdict = iteration_latency.check_iteration(
         lambda: static, lambda: DEC.reference(inp), [0, 1], (1e-3, 1e-3)
     )
     assert not verdict["correct"] and "unwritten" in verdict["error"]
@@ -170,7 +170,7 @@ def test_dynamic_padded_steps_match_float64(dtype, copy_in, norm):
     # step where row 3 is real must still be right; 5 pads three rows of bucket 8
     for n in (3, 1, 4, 2, 5, 8, 3):
         rows = list(range(n))
-        verdict = step_latency.check_step(
+        verdict = iteration_latency.check_iteration(
             lambda n=n: runner(x_pool[:n]),
             lambda rows=rows: DEC.reference(DEC.select_rows(ref_inp, rows)),
             rows,
@@ -201,9 +201,9 @@ def test_dynamic_runner_rejects_buckets_beyond_the_cache():
 
 def test_probes_split_each_step_into_stages_that_sum_to_it():
     inp = tiny_inputs(2, 6, "float32")
-    probes = step_latency.Probes(DEC.STAGES, external=False, device="cpu")
+    probes = iteration_latency.Probes(DEC.STAGES, external=False, device="cpu")
     call = DEC.build("piecewise", inp, 6, capture=False, mark=probes.mark)
-    s = step_latency.run_steps(call, steps=20, warmup=2, probes=probes, device="cpu")
+    s = iteration_latency.run_iterations(call, steps=20, warmup=2, probes=probes, device="cpu")
     assert list(s.probes) == [*DEC.STAGES, "rest"]
     total = sum(torch.tensor(v, dtype=torch.float64) for v in s.probes.values())
     assert torch.allclose(total, torch.tensor(s.device_ms, dtype=torch.float64), atol=1e-9)

@@ -1,8 +1,8 @@
 """profkit dashboard: stored runs -> one offline Plotly HTML page (no network, GPU or torch).
 
 One module per view (speedup, roofline, host, launches, history, sweep, findings_view,
-step_latency); `page` assembles them. Every number drawn or written comes from a run's manifest,
-cases.csv, kernels.csv or samples, or from a finding or comparison computed from them.
+iteration_latency); `page` assembles them. Every number drawn or written comes from a run's
+manifest, cases.csv, kernels.csv or samples, or from a finding or comparison computed from them.
 """
 
 from profkit.dashboard.history import stored_runs

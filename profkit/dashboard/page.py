@@ -23,11 +23,11 @@ from profkit.dashboard import (
     findings_view,
     history,
     host,
+    iteration_latency,
     launches,
     roofline,
     source_view,
     speedup,
-    step_latency,
     sweep,
 )
 from profkit.dashboard.common import timed
@@ -173,7 +173,7 @@ def _run_sections(
     if own is not None:
         return own.sections(run, prefix)
     out: list[tuple[str, str]] = []
-    step_run = step_latency.applies(run)
+    step_run = iteration_latency.applies(run)
     # a step-latency run measures no call's device time: its speedups are over step latency
     judged = replace(run, cases=as_timed_frame(run)) if step_run else run
     measure = "step latency" if step_run else "device time"
@@ -321,7 +321,7 @@ def _step_run_counters(run: Run, prefix: str) -> list[tuple[str, str]]:
 def _step_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
     """Runs that time whole steps: the distribution per case, the tail by stage, and dynamic
     replay per bucket; none else."""
-    dist = step_latency.distribution_figure(run)
+    dist = iteration_latency.distribution_figure(run)
     if dist is None:
         return []
     caveat = run.manifest.get("note")
@@ -333,7 +333,7 @@ def _step_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
         + (f" This run: {caveat}." if caveat else "")
     ) + plot_div(dist, f"{prefix}-plot-steps")
     out = [("Step latency distribution", body)]
-    tail = step_latency.tail_figure(run)
+    tail = iteration_latency.tail_figure(run)
     if tail is not None:
         out.append(
             (
@@ -341,14 +341,14 @@ def _step_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
                 note(
                     "From the probed run (a second run with device events between stages, "
                     "probe.* samples): over the steps at or above the "
-                    f"p{step_latency.TAIL_PCT} of the "
+                    f"p{iteration_latency.TAIL_PCT} of the "
                     "probed step latency, each stage's mean minus its median over all steps, "
                     "stacked per case."
                 )
                 + plot_div(tail, f"{prefix}-plot-steptail"),
             )
         )
-    buckets = step_latency.bucket_figure(run)
+    buckets = iteration_latency.bucket_figure(run)
     if buckets is not None:
         out.append(
             (
@@ -357,8 +357,8 @@ def _step_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
                     "Dynamic replay's step latency per batch bucket, for each dynamically "
                     "replayed variant (its manifest section: each timed step's batch, padded to "
                     "its bucket): p50 per bucket, each bucket's share of all steps and of the "
-                    f"steps at or above the p{step_latency.TAIL_PCT}, and its mean padding waste "
-                    "(padded rows / bucket rows)."
+                    f"steps at or above the p{iteration_latency.TAIL_PCT}, and its mean padding "
+                    "waste (padded rows / bucket rows)."
                 )
                 + plot_div(buckets, f"{prefix}-plot-stepbuckets"),
             )

@@ -1,6 +1,6 @@
 """The statistics of consecutive timed steps (a decode loop's, say): percentiles, the tail, and
 what the tail is made of (stages, buckets, batch sizes). Plain functions on arrays: profkit's
-analysis half reads them without torch; profkit.measure.step_latency measures the steps."""
+analysis half reads them without torch; profkit.measure.iteration_latency measures the steps."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def tail_ratio(ms: Sequence[float]) -> float:
     return p["p95"] / p["p50"]
 
 
-def step_columns(step_ms: Sequence[float]) -> dict:
+def iteration_columns(step_ms: Sequence[float]) -> dict:
     """The case's step-latency columns (docs/tables.md). Kept apart from device_p50_ms, which is one
     call's device time with the host off the critical path: a step's latency includes the host."""
     p = percentiles(step_ms)
@@ -47,7 +47,7 @@ def step_columns(step_ms: Sequence[float]) -> dict:
     }
 
 
-def tail_steps(device_ms: Sequence[float], pct: float = TAIL_PCT) -> np.ndarray:
+def tail_iterations(device_ms: Sequence[float], pct: float = TAIL_PCT) -> np.ndarray:
     """Boolean mask of the steps at or above the pct-th percentile."""
     x = np.asarray(device_ms, dtype=float)
     return x >= np.percentile(x, pct)
@@ -59,7 +59,7 @@ def attribute_tail(
     """Where the tail steps' extra time went: for each stage, its mean over the tail steps minus
     its median over all steps (ms), largest first. Stages that sum to each step's device time give
     excesses that sum to the tail's mean excess over the median step, less the stages' skew."""
-    tail = tail_steps(device_ms, pct)
+    tail = tail_iterations(device_ms, pct)
     out = []
     for name, values in stages.items():
         v = np.asarray(values, dtype=float)
@@ -78,7 +78,7 @@ def tail_by(
     lab = np.asarray(labels)
     if lab.shape != x.shape:
         raise ValueError(f"{lab.size} labels for {x.size} samples")
-    tail = tail_steps(x, pct)
+    tail = tail_iterations(x, pct)
     rows = []
     for value in sorted(set(lab.tolist())):
         sel = lab == value
@@ -126,7 +126,7 @@ def tail_split(
     x, lab = np.asarray(device_ms, dtype=float), np.asarray(labels)
     if lab.shape != x.shape:
         raise ValueError(f"{lab.size} labels for {x.size} samples")
-    tail = tail_steps(x, pct)
+    tail = tail_iterations(x, pct)
     rel = {}
     for name, values in stages.items():
         v = np.asarray(values, dtype=float)

@@ -1,4 +1,4 @@
-"""profkit.measure.step_latency: percentiles, the tail's attribution, probes and the step loop on
+"""profkit.measure.iteration_latency: percentiles, the tail's attribution, probes and the loop on
 the host clock (synthetic samples with known answers: constructed here, not measured)."""
 
 import gc
@@ -6,7 +6,7 @@ import gc
 import numpy as np
 import pytest
 
-from profkit.measure import step_latency
+from profkit.measure import iteration_latency
 from profkit.stats import tail
 
 
@@ -17,7 +17,7 @@ def test_percentiles_of_1_to_1001_are_exact():
 
 
 def test_step_columns_have_their_own_names_never_device_time():
-    cols = tail.step_columns(np.arange(1, 1002) / 1000)
+    cols = tail.iteration_columns(np.arange(1, 1002) / 1000)
     assert not any(c.startswith("device_") for c in cols)
     assert cols["step_reps"] == 1001
     assert cols["step_p50_ms"] == pytest.approx(0.501)
@@ -51,7 +51,7 @@ def spiky(n=1000, spikes=50):
 def test_attribute_tail_names_the_stage_that_spikes():
     a, b = spiky()
     device = a + b
-    assert tail.tail_steps(device).sum() == 50
+    assert tail.tail_iterations(device).sum() == 50
     ranked = tail.attribute_tail(device, {"a": a, "b": b})
     assert ranked == [("b", pytest.approx(2.0)), ("a", pytest.approx(0.0))]
 
@@ -73,8 +73,8 @@ def test_tail_by_bucket_shows_which_bucket_holds_the_tail():
 
 
 def test_probes_read_stage_times_that_telescope_to_the_step():
-    start, end = step_latency.HostEvent(), step_latency.HostEvent()
-    probes = step_latency.Probes(["x", "y"], external=False, device="cpu")
+    start, end = iteration_latency.HostEvent(), iteration_latency.HostEvent()
+    probes = iteration_latency.Probes(["x", "y"], external=False, device="cpu")
     start.t, end.t = 1.0, 1.010
     probes.events["x"].t, probes.events["y"].t = 1.002, 1.009
     got = probes.read(start, end)
@@ -84,25 +84,26 @@ def test_probes_read_stage_times_that_telescope_to_the_step():
 
 def test_run_steps_times_every_step_after_the_warmup():
     calls = []
-    s = step_latency.run_steps(calls.append, steps=30, warmup=4, device="cpu")
+    s = iteration_latency.run_iterations(calls.append, steps=30, warmup=4, device="cpu")
     assert calls == [0, 1, 2, 3, *range(30)]
     assert s.device_ms.shape == s.host_ms.shape == (30,)
     assert (s.device_ms >= s.host_ms).all() and s.loop_ms > 0
 
 
 def test_samples_frame_is_profkits_long_format():
-    s = step_latency.StepSamples(
+    s = iteration_latency.IterationSamples(
         np.array([1.0, 2.0]), np.array([0.1, 0.2]), 1.5, {"qkv": [0.3, 0.4]}
     )
-    df = step_latency.samples_frame("decode.graph.bfloat16.1x512", s)
+    df = iteration_latency.samples_frame("decode.graph.bfloat16.1x512", s)
     assert list(df.columns) == ["case", "kind", "ms"]
     assert df.groupby("kind").ms.apply(list).to_dict() == {
         "device": [1.0, 2.0],
         "host": [0.1, 0.2],
         "probe.qkv": [0.3, 0.4],
     }
-    row = step_latency.case_row(
-        {"case": "c"}, step_latency.StepSamples(np.arange(1, 1002) / 1e3, np.full(1001, 0.02), 0.6)
+    row = iteration_latency.case_row(
+        {"case": "c"},
+        iteration_latency.IterationSamples(np.arange(1, 1002) / 1e3, np.full(1001, 0.02), 0.6),
     )
     assert row["host_us"] == pytest.approx(20.0) and row["loop_us"] == pytest.approx(600.0)
     assert row["step_method"] == "events" and row["step_p50_ms"] == pytest.approx(0.501)
@@ -111,7 +112,7 @@ def test_samples_frame_is_profkits_long_format():
 
 def test_run_steps_keeps_garbage_collection_out_of_the_timed_steps():
     seen = []
-    s = step_latency.run_steps(
+    s = iteration_latency.run_iterations(
         lambda i: seen.append(gc.isenabled()), steps=10, warmup=2, device="cpu"
     )
     assert len(s.device_ms) == 10
@@ -126,5 +127,5 @@ def test_run_steps_restores_the_collector_when_a_step_raises():
             raise RuntimeError("step failed")
 
     with pytest.raises(RuntimeError):
-        step_latency.run_steps(boom, steps=5, warmup=0, device="cpu")
+        iteration_latency.run_iterations(boom, steps=5, warmup=0, device="cpu")
     assert gc.isenabled()

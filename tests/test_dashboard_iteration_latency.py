@@ -16,7 +16,7 @@ import pytest
 from stored_runs import run_path
 
 from profkit import dashboard, store
-from profkit.dashboard import step_latency
+from profkit.dashboard import iteration_latency
 from profkit.explain import explain_run
 
 ROOT = Path(__file__).parents[1]
@@ -45,7 +45,7 @@ def page(r: store.Run) -> str:
 
 
 def test_distribution_boxes_are_the_stored_samples_percentiles():
-    fig = step_latency.distribution_figure(run())
+    fig = iteration_latency.distribution_figure(run())
     s = samples()
     boxes = [t for t in fig.data if t.type == "box"]
     assert [b.legendgroup for b in boxes] == list(dict.fromkeys(cases()["variant"]))
@@ -74,7 +74,7 @@ def test_distribution_boxes_are_the_stored_samples_percentiles():
 
 
 def test_tail_bars_match_the_stored_tail_stage():
-    fig = step_latency.tail_figure(run())
+    fig = iteration_latency.tail_figure(run())
     bars = {(t.name, x): y for t in fig.data for x, y in zip(t.x, t.y, strict=True)}
     probed = cases()[cases()["tail_stage"].notna()]
     assert len({x for _, x in bars}) == len(probed)
@@ -92,7 +92,7 @@ def test_tail_bar_recomputed_from_the_probe_samples():
     mine = s[s["case"] == case]
     device = mine.loc[mine["kind"] == "probe.device", "ms"].to_numpy()
     tail = device >= np.percentile(device, 95)
-    fig = step_latency.tail_figure(run())
+    fig = iteration_latency.tail_figure(run())
     for t in fig.data:
         x = mine.loc[mine["kind"] == f"probe.{t.name}", "ms"].to_numpy()
         if x.size == 0:
@@ -119,13 +119,16 @@ def test_page_has_the_step_sections_deterministically():
 
 def test_no_step_views_for_other_runs():
     r = store.load(RMSNORM)
-    assert step_latency.distribution_figure(r) is None and step_latency.tail_figure(r) is None
+    assert (
+        iteration_latency.distribution_figure(r) is None
+        and iteration_latency.tail_figure(r) is None
+    )
     html = page(r)
     assert "Step latency distribution" not in html and "plot-steps" not in html
 
 
 def test_bucket_view_agrees_with_the_bench_and_counts_padding():
-    b = step_latency.by_bucket(run()).set_index("label")
+    b = iteration_latency.by_bucket(run()).set_index("label")
     stored = run().manifest["dynamic"]
     for r in stored["tail_by_bucket"]:  # what the bench computed on the GPU from the same steps
         assert b.loc[r["label"], "p50_ms"] == pytest.approx(r["p50_ms"], abs=1e-5)
@@ -134,7 +137,7 @@ def test_bucket_view_agrees_with_the_bench_and_counts_padding():
     assert b.loc[8, "pad_waste"] == 0.0  # batch 8 fills bucket 8; the walk never goes below 8
     in16 = batches[(batches > 8) & (batches <= 16)]
     assert b.loc[16, "pad_waste"] == pytest.approx(((16 - in16) / 16).mean())
-    assert step_latency.bucket_figure(store.load(RMSNORM)) is None
+    assert iteration_latency.bucket_figure(store.load(RMSNORM)) is None
 
 
 FUSED = run_path("decode-20261201-002601-vm-da36a7")  # dynamic and dynamic_fused
@@ -142,8 +145,8 @@ FUSED = run_path("decode-20261201-002601-vm-da36a7")  # dynamic and dynamic_fuse
 
 def test_bucket_view_draws_every_dynamic_variant():
     r = store.load(FUSED)
-    assert step_latency.dynamic_variants(r) == ["dynamic", "dynamic_fused"]
-    fig = step_latency.bucket_figure(r)
+    assert iteration_latency.dynamic_variants(r) == ["dynamic", "dynamic_fused"]
+    fig = iteration_latency.bucket_figure(r)
     bars = {t.name: t for t in fig.data if t.type == "bar"}
     assert set(bars) == {"dynamic: step latency p50 (us)", "dynamic_fused: step latency p50 (us)"}
     for variant in ("dynamic", "dynamic_fused"):

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from profkit.stats.tail import percentiles, step_columns
+from profkit.stats.tail import iteration_columns, percentiles
 
 MIN_STEPS = 1000  # per variant: enough for a p99 resting on 10 samples
 METHOD = "events"
@@ -87,7 +87,7 @@ class Probes:
 
 
 @dataclass
-class StepSamples:
+class IterationSamples:
     device_ms: np.ndarray
     host_ms: np.ndarray
     loop_ms: float  # wall time per step of the whole loop, synchronizes included
@@ -95,13 +95,13 @@ class StepSamples:
     clocks: dict = field(default_factory=dict)
 
 
-def run_steps(
+def run_iterations(
     call: Callable[[int], Any],
     steps: int,
     warmup: int = 50,
     probes: Probes | None = None,
     device: str = "cuda",
-) -> StepSamples:
+) -> IterationSamples:
     """Run call(0..warmup-1) untimed, then call(0..steps-1), each step timed and synchronized.
     device="cpu" times on the host clock (the CPU tests' path)."""
     from profkit.measure import clocks
@@ -140,7 +140,7 @@ def run_steps(
         if collecting:
             gc.enable()
     device_ms = np.array([s.elapsed_time(e) for s, e in zip(starts, ends, strict=True)])
-    return StepSamples(device_ms, host, loop_ms, stage_ms, probe.summary())
+    return IterationSamples(device_ms, host, loop_ms, stage_ms, probe.summary())
 
 
 def _synchronizer(device: str) -> Callable[[], None]:
@@ -173,13 +173,13 @@ def _verdict(ok: bool, rel: float | None, max_abs: float | None, error: str) -> 
     return {"correct": ok, "rel_err": rel, "max_abs_err": max_abs, "error": error}
 
 
-def case_row(identity: dict, s: StepSamples) -> dict:
+def case_row(identity: dict, s: IterationSamples) -> dict:
     """A cases.csv row: identity columns, step-latency columns, host and loop cost, clocks. The
     device_* columns stay empty: no single call's device time is measured here."""
     host = percentiles(s.host_ms)
     return {
         **identity,
-        **step_columns(s.device_ms),
+        **iteration_columns(s.device_ms),
         "step_method": METHOD,
         "step_note": METHOD_NOTE,
         "host_us": host["p50"] * 1e3,
@@ -189,7 +189,7 @@ def case_row(identity: dict, s: StepSamples) -> dict:
     }
 
 
-def samples_frame(case: str, s: StepSamples, probe_prefix: str = "probe.") -> pd.DataFrame:
+def samples_frame(case: str, s: IterationSamples, probe_prefix: str = "probe.") -> pd.DataFrame:
     """Raw samples in profkit's long format (case, kind, ms), in step order: device, host, and one
     kind per probe stage."""
     parts = [("device", s.device_ms), ("host", s.host_ms)]
@@ -200,7 +200,7 @@ def samples_frame(case: str, s: StepSamples, probe_prefix: str = "probe.") -> pd
     )
 
 
-def check_step(
+def check_iteration(
     call: Callable[[], Any], reference: Callable[[], Any], rows: Sequence[int], tol: tuple
 ) -> dict:
     """Run the step, poison what it returned (NaN), run it again and compare the chosen rows with
