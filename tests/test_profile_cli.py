@@ -41,7 +41,7 @@ def script(tmp_path: Path) -> Path:
 def hand_child(monkeypatch: pytest.MonkeyPatch) -> dict:
     """The timing pass's child replaced: it 'exports' the hand-made two-step program. Set
     exit_status and tail in the returned dict to make the program fail, kernels to launch others."""
-    said: dict = {"exit_status": 0, "tail": [], "argv": None, "kernels": KERNELS}
+    said: dict = {"exit_status": 0, "tail": [], "argv": None, "kernels": KERNELS, "calls": False}
     # the pace pass: the two steps open 0.6 ms apart without the profiler (1 ms under it)
     said["pace"] = {"format": "profkit-pace", "opens_ns": [0, 600_000], "exit_status": 0}
 
@@ -52,7 +52,9 @@ def hand_child(monkeypatch: pytest.MonkeyPatch) -> dict:
             return said["pace"]["exit_status"], 0.5, []
         said["argv"] = argv
         export = Path(argv[argv.index("--export") + 1])
-        write_export(export, exit_status=said["exit_status"], kernels=said["kernels"])
+        write_export(
+            export, exit_status=said["exit_status"], kernels=said["kernels"], calls=said["calls"]
+        )
         return said["exit_status"], 0.7, said["tail"]
 
     monkeypatch.setattr(workload_profile, "run_child", child)
@@ -348,6 +350,42 @@ def test_ctrl_c_during_ncu_stops_ncu_and_its_program(tmp_path: Path, fake_ncu_on
         proc.kill()
     assert proc.returncode != 0
     assert _gone(child), "ncu's program kept running after Ctrl-C"
+
+
+def test_the_counter_pass_gates_ncu_on_the_chosen_launches_op_calls(
+    tmp_path: Path, script: Path, hand_child: dict, fake_ncu_on_path: Path, ncu_rep_path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """With the export's op calls, ncu gets the name filter and no launch window, the child the
+    gate's file (kept in the run), and the run says how many launches were profiled for how many
+    used."""
+    hand_child["calls"] = True
+    argv_file = tmp_path / "ncu-argv.json"
+    monkeypatch.setenv("FAKE_NCU_COPY", str(ncu_rep_path("fx_rmsnorm")))
+    monkeypatch.setenv("FAKE_NCU_ARGV", str(argv_file))
+    out = tmp_path / "runs"
+    result = profile(out, script, "--top", 3)
+    assert result.exit_code == 0, (result.output, result.exception)
+    ncu_argv = json.loads(argv_file.read_text())
+    child = ncu_argv.index("profkit.workload.child")
+    gate = ncu_argv[child + 3]
+    assert ncu_argv[child + 1 : child + 5] == ["--no-profile", "--gate", gate, "--"]
+    i = ncu_argv.index("--profile-from-start")
+    assert ncu_argv[i : i + 7] == [
+        "--profile-from-start", "off", "--nvtx", "--kernel-name-base", "function", "--kernel-name",
+        "regex:^(?:elementwise_kernel|unrolled_elementwise_kernel|vectorized_elementwise_kernel)$",
+    ]  # fmt: skip
+    assert "--launch-skip" not in ncu_argv and "--launch-count" not in ncu_argv
+    run = only_run(out)
+    assert json.loads((run.path / "gate.json").read_text()) == {
+        "step_range": "step", "skipped": 1,
+        "calls": [["aten::copy", 0], ["aten::mul", 0], ["aten::rsqrt", 0]],
+    }  # fmt: skip
+    counters = run.manifest["counters"]
+    assert (counters["selection"], counters["launches_expected"]) == ("gate", 3)
+    # the stand-in ncu hands back all nine launches of fx_rmsnorm: three are used
+    assert (counters["kernels_profiled"], counters["launches_used"]) == (9, 3)
+    assert "counter pass: 9 launches profiled for 3 used" in result.output
 
 
 def test_the_jobs_goal_check_compares_shares_with_ncus_durations(

@@ -77,7 +77,11 @@ def read_export(path: Path) -> dict:
 
 def frames(export: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(activities, user ranges) of an export as tables."""
-    acts = pd.DataFrame(export["kernels"]["rows"], columns=list(KERNEL_COLUMNS))
+    columns = export["kernels"].get("columns", list(KERNEL_COLUMNS))
+    acts = pd.DataFrame(export["kernels"]["rows"], columns=columns)
+    for col in KERNEL_COLUMNS:  # an export written before a column was added
+        if col not in acts.columns:
+            acts[col] = None
     ranges = pd.DataFrame(export["ranges"]["rows"], columns=list(RANGE_COLUMNS))
     for col in ("start_us", "dur_us", "launch_us"):
         acts[col] = pd.to_numeric(acts[col], errors="coerce")
@@ -85,6 +89,14 @@ def frames(export: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     # launch order: CUPTI's correlation ids count launch calls across threads, as ncu counts them
     acts["order"] = acts["correlation"].fillna(np.inf).rank(method="first").astype(int) - 1
     return acts, ranges
+
+
+def op_calls(export: dict) -> pd.DataFrame | None:
+    """The export's aten op calls (name, start_us, end_us, tid), by row; None in an older one."""
+    block = export.get("ops")
+    if not block:
+        return None
+    return pd.DataFrame(block["rows"], columns=block["columns"])
 
 
 def range_names(acts: pd.DataFrame) -> list[str]:
