@@ -114,28 +114,40 @@ def test_a_profile_run_is_stored_like_a_capture_and_every_reader_reads_it(
     report = json.loads(explained.output)
     headline = report["notes"]["train"]
     # the pace pass's step, 0.6 ms, holds 255.296 us of GPU work (1 ms under the profiler); the
-    # elementwise launches (MUL, RSQRT, COPY, CAST and FILL) take 194.944 us of it
+    # elementwise launches (MUL, RSQRT and FILL) take 107.68 us of it, the copy/cast ones (COPY's
+    # copy_ and CAST's to) 87.264 us
     assert headline.startswith(
         "The GPU is idle 57% of the step (host gaps; 74% under the profiler): cut the host cost"
     )
-    assert "; 32% is in 7 elementwise launches per step (5 groups)" in headline
+    assert "; 18% is in 5 elementwise launches per step (3 groups)" in headline
+    assert "; the next 15% is in 2 copy/cast launches per step (2 groups)" in headline
+    # and the table per op class below it: share of the step alone, device ms, launches, groups
+    table = headline.split("\n")[1:]
+    assert table[1].split() == ["elementwise", "17.9%", "0.108", "5", "3"]
+    assert table[2].split() == ["copy/cast", "14.5%", "0.087", "2", "2"]
+    assert table[-1].split() == ["GPU", "idle", "(host", "gaps)", "57.5%"]
     assert "A step takes 0.600 ms run alone, 1.000 ms under the profiler (pace pass" in headline
     assert run.manifest["pace"]["status"] == "ok" and (run.path / "pace.json").is_file()
     assert hand_child["pace_argv"][-7:] == [
         "--step-range", "step", "--", str(script), "--lr", "3e-4", "--", "a b",
     ][-7:]  # fmt: skip
     assert "Measured: 1 step(s), after 1 warm-up step(s)" in headline
-    assert "Counter pass: ncu profiled 9 launches for the top 7 groups (11 passes) in" in headline
+    # the window (the hand export names no op calls): all 9 launches of the step for the 7 used
+    assert "Counter pass: ncu profiled 9 launches to use 7 (the top 7 groups, window " in headline
     assert len(report["findings"]) == 7
     text = invoke("explain", run.path)
     assert text.exit_code == 0
-    assert "21.4% vectorized_elementwise_kernel(mul)@eager (2 launches)" in text.output
+    # named for its op class; the terminal cuts the middle of a long subject to fit
+    subjects = [f["subject"] for f in report["findings"]]
+    assert "21.4% elementwise: vectorized_elementwise_kernel(mul)@eager (2 launches)" in subjects
+    assert "21.4% elementwise: vectorize...rnel(mul)@eager (2 launches)" in text.output
     assert invoke("compare", run.path, run.path).exit_code == 0
     page = tmp_path / "page.html"
     drawn = invoke("dashboard", run.path, "--out", page)
     assert drawn.exit_code == 0, drawn.output
     drawn = page.read_text()
-    assert "Kernel groups" in drawn and "32% is in 7 elementwise launches" in drawn
+    assert "Kernel groups" in drawn and "18% is in 5 elementwise launches" in drawn
+    assert "<pre class='note'>  op class (per step)" in drawn  # the table per op class, laid out
     assert "Speedup over the baselines" not in drawn  # a capture's views: no variants here
     assert "vectorized_elementwise_kernel(mul)@eager" in drawn
 
@@ -441,8 +453,12 @@ def test_without_a_timed_step_alone_the_idle_share_is_the_profiled_runs_and_says
     run = only_run(out)
     assert run.manifest["pace"]["status"] == status
     headline = json.loads(invoke("explain", run.path, "--format", "json").output)["notes"]["train"]
-    # the timing pass's own figures: 194.944 us of the 300.296 us GPU span of the profiled step
-    assert headline.startswith("65% of the step is in 7 elementwise launches per step (5 groups)")
+    # the timing pass's own figures: of the profiled step's 300.296 us GPU span, 107.68 us in the
+    # elementwise launches (MUL, RSQRT, FILL), 87.264 us in the copy/cast ones (COPY, CAST)
+    assert headline.startswith(
+        "36% of the step is in 5 elementwise launches per step (3 groups): capture counters to "
+        "see what limits it; the next 29% is in 2 copy/cast launches per step (2 groups)"
+    )
     assert "under the profiler" not in headline
     if said:
         assert said in run.manifest["pace"]["reason"] and said in result.output
