@@ -78,6 +78,7 @@ class GPT(nn.Module):
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--last", type=int, default=3, help="steps the printed step clock covers")
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--seq", type=int, default=1024)
     p.add_argument("--dim", type=int, default=768)
@@ -113,7 +114,7 @@ def main() -> None:
             sync()  # a step ends when its kernels have run
     end = time.perf_counter()
     print(f"{args.steps} steps in {end - start:.3f} s, loss {loss.item():.4f}")
-    last = min(3, args.steps)  # each step ends synchronized: the wall clock is the step's length
+    last = min(args.last, args.steps)  # each step ends synchronized: the clock is its length
     print(f"last {last} steps: {1e3 * (end - opens[-last]) / last:.3f} ms per step")
 
 

@@ -4,8 +4,10 @@ gate's child counts them, over the first measured step.
 
     python3 jobs/gate_check.py --step-range step --skip 1 -- python3 SCRIPT.py ARGS
 
-Prints how many calls agree, the first differences (aten::detach left out: the trace does not
-record autograd's own detaches, and they launch nothing), and exits 1 when any differ.
+Compares, per op name, how many calls of it each numbers: every name whose calls hold a kernel
+launch in the trace (on a CPU, every name but those that never launch one: autograd's own
+detaches, which the trace does not record, and factories). Prints the names that differ and the
+first differences of the two sequences, and exits 1 when any name differs.
 """
 
 from __future__ import annotations
@@ -15,16 +17,19 @@ import difflib
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 from profkit.workload import child, counter_pass, timing_pass
 from profkit.workload.program import child_env, parse_program
 from profkit.workload.trace import call_key
 
-IGNORED = {"aten::detach"}
+IGNORED = {"aten::detach", "aten::empty", "aten::lift_fresh"}
 
 
-def from_trace(export: dict, step_range: str, skip: int) -> list[tuple[str, int]]:
+def from_trace(export: dict, step_range: str, skip: int) -> tuple[list[tuple[str, int]], set]:
+    """The visible calls of the first measured step, numbered per name, and the names of those
+    that hold a kernel launch there."""
     ops = timing_pass.op_calls(export)
     _, ranges = timing_pass.frames(export)
     opens = ranges[ranges["name"] == step_range].sort_values("start_us")["start_us"].tolist()
@@ -34,7 +39,10 @@ def from_trace(export: dict, step_range: str, skip: int) -> list[tuple[str, int]
     calls = calls.assign(key=calls["name"].map(call_key))
     calls = calls.assign(n=calls.groupby("key").cumcount())
     calls = calls[calls["start_us"] < hi]
-    return [(k, int(n)) for k, n in zip(calls["key"], calls["n"], strict=True)]
+    acts, _ = timing_pass.frames(export)
+    held = {i for chain in acts["op_ids"] if isinstance(chain, list) for i in chain}
+    launching = set(calls.loc[calls.index.isin(held), "key"])
+    return [(k, int(n)) for k, n in zip(calls["key"], calls["n"], strict=True)], launching
 
 
 def from_mode(program: list[str], step_range: str, skip: int) -> list[tuple[str, int]]:
@@ -75,14 +83,21 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="profkit-gate-") as tmp:
         export_path = Path(tmp) / "timing.json.gz"
         subprocess.run(program.child_argv(export_path), env=child_env(), check=True)
-        trace = from_trace(timing_pass.read_export(export_path), args.step_range, args.skip)
+        trace, launching = from_trace(
+            timing_pass.read_export(export_path), args.step_range, args.skip
+        )
     target = [program.target] if not program.module else ["-m", program.target]
     mode = from_mode([*target, *program.args], args.step_range, args.skip)
-    a = [c for c in trace if c[0] not in IGNORED]
-    b = [c for c in mode if c[0] not in IGNORED]
-    same = a == b
-    print(f"{'PASS' if same else 'FAIL'} gate numbering: {len(a)} aten calls in the trace's "
-          f"first measured step, {len(b)} seen by the dispatch mode")  # fmt: skip
+    names = launching or {k for k, _ in trace + mode} - IGNORED
+    a = [c for c in trace if c[0] in names]
+    b = [c for c in mode if c[0] in names]
+    count_a, count_b = Counter(k for k, _ in a), Counter(k for k, _ in b)
+    differ = sorted(k for k in names if count_a[k] != count_b[k])
+    same = not differ
+    print(f"{'PASS' if same else 'FAIL'} gate numbering: {len(a)} calls of {len(names)} ops "
+          f"({'launching kernels' if launching else 'all'}) in the trace's first measured step, "
+          f"{len(b)} seen by the dispatch mode"
+          + (f"; counts differ for {', '.join(differ)}" if differ else ""))  # fmt: skip
     for line in list(difflib.unified_diff(list(map(str, a)), list(map(str, b)), lineterm=""))[:40]:
         print("  " + line)
     return 0 if same else 1

@@ -223,28 +223,31 @@ def _gate(window: Selection, acts: pd.DataFrame, ops: pd.DataFrame, opened_us: f
 @functools.cache
 def is_composite(name: str) -> bool:
     """Whether an aten op decomposes above the dispatch modes: its kernel for autograd's key of
-    this torch's device is the CompositeImplicitAutograd ("math") one (an op may register both,
-    per device), by its default overload or, without one, any overload. Unknown: False."""
+    this torch's device is the CompositeImplicitAutograd ("math") one. A trace names the op, not
+    its overload, and overloads differ (transpose.int has its own kernel, transpose.Dimname
+    decomposes): composite only where every overload that has a kernel there is (out= variants
+    left out). Unknown (no torch, no such op): False."""
     try:
         import torch
     except ImportError:
         return False
     key = "AutogradCUDA:" if torch.version.cuda else "AutogradCPU:"
-    names = [name]
     try:
         packet = getattr(torch.ops.aten, name.split("::", 1)[1])
-        names += [f"{name}.{o}" for o in packet.overloads()]
+        overloads = [o for o in packet.overloads() if not o.endswith("out")]
     except (AttributeError, RuntimeError, IndexError):
-        pass
-    for full in names:
+        overloads = ["default"]
+    kinds = []
+    for overload in overloads:
+        full = name if overload == "default" else f"{name}.{overload}"
         try:
             table = torch._C._dispatch_dump_table(full)
         except RuntimeError:
             continue
         line = next((x for x in table.splitlines() if x.startswith(key)), "")
-        if "[math kernel]" in line:
-            return True
-    return False
+        if line:  # an overload with no kernel there (the JIT's prim ones) says nothing
+            kinds.append("[math kernel]" in line)
+    return bool(kinds) and all(kinds)
 
 
 def write_gate(selection: Selection, path: Path) -> Path:
