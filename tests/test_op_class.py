@@ -85,3 +85,22 @@ def test_a_whole_op_is_told_its_neighbours_not_to_fuse_it_away(r: dict) -> None:
 def test_classes_without_a_known_fix_keep_the_catalogues_steps() -> None:
     for r in (row(ADD, "aten::add"), row("nvjet_sm90_tst_64x8_NNT", "aten::mm")):
         assert fix(r, op_class(r)) is None
+
+
+def test_a_gemm_on_cutlass_unaligned_fallback_is_told_to_pad_the_odd_dimension() -> None:
+    """GPT-2's output head at a 50,257-token vocabulary ran cuBLAS's CUTLASS align1 kernels on the
+    H200 (2026-12-04), 43% of the step at 20-30% Tensor."""
+    name = ("void cutlass::Kernel2<cutlass_75_tensorop_bf16_s1688gemm_bf16_128x128_tn_align1>"
+            "(cutlass_75_tensorop_bf16_s1688gemm_bf16_128x128_tn_align1::Params)")  # fmt: skip
+    r = row(name, "aten::mm")
+    assert op_class(r) == OpClass.MATMUL
+    said = next_step_text(fix(r, op_class(r)))
+    assert "50,304" in said and "multiple of 8" in said
+    assert fix(row(name.replace("align1", "align8"), "aten::mm"), OpClass.MATMUL) is None
+
+
+def test_a_cast_inside_the_cross_entropy_is_the_loss() -> None:
+    r = row(COPY, "aten::copy_", "loss", "float32") | {"outer_op": "aten::cross_entropy_loss"}
+    assert op_class(r) == OpClass.LOSS
+    assert label(r, OpClass.LOSS) == "cross-entropy: its input cast to float32 (copy_)"
+    assert fix(r, OpClass.LOSS).action == Action.FUSED_LINEAR_CE

@@ -149,6 +149,7 @@ class Action(StrEnum):
     FUSED_LINEAR_CE = "fused_linear_ce"  # cross-entropy on materialized logits: fused linear+CE
     NORM_NEIGHBOURS = "norm_neighbours"  # a norm, one kernel already: fuse with its neighbours
     ACTIVATION_EPILOGUE = "activation_epilogue"  # an activation: into the matmul's epilogue
+    ALIGN_GEMM = "align_gemm"  # a GEMM on CUTLASS's unaligned fallback: pad the odd dimension
 
 
 @dataclass

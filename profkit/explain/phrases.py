@@ -608,8 +608,15 @@ NEXT_STEPS: dict[Action, str] = {
     "forward): keep a bf16 copy of the weights, refreshed once per optimizer step (or hold the "
     "model in bf16 with fp32 master weights in the optimizer), or let torch.compile fold the "
     "casts into the ops that read them",
-    Action.FOLD_CASTS: "fold the cast into the kernel that reads its output (a fused op such as "
-    "F.rms_norm or F.layer_norm, or torch.compile), so the widened copy never crosses DRAM",
+    Action.FOLD_CASTS: "casts up to float32 recur every step under autocast: each fp32 weight's "
+    "gradient is cast back from bf16 (one per weight), and ops on autocast's fp32 list "
+    "(cross-entropy, a norm's statistics) cast their inputs up; bf16 weights with fp32 master "
+    "weights in the optimizer remove the first, a kernel that reads bf16 and computes in fp32 (a "
+    "fused norm, a fused linear + cross-entropy, or torch.compile) the second",
+    Action.ALIGN_GEMM: "its operands are not 16-byte aligned, so cuBLAS runs CUTLASS's "
+    "alignment-1 fallback far from the Tensor Cores' rate: pad the dimension that is not a "
+    "multiple of 8 elements to a multiple of 64 (in a language model's output head, the "
+    "vocabulary: 50,257 to 50,304, as nanoGPT does), and the GEMM gets cuBLAS's aligned kernels",
     Action.OPTIMIZER_STATE: "the optimizer is fused already (one multi-tensor kernel streams "
     "parameters, gradients and both moments once per step): gains come from precision (bf16 "
     "parameters or moments, 8-bit optimizer state), a lower-traffic optimizer state (factored "

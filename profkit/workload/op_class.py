@@ -10,6 +10,7 @@ Python: no torch.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from enum import StrEnum
 
@@ -49,7 +50,10 @@ def op_class(row: Mapping) -> OpClass:
     if "multi_tensor_apply" in name or op.startswith(("aten::_fused_adam", "aten::_fused_sgd",
                                                       "aten::_foreach_")):  # fmt: skip
         return OpClass.OPTIMIZER
+    outer = str(row.get("outer_op") or "")  # the op the step called (runs since issue 33)
     if op.startswith(_LOSS_OPS) or "LogSoftMax" in name or name.startswith("nll_loss"):
+        return OpClass.LOSS
+    if outer.startswith(("aten::cross_entropy", "aten::nll_loss")):
         return OpClass.LOSS
     if "attention" in op or "sdpa" in name or fam == Family.FLASH:
         return OpClass.ATTENTION
@@ -80,6 +84,8 @@ def label(row: Mapping, cls: OpClass) -> str:
     if cls == OpClass.LOSS:
         part = "backward" if "backward" in op or "Backward" in str(row.get("kernel_name")) else (
             "forward")  # fmt: skip
+        if op in _CAST_OPS:
+            return f"cross-entropy: its input cast to {row.get('dtype')} (copy_)"
         what = "log_softmax" if "softmax" in op.lower() else op.rsplit("::", 1)[-1]
         return f"cross-entropy {part} ({what} over the logits)"
     if cls == OpClass.CAST:
@@ -88,6 +94,10 @@ def label(row: Mapping, cls: OpClass) -> str:
     return str(cls)
 
 
+# CUTLASS names its kernels by the operands' alignment in elements: align8 is 16 bytes of bf16;
+# align1 (or 2, 4 for 16-bit types) is the fallback cuBLAS takes for a leading dimension that is
+# not a multiple of 8
+_UNALIGNED = re.compile(r"_align[124](?!\d)")
 _DTYPE_WORDS = {"bfloat16", "float16", "float32", "float8_e4m3fn", "float8_e5m2"}
 
 
@@ -103,6 +113,9 @@ def optimizer_kind(row: Mapping) -> str:
 def fix(row: Mapping, cls: OpClass) -> NextStep | None:
     """The known fix for the group's class, or None where the catalogue's own steps stand."""
     op, dtype = str(row.get("op") or ""), str(row.get("dtype") or "")
+    name = str(row.get("kernel_name") or "")
+    if cls == OpClass.MATMUL and _UNALIGNED.search(name):
+        return NextStep(Action.ALIGN_GEMM, ["kernel_name"])
     if cls == OpClass.OPTIMIZER:
         fused = op.startswith("aten::_fused_")
         return NextStep(Action.OPTIMIZER_STATE if fused else Action.FUSED_OPTIMIZER, ["op"])

@@ -86,6 +86,12 @@ def frames(export: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     for col in ("start_us", "dur_us", "launch_us"):
         acts[col] = pd.to_numeric(acts[col], errors="coerce")
     acts["ranges"] = acts["ranges"].fillna("").astype(str)
+    calls = op_calls(export)
+    if calls is not None:  # the outermost aten op holding the launch: what the step asked for
+        names = calls["name"].tolist()
+        acts["outer_op"] = [
+            c and names[c[0]] if isinstance(c, list) else None for c in acts["op_ids"]
+        ]
     # launch order: CUPTI's correlation ids count launch calls across threads, as ncu counts them
     acts["order"] = acts["correlation"].fillna(np.inf).rank(method="first").astype(int) - 1
     return acts, ranges
@@ -215,12 +221,18 @@ def groups(region: Region, workload: str) -> tuple[pd.DataFrame, pd.DataFrame]:
         ms = g["ms"].to_numpy(float)
         dtypes = g["dtype"].dropna()
         ops = g["op"].dropna()
+        outer = g["outer_op"].dropna() if "outer_op" in g else g["op"].iloc[:0]
         rows.append(
             {
                 "kernel": workload,
                 "kernel_name": name,
                 "range": where,
                 "op": ops.mode().iloc[0] if len(ops) else None,
+                **(
+                    {"outer_op": outer.mode().iloc[0] if len(outer) else None}
+                    if "outer_op" in g
+                    else {}
+                ),  # fmt: skip
                 "dtype": dtypes.mode().iloc[0] if len(dtypes) else "unknown",
                 "grid": grid,
                 "block": block,
