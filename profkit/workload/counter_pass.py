@@ -182,18 +182,18 @@ def select(
 def visible_calls(ops: pd.DataFrame, composite: Callable[[str], bool]) -> pd.Series:
     """Which aten op calls a TorchDispatchMode sees: not composite (those decompose above it) and
     not inside another call it sees on the same thread (it is off while a call runs)."""
-    seen = pd.Series(False, index=ops.index)
-    for _, mine in ops.groupby("tid", sort=False, dropna=False):
-        open_: list[tuple[float, bool]] = []  # (end, seen) of the calls holding this one
-        for i, name, start, end in mine.sort_values(
-            ["start_us", "end_us"], ascending=[True, False]
-        )[["name", "start_us", "end_us"]].itertuples():
-            open_ = [o for o in open_ if o[0] >= start]
-            inside = any(o[1] for o in open_)
-            sees = not inside and not composite(str(name))
-            seen[i] = sees
-            open_.append((end, sees))
-    return seen
+    seen: dict = {}
+    ordered = ops.sort_values(["tid", "start_us", "end_us"], ascending=[True, True, False])
+    tid_was, open_ = object(), []  # (end, seen) of the calls holding this one, on its thread
+    columns = (ordered["name"], ordered["start_us"], ordered["end_us"], ordered["tid"])
+    for i, name, start, end, tid in zip(ordered.index, *columns, strict=True):
+        if tid != tid_was:
+            tid_was, open_ = tid, []
+        open_ = [o for o in open_ if o[0] >= start]
+        sees = not any(o[1] for o in open_) and not composite(str(name))
+        seen[i] = sees
+        open_.append((end, sees))
+    return pd.Series(seen, dtype=bool).reindex(ops.index, fill_value=False)
 
 
 def _gate(window: Selection, acts: pd.DataFrame, ops: pd.DataFrame, opened_us: float):
