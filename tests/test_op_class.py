@@ -89,7 +89,7 @@ def test_classes_without_a_known_fix_keep_the_catalogues_steps() -> None:
 
 def test_a_gemm_on_cutlass_unaligned_fallback_is_told_to_pad_the_odd_dimension() -> None:
     """GPT-2's output head at a 50,257-token vocabulary ran cuBLAS's CUTLASS align1 kernels on the
-    H200 (2026-12-04), 43% of the step at 20-30% Tensor."""
+    H200 (2026-12-04), 43% of the device time at 20-30% Tensor."""
     name = ("void cutlass::Kernel2<cutlass_75_tensorop_bf16_s1688gemm_bf16_128x128_tn_align1>"
             "(cutlass_75_tensorop_bf16_s1688gemm_bf16_128x128_tn_align1::Params)")  # fmt: skip
     r = row(name, "aten::mm")
