@@ -200,8 +200,9 @@ def _gate(window: Selection, acts: pd.DataFrame, ops: pd.DataFrame, opened_us: f
     """The gate for the window's chosen launches, or None where one has no visible call."""
     if any(str(n).startswith("triton_") for n in window.names):
         return None  # Inductor's kernels: its graphs launch them outside any aten call
+    ops = ops[ops["start_us"] >= opened_us]  # the step opens outside any op call
     ops = ops.assign(seen=visible_calls(ops, is_composite))
-    calls = ops[ops["seen"] & (ops["start_us"] >= opened_us)].sort_values("start_us")
+    calls = ops[ops["seen"]].sort_values("start_us")
     calls = calls.assign(key=calls["name"].map(call_key))
     number = calls.groupby("key").cumcount()
     trigger: dict[int, tuple[str, int]] = {}
