@@ -296,3 +296,70 @@ def test_the_child_starts_the_cuda_profiler_where_the_first_measured_step_opens(
             with record_function("inner"):
                 pass
     assert started == [2]  # as the third step opens (two have run), once
+
+
+# --- the gate: exactly the chosen launches --------------------------------------------------------
+
+
+GATE_ARGV = ["--profile-from-start", "off", "--nvtx", "--kernel-name-base", "function",
+             "--kernel-name"]  # fmt: skip
+
+
+def gate_selection(**kwargs) -> tuple:
+    export = hand_export(calls=True)
+    acts, region, table, _ = region_of(export, step_range="step", steps=1)
+    ops = timing_pass.op_calls(export)
+    return counter_pass.select(acts, region, table, step_range="step", ops=ops, **kwargs)
+
+
+def test_the_gate_profiles_exactly_the_chosen_launches_inside_their_op_calls() -> None:
+    sel, notes = gate_selection(top=3)
+    assert not notes and sel.cases[:1] == ["tiny.vectorized_elementwise_kernel(mul)@eager"]
+    # the measured step's first call of each op (numbered from where it opens)
+    assert sel.gate == (("aten::copy", 0), ("aten::mul", 0), ("aten::rsqrt", 0))
+    assert list(sel.sequence["name"]) == [COPY, MUL, RSQRT] and sel.count == 3
+    assert sel.argv() == [*GATE_ARGV, "regex:^(?:elementwise_kernel|unrolled_elementwise_kernel|"
+                          "vectorized_elementwise_kernel)$"]  # fmt: skip
+    assert "--launch-skip" not in sel.argv() and "--launch-count" not in sel.argv()
+
+
+def test_the_gate_opens_on_the_call_a_dispatch_mode_sees() -> None:
+    """The cast's kernel runs in aten::to > aten::_to_copy > aten::copy_: aten::to decomposes above
+    the dispatch modes and copy_ runs inside _to_copy, so the gate is _to_copy's call."""
+    sel, _ = gate_selection(top=1, kernel_regex="CastFunctor")
+    assert sel.gate == (("aten::_to_copy", 0),) and list(sel.sequence["name"]) == [CAST]
+
+
+def test_a_chosen_launch_with_no_op_call_falls_back_to_the_window_and_says_so() -> None:
+    sel, notes = gate_selection(top=10)  # the Triton RMSNorm kernel runs in no aten op
+    # the window, counted from where the measured step opens: its nine launches
+    assert sel.gate is None and (sel.skip, sel.count) == (0, 9)
+    assert len(notes) == 1 and "no aten op call to gate on" in notes[0]
+    assert sel.argv()[-4:] == ["--launch-skip", "0", "--launch-count", "9"]
+
+
+def test_the_childs_gate_starts_the_profiler_only_during_the_chosen_calls(monkeypatch) -> None:
+    """Two steps of record_function("step"); the gate names the second step's second mul: the
+    profiler is on for it alone, in-place and out-of-place calls numbered as one name."""
+    import torch
+    from torch.autograd.profiler import record_function
+
+    from profkit.workload import child
+
+    patched = [(record_function, "__enter__"), (record_function, "__exit__")]
+    patched += [(torch.cuda.nvtx, "range_push"), (torch.cuda.nvtx, "range_pop")]
+    for owner, attr in patched:
+        monkeypatch.setattr(owner, attr, getattr(owner, attr))
+    events: list[str] = []
+    monkeypatch.setattr(torch.cuda.profiler, "start", lambda: events.append("start"))
+    monkeypatch.setattr(torch.cuda.profiler, "stop", lambda: events.append("stop"))
+    x = torch.ones(4)
+    with child._gate({"step_range": "step", "skipped": 1, "calls": [["aten::mul", 1]]}):
+        for s in range(2):
+            with record_function("step"):
+                y = x * 2
+                events.append(f"step{s} mul0")
+                y.mul_(3)  # the second call of aten::mul, as the gate numbers them
+                events.append(f"step{s} mul1")
+                y = y + 1
+    assert events == ["step0 mul0", "step0 mul1", "step1 mul0", "start", "stop", "step1 mul1"]

@@ -41,7 +41,7 @@ def script(tmp_path: Path) -> Path:
 def hand_child(monkeypatch: pytest.MonkeyPatch) -> dict:
     """The timing pass's child replaced: it 'exports' the hand-made two-step program. Set
     exit_status and tail in the returned dict to make the program fail, kernels to launch others."""
-    said: dict = {"exit_status": 0, "tail": [], "argv": None, "kernels": KERNELS}
+    said: dict = {"exit_status": 0, "tail": [], "argv": None, "kernels": KERNELS, "calls": False}
     # the pace pass: the two steps open 0.6 ms apart without the profiler (1 ms under it)
     said["pace"] = {"format": "profkit-pace", "opens_ns": [0, 600_000], "exit_status": 0}
 
@@ -52,7 +52,9 @@ def hand_child(monkeypatch: pytest.MonkeyPatch) -> dict:
             return said["pace"]["exit_status"], 0.5, []
         said["argv"] = argv
         export = Path(argv[argv.index("--export") + 1])
-        write_export(export, exit_status=said["exit_status"], kernels=said["kernels"])
+        write_export(
+            export, exit_status=said["exit_status"], kernels=said["kernels"], calls=said["calls"]
+        )
         return said["exit_status"], 0.7, said["tail"]
 
     monkeypatch.setattr(workload_profile, "run_child", child)
@@ -112,28 +114,40 @@ def test_a_profile_run_is_stored_like_a_capture_and_every_reader_reads_it(
     report = json.loads(explained.output)
     headline = report["notes"]["train"]
     # the pace pass's step, 0.6 ms, holds 255.296 us of GPU work (1 ms under the profiler); the
-    # elementwise launches (MUL, RSQRT, COPY, CAST and FILL) take 194.944 us of it
+    # elementwise launches (MUL, RSQRT and FILL) take 107.68 us of it, the copy/cast ones (COPY's
+    # copy_ and CAST's to) 87.264 us
     assert headline.startswith(
         "The GPU is idle 57% of the step (host gaps; 74% under the profiler): cut the host cost"
     )
-    assert "; 32% is in 7 elementwise launches per step (5 groups)" in headline
+    assert "; 18% is in 5 elementwise launches per step (3 groups)" in headline
+    assert "; the next 15% is in 2 copy/cast launches per step (2 groups)" in headline
+    # and the table per op class below it: share of the step alone, device ms, launches, groups
+    table = headline.split("\n")[1:]
+    assert table[1].split() == ["elementwise", "17.9%", "0.108", "5", "3"]
+    assert table[2].split() == ["copy/cast", "14.5%", "0.087", "2", "2"]
+    assert table[-1].split() == ["GPU", "idle", "(host", "gaps)", "57.5%"]
     assert "A step takes 0.600 ms run alone, 1.000 ms under the profiler (pace pass" in headline
     assert run.manifest["pace"]["status"] == "ok" and (run.path / "pace.json").is_file()
     assert hand_child["pace_argv"][-7:] == [
         "--step-range", "step", "--", str(script), "--lr", "3e-4", "--", "a b",
     ][-7:]  # fmt: skip
     assert "Measured: 1 step(s), after 1 warm-up step(s)" in headline
-    assert "Counter pass: ncu profiled 9 launches for the top 7 groups (11 passes) in" in headline
+    # the window (the hand export names no op calls): all 9 launches of the step for the 7 used
+    assert "Counter pass: ncu profiled 9 launches to use 7 (the top 7 groups, window " in headline
     assert len(report["findings"]) == 7
     text = invoke("explain", run.path)
     assert text.exit_code == 0
-    assert "21.4% vectorized_elementwise_kernel(mul)@eager (2 launches)" in text.output
+    # named for its op class; the terminal cuts the middle of a long subject to fit
+    subjects = [f["subject"] for f in report["findings"]]
+    assert "21.4% elementwise: vectorized_elementwise_kernel(mul)@eager (2 launches)" in subjects
+    assert "21.4% elementwise: vectorize...rnel(mul)@eager (2 launches)" in text.output
     assert invoke("compare", run.path, run.path).exit_code == 0
     page = tmp_path / "page.html"
     drawn = invoke("dashboard", run.path, "--out", page)
     assert drawn.exit_code == 0, drawn.output
     drawn = page.read_text()
-    assert "Kernel groups" in drawn and "32% is in 7 elementwise launches" in drawn
+    assert "Kernel groups" in drawn and "18% is in 5 elementwise launches" in drawn
+    assert "<pre class='note'>  op class (per step)" in drawn  # the table per op class, laid out
     assert "Speedup over the baselines" not in drawn  # a capture's views: no variants here
     assert "vectorized_elementwise_kernel(mul)@eager" in drawn
 
@@ -350,6 +364,42 @@ def test_ctrl_c_during_ncu_stops_ncu_and_its_program(tmp_path: Path, fake_ncu_on
     assert _gone(child), "ncu's program kept running after Ctrl-C"
 
 
+def test_the_counter_pass_gates_ncu_on_the_chosen_launches_op_calls(
+    tmp_path: Path, script: Path, hand_child: dict, fake_ncu_on_path: Path, ncu_rep_path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """With the export's op calls, ncu gets the name filter and no launch window, the child the
+    gate's file (kept in the run), and the run says how many launches were profiled for how many
+    used."""
+    hand_child["calls"] = True
+    argv_file = tmp_path / "ncu-argv.json"
+    monkeypatch.setenv("FAKE_NCU_COPY", str(ncu_rep_path("fx_rmsnorm")))
+    monkeypatch.setenv("FAKE_NCU_ARGV", str(argv_file))
+    out = tmp_path / "runs"
+    result = profile(out, script, "--top", 3)
+    assert result.exit_code == 0, (result.output, result.exception)
+    ncu_argv = json.loads(argv_file.read_text())
+    child = ncu_argv.index("profkit.workload.child")
+    gate = ncu_argv[child + 3]
+    assert ncu_argv[child + 1 : child + 5] == ["--no-profile", "--gate", gate, "--"]
+    i = ncu_argv.index("--profile-from-start")
+    assert ncu_argv[i : i + 7] == [
+        "--profile-from-start", "off", "--nvtx", "--kernel-name-base", "function", "--kernel-name",
+        "regex:^(?:elementwise_kernel|unrolled_elementwise_kernel|vectorized_elementwise_kernel)$",
+    ]  # fmt: skip
+    assert "--launch-skip" not in ncu_argv and "--launch-count" not in ncu_argv
+    run = only_run(out)
+    assert json.loads((run.path / "gate.json").read_text()) == {
+        "step_range": "step", "skipped": 1,
+        "calls": [["aten::copy", 0], ["aten::mul", 0], ["aten::rsqrt", 0]],
+    }  # fmt: skip
+    counters = run.manifest["counters"]
+    assert (counters["selection"], counters["launches_expected"]) == ("gate", 3)
+    # the stand-in ncu hands back all nine launches of fx_rmsnorm: three are used
+    assert (counters["kernels_profiled"], counters["launches_used"]) == (9, 3)
+    assert "counter pass: 9 launches profiled for 3 used" in result.output
+
+
 def test_the_jobs_goal_check_compares_shares_with_ncus_durations(
     tmp_path: Path, script: Path, hand_child: dict, fake_ncu_on_path: Path, ncu_rep_path,
     monkeypatch: pytest.MonkeyPatch,
@@ -403,8 +453,12 @@ def test_without_a_timed_step_alone_the_idle_share_is_the_profiled_runs_and_says
     run = only_run(out)
     assert run.manifest["pace"]["status"] == status
     headline = json.loads(invoke("explain", run.path, "--format", "json").output)["notes"]["train"]
-    # the timing pass's own figures: 194.944 us of the 300.296 us GPU span of the profiled step
-    assert headline.startswith("65% of the step is in 7 elementwise launches per step (5 groups)")
+    # the timing pass's own figures: of the profiled step's 300.296 us GPU span, 107.68 us in the
+    # elementwise launches (MUL, RSQRT, FILL), 87.264 us in the copy/cast ones (COPY, CAST)
+    assert headline.startswith(
+        "36% of the step is in 5 elementwise launches per step (3 groups): capture counters to "
+        "see what limits it; the next 29% is in 2 copy/cast launches per step (2 groups)"
+    )
     assert "under the profiler" not in headline
     if said:
         assert said in run.manifest["pace"]["reason"] and said in result.output

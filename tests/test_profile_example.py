@@ -19,7 +19,8 @@ from profkit import store
 from profkit.cli import cli
 from profkit.explain.kernel_family import short_name
 from profkit.workload import profile, timing_pass
-from profkit.workload.explain import explain_profile, kind_of
+from profkit.workload.explain import explain_profile
+from profkit.workload.op_class import op_class
 
 
 @pytest.fixture(scope="module")
@@ -59,38 +60,44 @@ def test_the_top_ten_groups_were_profiled_by_launch_order_and_each_is_explained(
 
 def test_the_headline_says_what_the_tables_hold(run: store.Run) -> None:
     """Its figures from the run's own files: the pace pass's step opens (pace.json, the program
-    run alone), the region's GPU busy time and each kind's kernel time over the 3 steps."""
+    run alone), the region's GPU busy time and each op class's kernel time over the 3 steps; the
+    table below it holds every class's."""
     region = run.manifest["region"]
     opens_ms = [t / 1e6 for t in json.loads((run.path / "pace.json").read_text())["opens_ns"]]
     assert len(opens_ms) == region["steps_seen"] == 8 and region["steps_measured"] == 3
     step = (opens_ms[7] - opens_ms[5]) / 2  # the measured steps' intervals
     busy = region["busy_ms"] / 3
     idle = 100 * (1 - busy / step)
-    cases = run.cases.assign(kind=[kind_of(r) for r in run.cases.to_dict("records")])
-    share = 100 * cases.groupby("kind")["total_ms"].sum() / 3 / step
-    per_step = cases.groupby("kind")["launches_per_step"].sum()
-    groups = cases.groupby("kind").size()
-    assert idle > share.max()  # the GPU idles more of the step than any kind of kernel runs
+    cases = run.cases.assign(cls=[str(op_class(r)) for r in run.cases.to_dict("records")])
+    share = 100 * cases.groupby("cls")["total_ms"].sum() / 3 / step
+    per_step = cases.groupby("cls")["launches_per_step"].sum()
+    assert idle > share.max()  # the GPU idles more of the step than any class of kernel runs
     profiled_idle = run.manifest["pace"]["profiled_gpu_idle_pct"]
     assert idle < profiled_idle - 10  # torch.profiler's own host cost: 56% idle under it
-    headline = explain_profile(run).notes["transformer_block"]
+    headline, *table = explain_profile(run).notes["transformer_block"].split("\n")
     assert headline.startswith(
         f"The GPU is idle {idle:.0f}% of the step (host gaps; {profiled_idle:.0f}% under the "
         "profiler): cut the host"
     )
-    # ATen's copies and casts, and the optimizer's multi-tensor applies, are elementwise kernels
-    # (the kind rule, profkit.explain.kinds): 36 groups, the largest kind, of which 2 profiled
-    assert groups["elementwise"] == 36 and share["elementwise"] > share["GEMM"]
+    mm = (
+        f"{share['matmul']:.0f}% is in {per_step['matmul']:.0f} matmul launches per step (9 groups)"
+    )
+    assert f"; {mm} at 89% Tensor (7 of them profiled)" in headline
     elementwise = f"{share['elementwise']:.0f}% is in {per_step['elementwise']:.0f} elementwise"
-    assert f"; {elementwise} launches per step (36 groups) at 76% DRAM" in headline
-    gemm = f"{share['GEMM']:.0f}% is in {per_step['GEMM']:.0f} GEMM launches per step (9 groups)"
-    assert f"; the next {gemm} at 89% Tensor (7 of them profiled)" in headline
+    assert f"; the next {elementwise} launches per step (19 groups) at 76% DRAM" in headline
     assert f"A step takes {step:.3f} ms run alone" in headline
     c = run.manifest["counters"]
     assert headline.endswith(
         f"Counter pass: ncu profiled {c['kernels_profiled']} launches for the top 10 groups "
         f"({c['passes']} passes) in {c['wall_s']:.1f} s."
     )
+    rows = {r.split("  ")[1].strip(): r.split()[-4:] for r in table[1:-1]}
+    assert list(rows) == list(share.sort_values(ascending=False).index)
+    for cls, (pct, ms, launches, groups) in rows.items():
+        assert pct == f"{share[cls]:.1f}%" and launches == f"{per_step[cls]:.0f}"
+        assert ms == f"{cases[cases['cls'] == cls]['total_ms'].sum() / 3:.3f}"
+        assert int(groups) == (cases["cls"] == cls).sum()
+    assert table[-1].split()[-1] == f"{idle:.1f}%"
 
 
 def test_show_explain_and_compare_read_the_example(run: store.Run) -> None:

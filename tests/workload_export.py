@@ -15,7 +15,7 @@ import gzip
 import json
 from pathlib import Path
 
-from profkit.workload.trace import FORMAT, KERNEL_COLUMNS, RANGE_COLUMNS, VERSION
+from profkit.workload.trace import FORMAT, KERNEL_COLUMNS, OP_COLUMNS, RANGE_COLUMNS, VERSION
 
 _VEC = "void at::native::vectorized_elementwise_kernel<4, at::native::{0}, std::array<char*, 3ul> >"
 MUL = _VEC.format("MulFunctor<float>") + "(int, at::native::MulFunctor<float>)"
@@ -49,11 +49,21 @@ SOURCE_KERNELS = [
 ]
 
 
+# the aten op calls holding a launch, outermost first, where they are not just its op (calls=True)
+CHAINS = {"aten::to": ["aten::to", "aten::_to_copy", "aten::copy_"]}
+
+
 def hand_export(
-    exit_status: int = 0, steps: int = 2, order: list[int] | None = None, kernels=KERNELS
+    exit_status: int = 0,
+    steps: int = 2,
+    order: list[int] | None = None,
+    kernels=KERNELS,
+    calls: bool = False,
 ) -> dict:
-    """The export; `order` launches the kernels in another order (the same in every step)."""
-    rows, ranges = [], []
+    """The export; `order` launches the kernels in another order (the same in every step). With
+    calls, each launch is held by its op's aten calls (CHAINS; none for the Triton kernel), each a
+    row of the export's "ops", so that the counter pass can gate on them."""
+    rows, ranges, ops = [], [], []
     corr = 0
     step_us = max(STEP_US, sum(k[-1] for k in kernels) + 200.0)
     for s in range(steps):
@@ -68,11 +78,22 @@ def hand_export(
             launch = t0 + 2.0 if i == 0 else t0 + 3.0 + i
             held = "step > fused" if i == 0 else "step > eager"
             dtype = "float16" if op else None
+            held_by = []
+            for depth, call in enumerate(CHAINS.get(op, [op]) if op else []):
+                held_by.append(len(ops))
+                ops.append([call, launch - 0.45 + 0.05 * depth, launch + 0.45 - 0.05 * depth, 1])
             rows.append(["kernel", name, start, dur, launch, corr, 7, grid, block, held, op, dtype])
+            if calls:
+                rows[-1].append(held_by)
             start += dur + GAP_US
         corr += 1
         rows.append(["memset", "Memset (Device)", start, MEMSET_US, t0 + 19.0, corr, 7, None,
-                     None, "step > eager", None, None])  # fmt: skip
+                     None, "step > eager", None, None, *([[]] if calls else [])])  # fmt: skip
+    columns = list(KERNEL_COLUMNS)
+    if (
+        not calls
+    ):  # as written before exports named each launch's op calls: the counter pass's window
+        columns.remove("op_ids")
     return {
         "format": FORMAT,
         "version": VERSION,
@@ -81,8 +102,9 @@ def hand_export(
         "wall_s": 0.5,
         "cuda": True,
         "torch": "hand-made",
-        "kernels": {"columns": list(KERNEL_COLUMNS), "rows": rows},
+        "kernels": {"columns": columns, "rows": rows},
         "ranges": {"columns": list(RANGE_COLUMNS), "rows": ranges},
+        **({"ops": {"columns": list(OP_COLUMNS), "rows": ops}} if calls else {}),
     }
 
 

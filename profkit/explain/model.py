@@ -155,6 +155,15 @@ class Action(StrEnum):
     UNIFORM_BRANCHES = "uniform_branches"  # make branch conditions warp-uniform (sort, split)
     INDEX_LOCALITY = "index_locality"  # a gather: sort or bucket indices, gather wider rows
     CHEAPER_MATH = "cheaper_math"  # an elementwise compute chain: precision, algebra, fast math
+    # a training step's groups by what they are (profkit.workload.op_class)
+    WEIGHT_CASTS = "weight_casts"  # autocast's per-step casts of fp32 weights: keep a bf16 copy
+    FOLD_CASTS = "fold_casts"  # a widening cast: fold it into the kernel that reads it
+    OPTIMIZER_STATE = "optimizer_state"  # a fused optimizer: precision, lower-traffic state
+    FUSED_OPTIMIZER = "fused_optimizer"  # a foreach optimizer: fused=True, then as above
+    FUSED_LINEAR_CE = "fused_linear_ce"  # cross-entropy on materialized logits: fused linear+CE
+    NORM_NEIGHBOURS = "norm_neighbours"  # a norm, one kernel already: fuse with its neighbours
+    ACTIVATION_EPILOGUE = "activation_epilogue"  # an activation: into the matmul's epilogue
+    ALIGN_GEMM = "align_gemm"  # a GEMM on CUTLASS's unaligned fallback: pad the odd dimension
 
 
 @dataclass

@@ -706,6 +706,37 @@ def _time_in_launches(d: Mapping, ev: Mapping) -> str:
 # --- steps ----------------------------------------------------------------------------------------
 
 NEXT_STEPS: dict[Action, str] = {
+    Action.WEIGHT_CASTS: "these casts recur every step (under autocast, one per fp32 weight per "
+    "forward): keep a bf16 copy of the weights, refreshed once per optimizer step (or hold the "
+    "model in bf16 with fp32 master weights in the optimizer), or let torch.compile fold the "
+    "casts into the ops that read them",
+    Action.FOLD_CASTS: "casts up to float32 recur every step under autocast: each fp32 weight's "
+    "gradient is cast back from bf16 (one per weight), and ops on autocast's fp32 list "
+    "(cross-entropy, a norm's statistics) cast their inputs up; bf16 weights with fp32 master "
+    "weights in the optimizer remove the first, a kernel that reads bf16 and computes in fp32 (a "
+    "fused norm, a fused linear + cross-entropy, or torch.compile) the second",
+    Action.ALIGN_GEMM: "its operands are not 16-byte aligned, so cuBLAS runs CUTLASS's "
+    "alignment-1 fallback far from the Tensor Cores' rate: pad the dimension that is not a "
+    "multiple of 8 elements to a multiple of 64 (in a language model's output head, the "
+    "vocabulary: 50,257 to 50,304, as nanoGPT does), and the GEMM gets cuBLAS's aligned kernels",
+    Action.OPTIMIZER_STATE: "the optimizer is fused already (one multi-tensor kernel streams "
+    "parameters, gradients and both moments once per step): gains come from precision (bf16 "
+    "parameters or moments, 8-bit optimizer state), a lower-traffic optimizer state (factored "
+    "second moments, as Adafactor's) or fewer optimizer steps (gradient accumulation), not from "
+    "fusing it",
+    Action.FUSED_OPTIMIZER: "the optimizer is multi-tensor (foreach) already, but each of its "
+    "ops passes over every parameter: fused=True does the whole step in one pass; beyond that, "
+    "precision (bf16 or 8-bit optimizer state) or a lower-traffic optimizer state",
+    Action.FUSED_LINEAR_CE: "use a fused linear + cross-entropy that never materializes the "
+    "batch x vocabulary logits (Liger-Kernel's LigerFusedLinearCrossEntropyLoss computes the "
+    "output projection and the loss chunk by chunk, the logits' gradient in place): the logits, "
+    "their log-probabilities and their gradient stop crossing DRAM",
+    Action.NORM_NEIGHBOURS: "it is one kernel per norm already: fewer bytes come only from fusing "
+    "it with its neighbours (the residual add before it, the cast after it: torch.compile, or a "
+    "fused add + norm kernel such as Liger-Kernel's)",
+    Action.ACTIVATION_EPILOGUE: "fold the activation into the matmul that produces its input (a "
+    "GEMM epilogue: torch.compile with max-autotune's Triton templates, or cuBLASLt's GELU "
+    "epilogue), so its input and output never cross DRAM on their own; its backward likewise",
     Action.FEWER_BYTES: "move fewer bytes: fuse it with the ops around it or keep data on chip; "
     "launch tuning will not help",
     Action.FUSE: "fuse the kernels into one (torch.compile or a fused kernel) so the data "

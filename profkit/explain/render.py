@@ -201,20 +201,29 @@ def render_terminal(
         console.rule(Text(kernel, style="bold"), characters="-")
         if detail:
             if notes.get(kernel):
-                out.para(notes[kernel], 0, first="note: ", style="italic")
+                _note(out, notes[kernel])
             for f in _select(group, case, variant):
                 _full(out, f, verbose or case is not None, hot, asked=case is not None)
             continue
         note_lines = 0
         if notes.get(kernel):  # printed whole, before what is fitted to the screen
-            out.para(notes[kernel], 0, first="note: ", style="italic")
-            note_lines = len(out.lines(notes[kernel], 0, first="note: "))
+            note_lines = _note(out, notes[kernel])
         out.blocks, out.priority = [], _P_HEAD
         _summary(out, group, hot)
         blocks, out.blocks = out.blocks, None
         _fit(out, blocks, SCREEN_LINES - 1 - footer_lines - note_lines, _HINT)
     for text in footer:
         out.para(text, 0, style="dim")
+
+
+def _note(out: _Out, text: str) -> int:
+    """A run's note: its first line a paragraph, the lines after it (a table: a profile's time per
+    op class) as they are. -> lines printed."""
+    head, *rows = text.split("\n")
+    out.para(head, 0, first="note: ", style="italic")
+    for row in rows:
+        out.emit([Text(row, style="italic")])
+    return len(out.lines(head, 0, first="note: ")) + len(rows)
 
 
 _HINT = "--variant NAME or --verbose shows them"
@@ -547,7 +556,10 @@ def to_markdown(
     for kernel, group in by_kernel(report).items():
         lines += [f"### {kernel}", ""]
         if notes.get(kernel):
-            lines += [f"*Note:* {notes[kernel]}", ""]
+            head, *rows = notes[kernel].split("\n")
+            lines += [f"*Note:* {head}", ""]
+            if rows:  # a table (a profile's time per op class): kept as laid out
+                lines += ["```", *rows, "```", ""]
         for f in group:
             if f.kind == Kind.VERDICT:
                 lines += [f"**{f.subject}: {label(f)}.** {finding_text(f)}", ""]

@@ -5,6 +5,7 @@ activity (profkit.workload.trace's format) to one gzipped JSON file.
     python -m profkit.workload.child --no-profile -- -m MODULE ARGS   # as the counter pass does
     python -m profkit.workload.child --no-profile --emit-nvtx -- ...   # PyTorch ops as NVTX ranges
     python -m profkit.workload.child --pace OUT.json --step-range step -- SCRIPT.py ARGS
+    python -m profkit.workload.child --no-profile --gate GATE.json -- ...  # the counter pass's gate
 
 The program runs as `python SCRIPT.py ARGS` would (sys.argv, sys.path[0], __main__). NVTX ranges
 (torch.cuda.nvtx, and the nvtx package's when it is installed) also open record_function ranges
@@ -17,6 +18,7 @@ clock is read where each step range opens and closes (profkit.workload.pace).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import inspect
 import json
@@ -47,6 +49,12 @@ def main(argv: list[str] | None = None) -> int:
         "the step range opens after this many steps",
     )
     p.add_argument(
+        "--gate",
+        type=Path,
+        help="with --no-profile: start the CUDA profiler only during the aten op calls this file "
+        "names (profkit.workload.counter_pass.write_gate)",
+    )
+    p.add_argument(
         "--emit-nvtx",
         action="store_true",
         help="with --no-profile: under torch.autograd.profiler.emit_nvtx (an NVTX range per op)",
@@ -68,13 +76,17 @@ def main(argv: list[str] | None = None) -> int:
         if not (args.no_profile and args.step_range):
             p.error("--start-at-step needs --no-profile and --step-range")
         _start_profiler_at(args.step_range, args.start_at_step)
-    if args.no_profile and args.emit_nvtx:
-        import torch
-
-        with torch.autograd.profiler.emit_nvtx():
-            return _run(program)[0]
+    if args.gate is not None and not args.no_profile:
+        p.error("--gate needs --no-profile")
     if args.no_profile:
-        return _run(program)[0]
+        with contextlib.ExitStack() as stack:
+            if args.emit_nvtx:
+                import torch
+
+                stack.enter_context(torch.autograd.profiler.emit_nvtx())
+            if args.gate is not None:
+                stack.enter_context(_gate(json.loads(args.gate.read_text())))
+            return _run(program)[0]
     return profile(program, args.export)
 
 
@@ -158,6 +170,49 @@ def _start_profiler_at(step_range: str, skipped: int) -> None:
         return name
 
     _hook_ranges(opened, lambda _: None, record_functions=True)
+
+
+def _gate(spec: dict):
+    """A dispatch mode that numbers aten op calls by name from where the step range opens the
+    (skipped+1)th time, and runs the calls spec names between cudaProfilerStart and Stop. Modes
+    follow the autograd engine onto its threads, so backward's calls are numbered too."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from profkit.workload.trace import call_key
+
+    wanted = {(str(name), int(n)) for name, n in spec["calls"]}
+    counts: dict[str, int] = {}
+    lock = threading.Lock()
+    state = {"opens": 0, "on": False}
+
+    def opened(name: str) -> str:
+        if name == spec["step_range"]:
+            if state["opens"] == spec["skipped"]:
+                state["on"] = True
+            state["opens"] += 1
+        return name
+
+    _hook_ranges(opened, lambda _: None, record_functions=True)
+
+    class Gate(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if not state["on"]:
+                return func(*args, **kwargs)
+            name = call_key(func._schema.name)
+            with lock:
+                n = counts.get(name, 0)
+                counts[name] = n + 1
+            if (name, n) not in wanted:
+                return func(*args, **kwargs)
+            torch.cuda.profiler.start()
+            try:
+                return func(*args, **kwargs)
+            finally:
+                torch.cuda.profiler.stop()
+
+    return Gate()
 
 
 def _run(program: list[str]) -> tuple[int, float]:

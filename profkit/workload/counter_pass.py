@@ -1,5 +1,17 @@
 """The counter pass: ncu on the top kernel groups of the timing pass, one launch of each.
 
+Exact selection (the "gate"): each chosen launch is tied, in the timing export, to the aten op call
+that launched it (the outermost op on its thread that a TorchDispatchMode sees: not composite, not
+inside another such call), named by the op and its call number from where the first measured step
+opens. The counter pass's child counts those calls as they happen, on every thread (autograd's
+included: dispatch modes follow the engine there), and starts the CUDA profiler only for the
+duration of the chosen calls (ncu --profile-from-start off); ncu's name filter keeps the chosen
+kernels among what those calls launch. So ncu profiles the chosen launches and, at most, other
+launches of the chosen kernels inside the same calls (a multi-tensor op's chunks), all known in
+advance. Where a chosen launch has no such op (Triton kernels of a compiled graph, CUDA graphs),
+the window below is used instead.
+
+The window:
 The launches are picked from the timing pass, not by NVTX filters: NVTX push/pop ranges belong to
 the thread that opened them, so the kernels that loss.backward() launches from autograd's thread
 are outside the user's ranges in ncu's eyes, though inside them in time. The timing pass knows
@@ -14,8 +26,12 @@ run says so.
 
 from __future__ import annotations
 
+import functools
+import json
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -27,6 +43,7 @@ from profkit.errors import ProfkitError
 from profkit.explain.kernel_family import short_name
 from profkit.workload.program import child_environ
 from profkit.workload.timing_pass import RANGE_SEP, Region, listed, range_names
+from profkit.workload.trace import call_key
 
 if TYPE_CHECKING:
     from profkit.counters.ncu_rep import ReportTables
@@ -47,9 +64,22 @@ class Selection:
     # (step range, steps before the measured ones): the program starts ncu's profiling where the
     # first measured step opens, and the sequence counts from there
     start: tuple[str, int] | None = None
+    # the gate: (aten op, call number from the first measured step) of each chosen launch's call;
+    # then the sequence is exactly what ncu profiles, and start/skip/count are not used
+    gate: tuple[tuple[str, int], ...] | None = None
 
     def argv(self) -> list[str]:
         pattern = "|".join(regex_escape(n) for n in self.names)
+        if self.gate is not None:
+            return [
+                "--profile-from-start",
+                "off",
+                "--nvtx",
+                "--kernel-name-base",
+                "function",
+                "--kernel-name",
+                f"regex:^(?:{pattern})$",
+            ]
         started = ["--profile-from-start", "off"] if self.start is not None else []
         return [
             *started,
@@ -82,12 +112,14 @@ def select(
     launch_skip: int = 0,
     launch_count: int = 1,
     step_range: str | None = None,
+    ops: pd.DataFrame | None = None,
 ) -> tuple[Selection, list[str]]:
     """The groups and launches to profile, and notes on what was adjusted. A filter that matches
     nothing is an error naming what there was. With the step range, ncu's window is counted from
     where the first measured step opens: a program that launches other kernels before it on
     another run (torch.compile's first run compiles, later ones read its cache) keeps the window
-    on the same launches."""
+    on the same launches. With the export's aten op calls (`ops`) and a step range, the selection
+    is the gate (exact) where every chosen launch has a call to gate on."""
     notes: list[str] = []
     launches = region.launches
     if range_name is not None:
@@ -124,6 +156,7 @@ def select(
     names = sorted({short_name(n, 10**6) for n in chosen["name"]})
     kernels = acts[acts["kind"] == "kernel"].sort_values("order")
     start = None
+    opened_us = 0.0
     if step_range is not None and region.step_opens_ms:
         start = (step_range, region.steps_skipped)
         opened_us = region.step_opens_ms[region.steps_skipped] * 1e3
@@ -133,7 +166,101 @@ def select(
     sequence = sequence.reset_index(drop=True)
     positions = sequence.index[sequence["order"].isin(chosen["order"]).to_numpy()]
     skip, count = int(positions.min()), int(positions.max() - positions.min() + 1)
-    return Selection(cases, chosen, names, sequence, skip, count, start), notes
+    window = Selection(cases, chosen, names, sequence, skip, count, start)
+    if ops is None or start is None:
+        return window, notes
+    gated = _gate(window, acts, ops, opened_us)
+    if gated is None:
+        notes.append(
+            "a chosen launch has no aten op call to gate on (a compiled graph's kernels?): ncu "
+            f"profiles the window of launches {skip}..{skip + count - 1} of those named"
+        )
+        return window, notes
+    return gated, notes
+
+
+def visible_calls(ops: pd.DataFrame, composite: Callable[[str], bool]) -> pd.Series:
+    """Which aten op calls a TorchDispatchMode sees: not composite (those decompose above it) and
+    not inside another call it sees on the same thread (it is off while a call runs)."""
+    seen: dict = {}
+    ordered = ops.sort_values(["tid", "start_us", "end_us"], ascending=[True, True, False])
+    tid_was, open_ = object(), []  # (end, seen) of the calls holding this one, on its thread
+    columns = (ordered["name"], ordered["start_us"], ordered["end_us"], ordered["tid"])
+    for i, name, start, end, tid in zip(ordered.index, *columns, strict=True):
+        if tid != tid_was:
+            tid_was, open_ = tid, []
+        open_ = [o for o in open_ if o[0] >= start]
+        sees = not any(o[1] for o in open_) and not composite(str(name))
+        seen[i] = sees
+        open_.append((end, sees))
+    return pd.Series(seen, dtype=bool).reindex(ops.index, fill_value=False)
+
+
+def _gate(window: Selection, acts: pd.DataFrame, ops: pd.DataFrame, opened_us: float):
+    """The gate for the window's chosen launches, or None where one has no visible call."""
+    if any(str(n).startswith("triton_") for n in window.names):
+        return None  # Inductor's kernels: its graphs launch them outside any aten call
+    ops = ops[ops["start_us"] >= opened_us]  # the step opens outside any op call
+    ops = ops.assign(seen=visible_calls(ops, is_composite))
+    calls = ops[ops["seen"]].sort_values("start_us")
+    calls = calls.assign(key=calls["name"].map(call_key))
+    number = calls.groupby("key").cumcount()
+    trigger: dict[int, tuple[str, int]] = {}
+    for chain in window.chosen["op_ids"]:
+        held = [i for i in (chain if isinstance(chain, list) else []) if i in number.index]
+        if not held:
+            return None
+        trigger[held[0]] = (call_key(str(ops.at[held[0], "name"])), int(number[held[0]]))
+    kernels = acts[acts["kind"] == "kernel"].sort_values("order")
+    under = kernels["op_ids"].map(lambda c: isinstance(c, list) and any(i in trigger for i in c))
+    named = kernels["name"].map(lambda n: short_name(n, 10**6)).isin(window.names)
+    sequence = kernels[under & named].copy()
+    sequence["case"] = sequence["order"].map(window.chosen.set_index("order")["case"])
+    sequence = sequence.reset_index(drop=True)
+    gate = tuple(sorted(set(trigger.values())))
+    return replace(window, sequence=sequence, skip=0, count=len(sequence), gate=gate)
+
+
+@functools.cache
+def is_composite(name: str) -> bool:
+    """Whether an aten op decomposes above the dispatch modes: its kernel for autograd's key of
+    this torch's device is the CompositeImplicitAutograd ("math") one. A trace names the op, not
+    its overload, and overloads differ (transpose.int has its own kernel, transpose.Dimname
+    decomposes): composite only where every overload that has a kernel there is (out= variants
+    left out). Unknown (no torch, no such op): False."""
+    try:
+        import torch
+    except ImportError:
+        return False
+    key = "AutogradCUDA:" if torch.version.cuda else "AutogradCPU:"
+    try:
+        packet = getattr(torch.ops.aten, name.split("::", 1)[1])
+        overloads = [o for o in packet.overloads() if not o.endswith("out")]
+    except (AttributeError, RuntimeError, IndexError):
+        overloads = ["default"]
+    kinds = []
+    for overload in overloads:
+        full = name if overload == "default" else f"{name}.{overload}"
+        try:
+            table = torch._C._dispatch_dump_table(full)
+        except RuntimeError:
+            continue
+        line = next((x for x in table.splitlines() if x.startswith(key)), "")
+        if line:  # an overload with no kernel there (the JIT's prim ones) says nothing
+            kinds.append("[math kernel]" in line)
+    return bool(kinds) and all(kinds)
+
+
+def write_gate(selection: Selection, path: Path) -> Path:
+    """The gate's file for the child (profkit.workload.child --gate)."""
+    assert selection.gate is not None and selection.start is not None
+    data = {
+        "step_range": selection.start[0],
+        "skipped": selection.start[1],
+        "calls": [list(g) for g in selection.gate],
+    }
+    path.write_text(json.dumps(data) + "\n")
+    return path
 
 
 def run(

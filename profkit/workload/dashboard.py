@@ -8,7 +8,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from profkit.dashboard.html import no_counters, note, plot_div
+from profkit.dashboard.html import esc, no_counters, note, plot_div
 from profkit.store import Run
 from profkit.textsafe import cut_middle
 from profkit.workload.explain import explain_profile, kind_of
@@ -19,7 +19,7 @@ LABEL_WIDTH = 56  # an axis label's characters: a compiled graph's range names r
 
 def profile_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
     report = explain_profile(run)
-    headline = report.notes.get(str(run.manifest.get("kernel")), "")
+    headline, *table = report.notes.get(str(run.manifest.get("kernel")), "").split("\n")
     found = {f.case: f for f in report.findings}
     top = run.cases.sort_values("rank").head(GROUPS_DRAWN).iloc[::-1]
     fig = go.Figure()
@@ -55,6 +55,7 @@ def profile_sections(run: Run, prefix: str) -> list[tuple[str, str]]:
     shown = f"the top {len(top)} of" if len(run.cases) > len(top) else "all"
     body = (
         note(headline)
+        + (f"<pre class='note'>{esc(chr(10).join(table))}</pre>" if table else "")
         + note(
             f"Kernel groups ranked by device time ({shown} {len(run.cases)} groups); hover for "
             "each one's launches, mean and p95 duration and bottleneck."

@@ -6,7 +6,12 @@ per step (26 groups) at 77% DRAM (2 of them profiled): ... fuse it away ...".
 
 Each group is diagnosed as one kernel by the same catalogue as a capture's cases
 (profkit.explain), from its profiled launch's counters, with no siblings and no bytes model: a
-workload's kernels are not variants of one another. Pure pandas: no torch, no GPU.
+workload's kernels are not variants of one another. Each is then named for what it does in the
+step (profkit.workload.op_class: matmul, attention, optimizer step, cross-entropy, dtype casts
+...), and where its class has a known fix (a fused optimizer's step is its precision or state, not
+fusion; a cross-entropy on materialized logits is a fused linear + cross-entropy; autocast's weight
+casts are a bf16 copy of the weights) that fix comes first. Below the headline, one table: the
+step's time per op class. Pure pandas: no torch, no GPU.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from profkit.explain.roofs import Device
 from profkit.explain.run import _no_counters, _Tables, case_finding
 from profkit.store import Run
 from profkit.workload import pace
+from profkit.workload.op_class import OpClass, fix, label, op_class
 
 # what a group's kernel does, for the headline (its kind: profkit.explain.kinds)
 _LABELS = {
@@ -70,7 +76,13 @@ def explain_profile(run: Run) -> Report:
         ctx = Context(device=device, dtype=str(row.get("dtype") or ""))
         f = case_finding(row, ctx, tables, no_counters)
         launched = _count(int(num(row, "launches") or 0), "launch")
-        f.subject = f"{num(row, 'time_share_pct') or 0:.1f}% {row['variant']} ({launched})"
+        cls = op_class(row)
+        share = num(row, "time_share_pct") or 0
+        f.subject = f"{share:.1f}% {label(row, cls)}: {row['variant']} ({launched})"
+        f.evidence["op_class"] = str(cls)
+        known = fix(row, cls)
+        if known is not None and not no_counters:  # the class's fix before the catalogue's
+            f.next = [known, *(s for s in f.next if s.action not in _GENERIC)]
         for col in ("time_share_pct", "step_share_pct", "launches", "launches_per_step",
                     "device_mean_ms", "device_p95_ms", "range", "kernel_name"):  # fmt: skip
             if row.get(col) is not None:
@@ -78,8 +90,37 @@ def explain_profile(run: Run) -> Report:
         report.findings.append(f)
         found[str(row["case"])] = f
     if rows:
-        report.notes[str(rows[0]["kernel"])] = headline(rows, found, run.manifest)
+        text = headline(rows, found, run.manifest)
+        report.notes[str(rows[0]["kernel"])] = "\n".join([text, *op_table(rows, run.manifest)])
     return report
+
+
+# the catalogue's steps for library code in general, which a class's own fix replaces
+_GENERIC = (Action.FUSE, Action.FEWER_BYTES, Action.LIBRARY_SHAPES)
+
+
+def op_table(rows: list[dict], manifest: Mapping) -> list[str]:
+    """The step's time per op class, one line each, largest first: share of the step (run alone,
+    where the pace pass timed it), device ms, launches and groups per step; then the GPU's idle
+    share."""
+    region = manifest.get("region") or {}
+    steps = int(region.get("steps_measured") or 0) or 1
+    gap, _, scale = _idle(manifest)
+    totals: dict[OpClass, list[float]] = {}
+    for row in rows:
+        t = totals.setdefault(op_class(row), [0.0, 0.0, 0.0, 0])
+        t[0] += _share(row) * scale
+        t[1] += (num(row, "total_ms") or 0.0) / steps
+        t[2] += num(row, "launches_per_step") or 0.0
+        t[3] += 1
+    where = "of the step" if region.get("steps_measured") else "of the GPU time"
+    head = f"{where:>12}{'device ms':>11}{'launches':>10}{'groups':>8}"
+    lines = [f"  {'op class (per step)':<22}{head}"]
+    for cls, (pct, ms, n, groups) in sorted(totals.items(), key=lambda kv: -kv[1][0]):
+        lines.append(f"  {str(cls):<22}{pct:11.1f}%{ms:11.3f}{n:10.0f}{groups:8d}")
+    if gap is not None:
+        lines.append(f"  {'GPU idle (host gaps)':<22}{gap:11.1f}%")
+    return lines
 
 
 def explained(run: Run, rows: list[dict]) -> list[dict]:
@@ -103,11 +144,11 @@ def kind_of(row: Mapping) -> str:
 
 def headline(rows: list[dict], found: Mapping[str, Finding], manifest: Mapping) -> str:
     """Where the step goes: the GPU's idle share first when it is the largest part, then the two
-    kinds of kernel holding most of the step, each with its busiest unit and the first step for
-    its largest explained group."""
+    op classes (op_class) holding most of the step, each with its busiest unit and the first step
+    for its largest explained group."""
     buckets: dict[str, list[tuple[dict, Finding | None]]] = {}
     for row in rows:
-        buckets.setdefault(kind_of(row), []).append((row, found.get(str(row["case"]))))
+        buckets.setdefault(str(op_class(row)), []).append((row, found.get(str(row["case"]))))
     region = manifest.get("region") or {}
     where = "the step" if region.get("steps_measured") else "the program's GPU time"
     gap, under, scale = _idle(manifest)
@@ -187,10 +228,14 @@ def _cost(counters: Mapping) -> str:
     if counters.get("status") != "ok" or counters.get("kernels_profiled") is None:
         return ""
     groups = len(counters.get("groups") or [])
+    profiled = _count(int(counters["kernels_profiled"]), "launch")
+    wall = f"({counters.get('passes')} passes) in {float(counters.get('wall_s') or 0):.1f} s"
+    top = _count(groups, "group")
+    if counters.get("launches_used") is None:  # a run from before the gate (issue 33)
+        return f" Counter pass: ncu profiled {profiled} for the top {top} {wall}."
     return (
-        f" Counter pass: ncu profiled {_count(int(counters['kernels_profiled']), 'launch')} for "
-        f"the top {_count(groups, 'group')} ({counters.get('passes')} passes) in "
-        f"{float(counters.get('wall_s') or 0):.1f} s."
+        f" Counter pass: ncu profiled {profiled} to use {counters['launches_used']} (the top "
+        f"{top}, {counters.get('selection')} selection) {wall}."
     )
 
 

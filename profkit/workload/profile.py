@@ -34,6 +34,7 @@ TAIL_LINE_CHARS = 160  # a stderr line quoted in an error: a 5000-character mess
 # torch.profiler's (Kineto's) own lines on the program's stderr, at every start and stop: not the
 # program's words, so never the stderr a failure is told by
 _PROFILER_NOISE = re.compile(r"USDT:.*\.cpp:\d+\] ")
+GATE = "gate.json"  # the counter pass's op calls (counter_pass.write_gate)
 
 
 @dataclass
@@ -110,7 +111,8 @@ def _profile(program: Program, opts: ProfileOptions, writer: store.RunWriter, co
     if opts.counters and status != 0:
         counters = {"status": "skipped", "reason": f"the program exited with status {status}"}
     elif opts.counters:
-        counters, kernels = _counters(program, opts, writer, console, acts, region, table)
+        ops = timing_pass.op_calls(export)
+        counters, kernels = _counters(program, opts, writer, console, acts, region, table, ops)
     joined = join(table, aggregate_cases(kernels) if kernels is not None else None)
     writer.write_table(store.CASES, joined)
     writer.write_samples(samples)
@@ -190,7 +192,7 @@ def _pace(program, opts, writer, console, region, status) -> dict | None:
     return {**block, "child_wall_s": round(wall_s, 3)}
 
 
-def _counters(program, opts, writer, console, acts, region, table):
+def _counters(program, opts, writer, console, acts, region, table, ops):
     from profkit.counters.ncu_rep import read_report
 
     selection, notes = counter_pass.select(
@@ -203,15 +205,22 @@ def _counters(program, opts, writer, console, acts, region, table):
         launch_skip=opts.launch_skip,
         launch_count=opts.launch_count,
         step_range=opts.step_range,
+        ops=ops,
     )
     for note in notes:
         console.print(f"[yellow]note:[/] {note}")
-    console.print(
-        f"counter pass: ncu on the top {len(selection.cases)} kernel group(s), launches "
-        f"{selection.skip}..{selection.skip + selection.count - 1} of those named ..."
-    )
+    gate = _gate_file(selection, writer)
+    used = len(selection.chosen)
+    if gate is not None:
+        how = f"{selection.count} launch(es) for the {used} chosen, each inside its op call"
+    else:
+        how = (
+            f"launches {selection.skip}..{selection.skip + selection.count - 1} of those named, "
+            f"{selection.count} for the {used} chosen"
+        )
+    console.print(f"counter pass: ncu on the top {len(selection.cases)} kernel group(s), {how} ...")
     with console.status("ncu is profiling ..."):
-        argv = program.child_argv(None, opts.emit_nvtx, selection.start)
+        argv = program.child_argv(None, opts.emit_nvtx, selection.start, gate)
         result = counter_pass.run(selection, argv, writer, timeout_s=opts.ncu_timeout_s)
     block = result.to_manifest()
     log = result.log_path.read_text(errors="replace") if result.log_path else ""
@@ -220,6 +229,10 @@ def _counters(program, opts, writer, console, acts, region, table):
         launch_skip=selection.skip,
         launch_count=selection.count,
         kernel_names=list(selection.names),
+        selection="gate" if gate is not None else "window",
+        gate_calls=[list(g) for g in selection.gate or ()],
+        launches_expected=selection.count,
+        launches_used=used,
         passes=counter_pass.passes(log),
         notes=notes,
     )
@@ -250,8 +263,8 @@ def _counters(program, opts, writer, console, acts, region, table):
         kept = kept.assign(case=kept["launch"].map(matched.set_index("launch")["case"]))
         writer.write_table(store.RULES, kept)
     console.print(
-        f"counter pass: {len(tables.kernels)} launches profiled ({block['passes']} passes) in "
-        f"{result.wall_s:.1f} s; {len(matched)} belong to the chosen groups (matched by {how})"
+        f"counter pass: {len(tables.kernels)} launches profiled for {len(matched)} used "
+        f"({block['passes']} passes) in {result.wall_s:.1f} s (matched by {how})"
     )
     if opts.source:
         block["source_pass"] = _source(selection, program, writer, console, opts, matched)
@@ -266,7 +279,9 @@ def _source(selection, program, writer, console, opts, matched) -> dict:
     with console.status("ncu is profiling source lines ..."):
         result = counter_pass.source_run(
             selection,
-            program.child_argv(None, start=selection.start),
+            program.child_argv(
+                None, start=selection.start, gate=writer.path(GATE) if selection.gate else None
+            ),
             writer,
             timeout_s=opts.ncu_timeout_s,
         )
@@ -287,6 +302,13 @@ def _source(selection, program, writer, console, opts, matched) -> dict:
     block["status"] = "failed"
     console.print(f"[yellow]source pass failed:[/] {block['reason']}")
     return block
+
+
+def _gate_file(selection: counter_pass.Selection, writer: store.RunWriter) -> Path | None:
+    """The gate's file in the run (kept: it names the calls profiled), or None for a window."""
+    if selection.gate is None:
+        return None
+    return counter_pass.write_gate(selection, writer.path(GATE))
 
 
 def run_child(argv: list[str]) -> tuple[int, float, list[str]]:

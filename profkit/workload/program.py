@@ -39,16 +39,23 @@ class Program:
         return re.sub(r"[^A-Za-z0-9_.-]", "_", stem) or "workload"
 
     def child_argv(
-        self, export: Path | None, emit_nvtx: bool = False, start: tuple[str, int] | None = None
+        self,
+        export: Path | None,
+        emit_nvtx: bool = False,
+        start: tuple[str, int] | None = None,
+        gate: Path | None = None,
     ) -> list[str]:
         """This program under profkit's child: profiled to `export`, or (None) run plainly, as
         the counter pass runs it, so that ncu sees the same launches (with emit_nvtx, each
         PyTorch op an NVTX range, which ncu's report then names; with start, (step range, K),
-        the CUDA profiler started where that range opens the (K+1)th time)."""
+        the CUDA profiler started where that range opens the (K+1)th time; with gate, a file of
+        counter_pass.write_gate, started only during the op calls it names)."""
         if export is not None:
             return self._child(["--export", str(export)])
         mode = ["--no-profile", *(["--emit-nvtx"] if emit_nvtx else [])]
-        if start is not None:
+        if gate is not None:
+            mode += ["--gate", str(gate)]
+        elif start is not None:
             mode += ["--step-range", start[0], "--start-at-step", str(start[1])]
         return self._child(mode)
 

@@ -77,14 +77,32 @@ def read_export(path: Path) -> dict:
 
 def frames(export: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(activities, user ranges) of an export as tables."""
-    acts = pd.DataFrame(export["kernels"]["rows"], columns=list(KERNEL_COLUMNS))
+    columns = export["kernels"].get("columns", list(KERNEL_COLUMNS))
+    acts = pd.DataFrame(export["kernels"]["rows"], columns=columns)
+    for col in KERNEL_COLUMNS:  # an export written before a column was added
+        if col not in acts.columns:
+            acts[col] = None
     ranges = pd.DataFrame(export["ranges"]["rows"], columns=list(RANGE_COLUMNS))
     for col in ("start_us", "dur_us", "launch_us"):
         acts[col] = pd.to_numeric(acts[col], errors="coerce")
     acts["ranges"] = acts["ranges"].fillna("").astype(str)
+    calls = op_calls(export)
+    if calls is not None:  # the outermost aten op holding the launch: what the step asked for
+        names = calls["name"].tolist()
+        acts["outer_op"] = [
+            c and names[c[0]] if isinstance(c, list) else None for c in acts["op_ids"]
+        ]
     # launch order: CUPTI's correlation ids count launch calls across threads, as ncu counts them
     acts["order"] = acts["correlation"].fillna(np.inf).rank(method="first").astype(int) - 1
     return acts, ranges
+
+
+def op_calls(export: dict) -> pd.DataFrame | None:
+    """The export's aten op calls (name, start_us, end_us, tid), by row; None in an older one."""
+    block = export.get("ops")
+    if not block:
+        return None
+    return pd.DataFrame(block["rows"], columns=block["columns"])
 
 
 def range_names(acts: pd.DataFrame) -> list[str]:
@@ -203,12 +221,18 @@ def groups(region: Region, workload: str) -> tuple[pd.DataFrame, pd.DataFrame]:
         ms = g["ms"].to_numpy(float)
         dtypes = g["dtype"].dropna()
         ops = g["op"].dropna()
+        outer = g["outer_op"].dropna() if "outer_op" in g else g["op"].iloc[:0]
         rows.append(
             {
                 "kernel": workload,
                 "kernel_name": name,
                 "range": where,
                 "op": ops.mode().iloc[0] if len(ops) else None,
+                **(
+                    {"outer_op": outer.mode().iloc[0] if len(outer) else None}
+                    if "outer_op" in g
+                    else {}
+                ),  # fmt: skip
                 "dtype": dtypes.mode().iloc[0] if len(dtypes) else "unknown",
                 "grid": grid,
                 "block": block,

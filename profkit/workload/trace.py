@@ -6,7 +6,8 @@ host that launched it). Its enclosing user ranges (record_function, and NVTX ran
 profkit's child also opens as record_function) are those whose time span holds the launch call, on
 any thread of the program: loss.backward() launches from autograd's own thread while the user's
 range on the main thread is still open. Its op is the innermost PyTorch op on the launching thread
-(the range torch.autograd.profiler.emit_nvtx would emit), with the op's first floating input type.
+(the range torch.autograd.profiler.emit_nvtx would emit), with the op's first floating input type;
+its op_ids name every aten op call holding it there (the export's "ops"), for the counter pass.
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ KERNEL_COLUMNS = (
     "ranges",  # enclosing user ranges, outermost first, joined by " > "
     "op",
     "dtype",
+    "op_ids",  # the aten ops holding the launch on its thread (rows of "ops"), outermost first
 )
+OP_COLUMNS = ("name", "start_us", "end_us", "tid")
 RANGE_COLUMNS = ("name", "start_us", "end_us", "tid")
 RANGE_SEP = " > "
 
@@ -64,13 +67,17 @@ def export_from_trace(trace: Mapping, meta: Mapping) -> dict:
     calls = [launches.get((e.get("args") or {}).get("correlation")) for e in activities]
     at = [c["ts"] if c else None for c in calls]
     ranges = _holders(user, at)
+    aten = sorted((e for spans in ops.values() for e in spans if _aten(e)), key=_order)
+    index = {id(e): i for i, e in enumerate(aten)}
     innermost: list[dict | None] = [None] * len(activities)
+    chains: list[list[int]] = [[] for _ in activities]
     for tid, spans in ops.items():
         mine = [i for i, c in enumerate(calls) if c is not None and c.get("tid") == tid]
         for i, found in zip(mine, _holders(spans, [at[i] for i in mine]), strict=True):
             innermost[i] = found[-1] if found else None
+            chains[i] = [index[id(e)] for e in found if id(e) in index]
     rows = []
-    for e, when, held, op in zip(activities, at, ranges, innermost, strict=True):
+    for e, when, held, op, chain in zip(activities, at, ranges, innermost, chains, strict=True):
         args = e.get("args") or {}
         rows.append(
             [
@@ -86,6 +93,7 @@ def export_from_trace(trace: Mapping, meta: Mapping) -> dict:
                 RANGE_SEP.join(r["name"] for r in held),
                 op.get("name") if op else None,
                 _dtype(op),
+                chain,
             ]
         )
     rows.sort(key=lambda r: (r[2], r[5] if r[5] is not None else -1))
@@ -97,9 +105,26 @@ def export_from_trace(trace: Mapping, meta: Mapping) -> dict:
         "kernels": {"columns": list(KERNEL_COLUMNS), "rows": rows},
         "ranges": {
             "columns": list(RANGE_COLUMNS),
-            "rows": [[e["name"], e["ts"], e["ts"] + e.get("dur", 0.0), e.get("tid")] for e in user],
+            "rows": [_span(e) for e in user],
         },
+        # every aten op call, so that the counter pass can name the call that launched a kernel
+        "ops": {"columns": list(OP_COLUMNS), "rows": [_span(e) for e in aten]},
     }
+
+
+def call_key(name: str) -> str:
+    """An aten op's name for numbering its calls (the counter pass's gate): in-place and
+    out-of-place as one (the autograd engine accumulates gradients with add_, but with add under
+    a dispatch mode)."""
+    return name[:-1] if name.endswith("_") else name
+
+
+def _aten(e: Mapping) -> bool:
+    return str(e.get("name", "")).startswith("aten::")
+
+
+def _span(e: Mapping) -> list:
+    return [e["name"], e["ts"], e["ts"] + e.get("dur", 0.0), e.get("tid")]
 
 
 def _order(span: Mapping) -> tuple[float, float]:

@@ -1,0 +1,132 @@
+"""What a profile's kernel group does in a training step, by PyTorch op class (matmul, attention,
+norm, elementwise, optimizer, loss, copy/cast ...), read from its kernel's name, family and
+PyTorch op; and for the classes whose fix is known, that fix as a next step.
+
+A group's kernel family says whose code it is (cuBLAS, ATen ...); its op says what the step asked
+for. ATen's multi-tensor kernels are the optimizer's, its log_softmax over the logits the loss's,
+its copy_ kernels dtype casts (same-dtype contiguous copies are memcpys, not kernels). Pure
+Python: no torch.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from enum import StrEnum
+
+from profkit.explain.kernel_family import Family, family
+from profkit.explain.model import Action, NextStep
+
+
+class OpClass(StrEnum):
+    MATMUL = "matmul"
+    CONVOLUTION = "convolution"
+    ATTENTION = "attention"
+    NORM = "norm"
+    ACTIVATION = "activation"
+    ELEMENTWISE = "elementwise"
+    REDUCTION = "reduction"
+    OPTIMIZER = "optimizer"
+    LOSS = "loss"
+    CAST = "copy/cast"
+    EMBEDDING = "embedding"
+    COMPILED = "torch.compile"
+    OTHER = "other"
+
+
+_MATMUL_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul",
+               "aten::linear", "aten::_scaled_mm", "aten::addmv")  # fmt: skip
+_LOSS_OPS = ("aten::_log_softmax", "aten::_log_softmax_backward_data", "aten::nll_loss",
+             "aten::cross_entropy_loss")  # fmt: skip
+_CAST_OPS = ("aten::copy_", "aten::_to_copy", "aten::to")
+_ACTIVATIONS = ("gelu", "silu", "relu", "tanh", "sigmoid", "glu", "mish", "hardswish")
+
+
+def op_class(row: Mapping) -> OpClass:
+    name, op = str(row.get("kernel_name") or ""), str(row.get("op") or "")
+    fam = family(name)
+    if fam == Family.INDUCTOR:
+        return OpClass.COMPILED
+    if "multi_tensor_apply" in name or op.startswith(("aten::_fused_adam", "aten::_fused_sgd",
+                                                      "aten::_foreach_")):  # fmt: skip
+        return OpClass.OPTIMIZER
+    outer = str(row.get("outer_op") or "")  # the op the step called (runs since issue 33)
+    if op.startswith(_LOSS_OPS) or "LogSoftMax" in name or name.startswith("nll_loss"):
+        return OpClass.LOSS
+    if outer.startswith(("aten::cross_entropy", "aten::nll_loss")):
+        return OpClass.LOSS
+    if "attention" in op or "sdpa" in name or fam == Family.FLASH:
+        return OpClass.ATTENTION
+    if "convolution" in op:
+        return OpClass.CONVOLUTION
+    if fam in (Family.CUBLAS, Family.CUTLASS) or op in _MATMUL_OPS:
+        return OpClass.MATMUL
+    if op in _CAST_OPS or "copy_kernel" in name:
+        return OpClass.CAST
+    if fam == Family.ATEN_NORM or "norm" in op or "softmax" in op:
+        return OpClass.NORM
+    if "embedding" in op:
+        return OpClass.EMBEDDING
+    if fam == Family.ATEN_ELEMENTWISE and any(a in op for a in _ACTIVATIONS):
+        return OpClass.ACTIVATION
+    if fam == Family.ATEN_ELEMENTWISE:
+        return OpClass.ELEMENTWISE
+    if fam == Family.ATEN_REDUCE:
+        return OpClass.REDUCTION
+    return OpClass.OTHER
+
+
+def label(row: Mapping, cls: OpClass) -> str:
+    """What the group is, in a few words: the class, and for the known fixes what it is exactly."""
+    op = str(row.get("op") or "")
+    if cls == OpClass.OPTIMIZER:
+        return f"optimizer step ({optimizer_kind(row)})"
+    if cls == OpClass.LOSS:
+        part = "backward" if "backward" in op or "Backward" in str(row.get("kernel_name")) else (
+            "forward")  # fmt: skip
+        if op in _CAST_OPS:
+            return f"cross-entropy: its input cast to {row.get('dtype')} (copy_)"
+        what = "log_softmax" if "softmax" in op.lower() else op.rsplit("::", 1)[-1]
+        return f"cross-entropy {part} ({what} over the logits)"
+    if cls == OpClass.CAST:
+        dtype = str(row.get("dtype") or "")
+        return f"dtype casts to {dtype} (copy_)" if dtype in _DTYPE_WORDS else "copies (copy_)"
+    return str(cls)
+
+
+# CUTLASS names its kernels by the operands' alignment in elements: align8 is 16 bytes of bf16;
+# align1 (or 2, 4 for 16-bit types) is the fallback cuBLAS takes for a leading dimension that is
+# not a multiple of 8
+_UNALIGNED = re.compile(r"_align[124](?!\d)")
+_DTYPE_WORDS = {"bfloat16", "float16", "float32", "float8_e4m3fn", "float8_e5m2"}
+
+
+def optimizer_kind(row: Mapping) -> str:
+    """'fused AdamW', 'foreach AdamW' ...: how the step is implemented, and which optimizer (from
+    torch.optim's own range, Optimizer.step#AdamW.step, where the group holds it)."""
+    op, held = str(row.get("op") or ""), str(row.get("range") or "")
+    which = held.split("#", 1)[1].split(".", 1)[0] if held.startswith("Optimizer.step#") else ""
+    how = "fused" if op.startswith(("aten::_fused_",)) else "foreach" if "_foreach_" in op else ""
+    return " ".join(w for w in (how, which or "optimizer") if w) + ", multi-tensor kernels"
+
+
+def fix(row: Mapping, cls: OpClass) -> NextStep | None:
+    """The known fix for the group's class, or None where the catalogue's own steps stand."""
+    op, dtype = str(row.get("op") or ""), str(row.get("dtype") or "")
+    name = str(row.get("kernel_name") or "")
+    if cls == OpClass.MATMUL and _UNALIGNED.search(name):
+        return NextStep(Action.ALIGN_GEMM, ["kernel_name"])
+    if cls == OpClass.OPTIMIZER:
+        fused = op.startswith("aten::_fused_")
+        return NextStep(Action.OPTIMIZER_STATE if fused else Action.FUSED_OPTIMIZER, ["op"])
+    if cls == OpClass.LOSS:
+        return NextStep(Action.FUSED_LINEAR_CE, ["op"])
+    if cls == OpClass.CAST and dtype in ("bfloat16", "float16"):
+        return NextStep(Action.WEIGHT_CASTS, ["op", "dtype"], {"dtype": dtype})
+    if cls == OpClass.CAST:
+        return NextStep(Action.FOLD_CASTS, ["op", "dtype"])
+    if cls == OpClass.NORM and family(str(row.get("kernel_name") or "")) == Family.ATEN_NORM:
+        return NextStep(Action.NORM_NEIGHBOURS, ["op"])
+    if cls == OpClass.ACTIVATION:
+        return NextStep(Action.ACTIVATION_EPILOGUE, ["op"])
+    return None

@@ -1,0 +1,118 @@
+"""`profkit profile` on a GPT-2 124M training step on the H200 (examples/gpt_train.py: bf16
+autocast over fp32 weights, fused AdamW, batch 8 x 1024, 50,257-token vocabulary; the last 10 of
+20 steps measured; jobs/profile_gpt.toml's second call, 2026-12-04, commit 7adc5a8): the counter
+pass profiled, through the gate (issue 33), the 10 launches it used and the fused AdamW call's 6
+other chunks (the first call's window had taken 251); each of the top 10 groups is named for what
+it is and told a fix an engineer training that model would act on. Tables only (no raw report),
+from tests/data/workloads/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from profkit import store
+from profkit.explain import Action
+from profkit.explain.phrases import next_step_text
+from profkit.workload import counter_pass, profile, timing_pass
+from profkit.workload.explain import explain_profile
+from profkit.workload.op_class import OpClass, op_class
+
+RUN = Path(__file__).parent / "data" / "workloads" / "gpt_train-20261204-162328-vm-933086"
+# the catalogue's generic advice for library code, which an op fused already must not get
+FUSE_AWAY = "fuse it away"
+
+
+@pytest.fixture(scope="module")
+def run() -> store.Run:
+    return store.load(RUN)
+
+
+@pytest.fixture(scope="module")
+def top(run: store.Run) -> list[dict]:
+    return run.cases.sort_values("rank").head(10).to_dict("records")
+
+
+def test_the_gate_profiled_the_launches_it_predicted_and_derives_again_from_the_export(
+    run: store.Run, top: list[dict]
+) -> None:
+    """ncu profiled what the gate predicted, matched by launch order: the 10 chosen launches and
+    the fused AdamW call's 6 other launches of its kernel (304 passes, 30.8 s; the window had
+    taken 251 launches, 4,769 passes, 197.8 s). The gate derived again here, from the run's own
+    timing export, names the same op calls."""
+    c = run.manifest["counters"]
+    assert c["status"] == "ok" and c["selection"] == "gate" and c["matched_by"] == "launch order"
+    assert (c["kernels_profiled"], c["launches_expected"], c["launches_used"]) == (16, 16, 10)
+    assert c["groups"] == [r["case"] for r in top]
+    assert sorted(run.kernels["case"]) == sorted(r["case"] for r in top)
+    export = timing_pass.read_export(RUN / profile.EXPORT)
+    acts, ranges = timing_pass.frames(export)
+    region = timing_pass.measure_region(acts, ranges, step_range="step", steps=10)
+    table, _ = timing_pass.groups(region, "gpt_train")
+    sel, notes = counter_pass.select(
+        acts, region, table, top=10, step_range="step", ops=timing_pass.op_calls(export)
+    )
+    assert not notes and sel.cases == c["groups"]
+    assert [list(g) for g in sel.gate] == c["gate_calls"] and sel.count == 16
+    extra = sel.sequence[~sel.sequence["order"].isin(sel.chosen["order"])]
+    assert len(extra) == 6 and all("multi_tensor_apply_kernel" in n for n in extra["name"])
+
+
+def test_each_top_group_is_told_a_fix_and_no_fused_op_to_fuse_away(run: store.Run) -> None:
+    findings = explain_profile(run).findings
+    assert len(findings) == 10
+    for f in findings:
+        assert f.next, f.subject
+        said = next_step_text(f.next[0])
+        cls = OpClass(f.evidence["op_class"])
+        if cls in (OpClass.OPTIMIZER, OpClass.LOSS, OpClass.ATTENTION, OpClass.NORM,
+                   OpClass.CAST, OpClass.MATMUL):  # fmt: skip
+            assert FUSE_AWAY not in said, f.subject
+
+
+def test_the_output_heads_unaligned_gemms_are_told_to_pad_the_vocabulary(
+    run: store.Run, top: list[dict]
+) -> None:
+    """At 50,257 tokens the head's three GEMMs (forward, both gradients) ran CUTLASS's align1
+    kernels: the top three groups, at a Tensor pipe far from the roof."""
+    heads = [r for r in top if "_align1" in r["kernel_name"]]
+    assert len(heads) == 3 and [r["rank"] for r in heads] == [1, 2, 3]
+    assert all(r["tensor_any_pct"] < 50 for r in heads)
+    findings = {f.case: f for f in explain_profile(run).findings}
+    for r in heads:
+        step = findings[r["case"]].next[0]
+        assert step.action == Action.ALIGN_GEMM and "50,304" in next_step_text(step)
+
+
+def test_the_optimizer_step_is_named_and_told_precision_or_state(
+    run: store.Run, top: list[dict]
+) -> None:
+    (opt,) = [r for r in top if op_class(r) == OpClass.OPTIMIZER]
+    f = {f.case: f for f in explain_profile(run).findings}[opt["case"]]
+    assert "optimizer step (fused AdamW, multi-tensor kernels)" in f.subject
+    assert f.next[0].action == Action.OPTIMIZER_STATE
+    assert "not from fusing it" in next_step_text(f.next[0])
+
+
+def test_the_cross_entropys_cast_is_the_loss_told_the_fused_linear_cross_entropy(
+    run: store.Run, top: list[dict]
+) -> None:
+    """Autocast runs cross_entropy in float32: the bf16 logits (8192 x 50,257) are cast up inside
+    aten::cross_entropy_loss (the group's outer op), a loss cost, not a cast to fold."""
+    (cast,) = [r for r in top if r.get("outer_op") == "aten::cross_entropy_loss"]
+    assert op_class(cast) == OpClass.LOSS and cast["op"] == "aten::copy_"
+    f = {f.case: f for f in explain_profile(run).findings}[cast["case"]]
+    assert f.subject.startswith("3.3% cross-entropy: its input cast to float32 (copy_)")
+    assert f.next[0].action == Action.FUSED_LINEAR_CE
+
+
+def test_the_headline_table_gives_the_step_per_op_class(run: store.Run) -> None:
+    head, *table = explain_profile(run).notes["gpt_train"].split("\n")
+    classes = [line.split()[0] for line in table[1:-1]]
+    assert {"matmul", "attention", "norm", "optimizer", "loss", "copy/cast"} <= set(classes)
+    shares = [float(line.split()[-4].rstrip("%")) for line in table[1:-1]]
+    idle = float(table[-1].split()[-1].rstrip("%"))
+    assert shares == sorted(shares, reverse=True) and classes[0] == "matmul"
+    assert 90 < sum(shares) + idle < 105  # the step alone: kernels, and the GPU's idle share
+    assert "Counter pass: ncu profiled 16 launches to use 10 (the top 10 groups, gate" in head
