@@ -466,7 +466,7 @@ def test_a_ruled_out_step_is_withheld_with_its_reason(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "ruled_out.json").write_text(json.dumps(
-        {"rmsnorm": [{"variant": "triton", "step": "raise_occupancy", "why": "tried in v2"}]}
+        {"rmsnorm": [{"variant": "triton", "action": "raise_occupancy", "why": "tried in v2"}]}
     ))  # fmt: skip
     monkeypatch.setattr(explain_run_module, "_notebook_dir", lambda: tmp_path)
     f = one_case(**LATENCY, achieved_occupancy_pct=18.0, theoretical_occupancy_pct=18.75,

@@ -74,7 +74,7 @@ def notebook_ruled_out(kernel: str, folder: Path | None) -> dict[str, dict[Actio
     out: dict[str, dict[Action, str]] = {}
     for entry in data.get(kernel, []):
         try:
-            action = Action(entry["step"])
+            action = Action(entry["action"])
         except (KeyError, ValueError):
             continue
         out.setdefault(entry.get("variant", "*"), {})[action] = entry.get("why", RULED_OUT_FILE)
