@@ -9,7 +9,7 @@ the FP32 figure of the same table (same SMs, same clock), and each entry names w
 from. A rate the sources found did not settle is left out, and the entry says why: a kernel on
 that pipe gets the run's measured roofs only. Sparse (2:4) rates are never used.
 
-Kinds: fp32_fma and fp64_fma (the FMA and FP64 pipes), and the Tensor Core rates tensor_fp16
+Pipes: fp32_fma and fp64_fma (the FMA and FP64 pipes), and the Tensor Core rates tensor_fp16
 (fp16 and bf16 inputs, fp32 accumulate), tensor_tf32, tensor_int8, tensor_fp8 and tensor_fp64
 (DMMA).
 """
@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-KINDS = (
+PIPES = (
     "fp32_fma",
     "fp64_fma",
     "tensor_fp16",
@@ -29,8 +29,8 @@ KINDS = (
     "tensor_fp8",
     "tensor_fp64",
 )
-# how a roof of each kind is named on a page
-KIND_NAMES = {
+# how a roof of each pipe is named on a page
+PIPE_NAMES = {
     "fp32_fma": "FP32 FMA",
     "fp64_fma": "FP64 FMA",
     "tensor_fp16": "FP16/BF16 Tensor Core",
@@ -40,10 +40,10 @@ KIND_NAMES = {
     "tensor_fp64": "FP64 Tensor Core",
 }
 
-# A dtype label -> the Tensor Core kind its matmul would run as, and its non-tensor pipe. Only the
+# A dtype label -> the Tensor Core pipe its matmul would run as, and its non-tensor pipe. Only the
 # label's guess: the roof explain judges a kernel against follows the pipe ncu measured
 # (explain.roofs.pipe_roof).
-LABEL_TENSOR_KIND = {
+LABEL_TENSOR_PIPE = {
     "float16": "tensor_fp16",
     "bfloat16": "tensor_fp16",
     "float32": "tensor_tf32",
@@ -52,18 +52,18 @@ LABEL_TENSOR_KIND = {
     "int8": "tensor_int8",
     "float64": "tensor_fp64",
 }
-# the kinds that run on the Tensor Cores
-TENSOR_KINDS = frozenset(LABEL_TENSOR_KIND.values())
+# the pipes that run on the Tensor Cores
+TENSOR_PIPES = frozenset(LABEL_TENSOR_PIPE.values())
 
 
-def label_vector_kind(dtype: str) -> str:
+def label_vector_pipe(dtype: str) -> str:
     return "fp64_fma" if dtype == "float64" else "fp32_fma"
 
 
 @dataclass(frozen=True)
 class Board:
     """Rates that hold only on boards whose name matches `match` (GeForce boards run some Tensor
-    Core kinds at a different rate than the professional boards of the same chip)."""
+    Core pipes at a different rate than the professional boards of the same chip)."""
 
     match: str  # a regular expression searched in the GPU's name, case-insensitive
     rates: Mapping[str, int]
@@ -74,9 +74,9 @@ class Board:
 class Arch:
     cc: str
     name: str
-    rates: Mapping[str, int]  # kind -> FLOP (or OP) per SM per clock, on every board of this cc
+    rates: Mapping[str, int]  # pipe -> FLOP (or OP) per SM per clock, on every board of this cc
     source: str
-    left_out: Mapping[str, str] = field(default_factory=dict)  # kind -> why it is not listed
+    left_out: Mapping[str, str] = field(default_factory=dict)  # pipe -> why it is not listed
     boards: tuple[Board, ...] = ()
 
 
@@ -187,10 +187,10 @@ TABLE: dict[str, Arch] = {
             "NVIDIA HGX B200 datasheet (FP32 75, FP64 and FP64 Tensor Core 37 TFLOP/s: FP64 at "
             "half the FP32 rate, FP64 Tensor no faster than FP64) with 128 FP32 lanes per SM",
             {
-                kind: "not sourced: NVIDIA gives B200 totals only (FP16/BF16 2.25 PFLOP/s dense, "
+                pipe: "not sourced: NVIDIA gives B200 totals only (FP16/BF16 2.25 PFLOP/s dense, "
                 "30x its FP32 figure, at a Tensor clock it does not state), so no per-SM rate "
                 "follows without guessing the clock"
-                for kind in ("tensor_fp16", "tensor_tf32", "tensor_int8", "tensor_fp8")
+                for pipe in ("tensor_fp16", "tensor_tf32", "tensor_int8", "tensor_fp8")
             },
         ),
         Arch(
@@ -204,10 +204,10 @@ TABLE: dict[str, Arch] = {
                 "searched",
                 "tensor_fp64": "GB20x Tensor Cores have no FP64 (DMMA) path",
                 **{
-                    kind: "not sourced: the figures found (RTX 5090 FP16 Tensor 838.4 and FP8 "
+                    pipe: "not sourced: the figures found (RTX 5090 FP16 Tensor 838.4 and FP8 "
                     "1676.8 TFLOP/s sparse) do not say which accumulate they assume, and GeForce "
                     "boards halve FP32 accumulate"
-                    for kind in ("tensor_fp16", "tensor_tf32", "tensor_int8", "tensor_fp8")
+                    for pipe in ("tensor_fp16", "tensor_tf32", "tensor_int8", "tensor_fp8")
                 },
             },
         ),
@@ -219,21 +219,21 @@ def arch(cc: str | None) -> Arch | None:
     return TABLE.get(str(cc)) if cc else None
 
 
-def rate(cc: str | None, kind: str, gpu: str | None = None) -> tuple[int, str] | None:
-    """The per-SM rate of `kind` on this device, with its source; None where the table has none."""
+def rate(cc: str | None, pipe: str, gpu: str | None = None) -> tuple[int, str] | None:
+    """The per-SM rate of `pipe` on this device, with its source; None where the table has none."""
     a = arch(cc)
     if a is None:
         return None
     for board in a.boards:
-        if gpu and re.search(board.match, gpu, re.IGNORECASE) and kind in board.rates:
-            return board.rates[kind], board.source
-    if kind in a.rates:
-        return a.rates[kind], a.source
+        if gpu and re.search(board.match, gpu, re.IGNORECASE) and pipe in board.rates:
+            return board.rates[pipe], board.source
+    if pipe in a.rates:
+        return a.rates[pipe], a.source
     return None
 
 
-def missing(cc: str | None, kind: str, gpu: str | None = None) -> str:
-    """Why the table gives no rate for `kind` on this device (one line)."""
+def missing(cc: str | None, pipe: str, gpu: str | None = None) -> str:
+    """Why the table gives no rate for `pipe` on this device (one line)."""
     a = arch(cc)
     if a is None:
         known = ", ".join(TABLE)
@@ -241,20 +241,20 @@ def missing(cc: str | None, kind: str, gpu: str | None = None) -> str:
             f"no per-SM rates for compute capability {cc or 'unknown'} (profkit.peaks covers "
             f"{known}): measured roofs only"
         )
-    why = a.left_out.get(kind, "not in the table")
-    return f"{KIND_NAMES.get(kind, kind)} on {a.name}: {why}; measured roofs only"
+    why = a.left_out.get(pipe, "not in the table")
+    return f"{PIPE_NAMES.get(pipe, pipe)} on {a.name}: {why}; measured roofs only"
 
 
 def peak(
     cc: str | None,
-    kind: str,
+    pipe: str,
     sm_count: float | None,
     clock_mhz: float | None,
     gpu: str | None = None,
 ) -> tuple[float, str] | None:
     """rate x SMs x clock in FLOP/s (OP/s for int8), with how it was derived; None without a rate,
     an SM count or a clock."""
-    found = rate(cc, kind, gpu)
+    found = rate(cc, pipe, gpu)
     if found is None or not sm_count or not clock_mhz:
         return None
     per_sm, source = found

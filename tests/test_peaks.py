@@ -34,14 +34,14 @@ def test_the_table_covers_ampere_to_blackwell_with_a_source_for_every_entry() ->
     assert list(peaks.TABLE) == ["8.0", "8.6", "8.9", "9.0", "10.0", "12.0"]
     for cc, a in peaks.TABLE.items():
         assert a.cc == cc and a.name and "NVIDIA" in a.source
-        assert set(a.rates) <= set(peaks.KINDS)
+        assert set(a.rates) <= set(peaks.PIPES)
         assert all(isinstance(v, int) and v > 0 for v in a.rates.values())
         # every kind is either a rate or left out with a reason, never both, never silent
         assert not set(a.rates) & set(a.left_out)
-        assert set(a.rates) | set(a.left_out) == set(peaks.KINDS), cc
+        assert set(a.rates) | set(a.left_out) == set(peaks.PIPES), cc
         assert all(why for why in a.left_out.values())
         for board in a.boards:
-            assert board.match and "NVIDIA" in board.source and set(board.rates) <= set(peaks.KINDS)
+            assert board.match and "NVIDIA" in board.source and set(board.rates) <= set(peaks.PIPES)
         assert "fp32_fma" in a.rates  # every architecture has a sourced FMA pipe
 
 
@@ -246,4 +246,4 @@ def test_int8_and_e5m2_are_dtype_names() -> None:
     assert DTYPE_ITEMSIZE["int8"] == DTYPE_ITEMSIZE["float8_e5m2"] == 1
     e5m2 = KernelSpec(**{**spec.__dict__, "dtypes": ("float8_e5m2",)})
     assert normalize_dtype(e5m2, "e5m2") == normalize_dtype(e5m2, "fp8_e5m2") == "float8_e5m2"
-    assert peaks.LABEL_TENSOR_KIND["float8_e5m2"] == "tensor_fp8"
+    assert peaks.LABEL_TENSOR_PIPE["float8_e5m2"] == "tensor_fp8"

@@ -26,7 +26,7 @@ from profkit.explain.roofs import roof_kind
 from profkit.store import Run
 
 # how a panel names the Tensor Core roof of its dtype (fp32 inputs: TF32 when allowed); other
-# kinds by profkit.peaks.KIND_NAMES
+# kinds by profkit.peaks.PIPE_NAMES
 TENSOR_KIND = {"float16": "FP16", "bfloat16": "BF16", "float32": "TF32"}
 MEMORY_COLORS = {"DRAM": "#1f77b4", "L2": "#17becf"}
 COMPUTE_COLORS = {"fp32": "#2ca02c", "tensor": "#9467bd"}
@@ -121,19 +121,19 @@ def roofs(run: Run, dtype: str) -> tuple[list[Roof], list[str]]:
         out.append(Roof("L2", "memory", l2, True, "manifest ceilings"))
     else:
         missing.append("L2 (the run measured no L2 bandwidth, and no datasheet figure is derived)")
-    vector = peaks.label_vector_kind(dtype)
-    name = peaks.KIND_NAMES[vector]
+    vector = peaks.label_vector_pipe(dtype)
+    name = peaks.PIPE_NAMES[vector]
     if vector == "fp32_fma" and (fp32 := _number(ceil.get("fp32_tflops"))):
         out.append(Roof(name, "compute", fp32, True, "manifest ceilings"))
     elif d := _derived(run, vector):
         out.append(Roof(name, "compute", d[0], False, d[1]))
     else:
         missing.append(f"{name} (not measured; {_why_not(run, vector)})")
-    label_kind = peaks.LABEL_TENSOR_KIND.get(dtype)
+    label_kind = peaks.LABEL_TENSOR_PIPE.get(dtype)
     if dtype in TENSOR_KIND:
         tc = f"{TENSOR_KIND[dtype]} Tensor Core"
     else:
-        tc = peaks.KIND_NAMES.get(label_kind or "", f"{dtype} Tensor Core")
+        tc = peaks.PIPE_NAMES.get(label_kind or "", f"{dtype} Tensor Core")
     measured = _number(ceil.get(f"matmul_tflops_{dtype}"))
     if measured is None and str(ceil.get("matmul_dtype")) == dtype:
         measured = _number(ceil.get("matmul_tflops"))
@@ -150,10 +150,10 @@ def roofs(run: Run, dtype: str) -> tuple[list[Roof], list[str]]:
     for kind in measured_kinds(run, dtype):
         if kind in (vector, label_kind):
             continue
-        name = peaks.KIND_NAMES[kind]
+        name = peaks.PIPE_NAMES[kind]
         if d := _derived(run, kind):
             source = f"the pipe {dtype} cases ran on; {d[1]}"
-            out.append(Roof(name, "compute", d[0], False, source, kind in peaks.TENSOR_KINDS))
+            out.append(Roof(name, "compute", d[0], False, source, kind in peaks.TENSOR_PIPES))
         else:
             missing.append(f"{name}, the pipe {dtype} cases ran on ({_why_not(run, kind)})")
     return out, missing

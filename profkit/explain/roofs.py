@@ -100,7 +100,7 @@ def busiest_pipe(rec: LaunchRecord) -> tuple[Unit, str, float] | None:
 def roof_kind(rec: LaunchRecord, dtype: str) -> tuple[str | None, str]:
     """The peaks kind the case is judged against, from the pipe ncu measured (the label only
     names the HMMA kind, or stands in where no pipe counter was captured), and why."""
-    label = peaks.LABEL_TENSOR_KIND.get(dtype)
+    label = peaks.LABEL_TENSOR_PIPE.get(dtype)
     if rec.mma_kind is not None:
         sub = rec.tensor_subpipe
         if sub == "imma":
@@ -116,7 +116,7 @@ def roof_kind(rec: LaunchRecord, dtype: str) -> tuple[str | None, str]:
         return None, f"Tensor pipe with a {dtype or 'missing'} label: its MMA kind is unknown"
     fp64, fma = rec.fp64_pipe_pct, rec.fma_pipe_pct
     if fp64 is None:
-        return peaks.label_vector_kind(dtype), f"no FP64 pipe counter, {dtype or 'no'} label"
+        return peaks.label_vector_pipe(dtype), f"no FP64 pipe counter, {dtype or 'no'} label"
     works = fp64 >= th.PIPE_IN_USE_PCT and (dtype == "float64" or fma is None or fp64 >= fma)
     return ("fp64_fma", "FP64 pipe") if works else ("fp32_fma", "FMA pipe")
 
@@ -156,7 +156,7 @@ def pipe_roof(rec: LaunchRecord, dtype: str, device: Device) -> PipeRoof:
         else "no SM count or clock to derive the roof from"
     )
     measured = device.matmul_tflops
-    if measured and peaks.LABEL_TENSOR_KIND.get(str(device.matmul_dtype)) == kind:
+    if measured and peaks.LABEL_TENSOR_PIPE.get(str(device.matmul_dtype)) == kind:
         return PipeRoof(
             kind, measured * 1e12, f"measured: the run's {device.matmul_dtype} matmul ({gap})"
         )
@@ -182,7 +182,7 @@ def compute_roof(rec: LaunchRecord, dtype: str, device: Device, ev: Evidence) ->
         ev.put("pct_of_pipe_roof_pct", achieved / tflops * 100)
     elif roof.kind is None or peaks.rate(device.compute_capability, roof.kind, device.gpu) is None:
         ev.put("roof_note", roof.source)
-    measured_kind = peaks.LABEL_TENSOR_KIND.get(str(device.matmul_dtype))
+    measured_kind = peaks.LABEL_TENSOR_PIPE.get(str(device.matmul_dtype))
     if (
         device.matmul_tflops
         and device.matmul_dtype == dtype
