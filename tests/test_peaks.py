@@ -187,7 +187,7 @@ def test_the_dashboard_adds_the_roof_of_the_pipe_the_cases_ran_on() -> None:
     cases.loc[f32, "tensor_pipe_pct"] = 0.1
     cases.loc[f32, "tensor_any_pct"] = 90.0
     edited = store.Run(run.path, run.manifest, cases)
-    assert roofline.measured_kinds(edited, "float32") == ["tensor_int8"]
+    assert roofline.measured_pipes(edited, "float32") == ["tensor_int8"]
     int8 = next(r for r in roofline.roofs(edited, "float32")[0] if r.name == "INT8 Tensor Core")
     clock = float(run.manifest["fingerprint"]["clocks_mhz"]["max_sm"])
     assert int8.value == pytest.approx(132 * 8192 * clock * 1e6 / 1e12)

@@ -26,7 +26,7 @@ from profkit.explain.roofs import roof_kind
 from profkit.store import Run
 
 # how a panel names the Tensor Core roof of its dtype (fp32 inputs: TF32 when allowed); other
-# kinds by profkit.peaks.PIPE_NAMES
+# pipes by profkit.peaks.PIPE_NAMES
 TENSOR_KIND = {"float16": "FP16", "bfloat16": "BF16", "float32": "TF32"}
 MEMORY_COLORS = {"DRAM": "#1f77b4", "L2": "#17becf"}
 COMPUTE_COLORS = {"fp32": "#2ca02c", "tensor": "#9467bd"}
@@ -53,7 +53,7 @@ COUNTER_HOVER: tuple[Field, ...] = (
 @dataclass(frozen=True)
 class Roof:
     name: str  # "DRAM", "L2", "FP32 FMA", "BF16 Tensor Core"
-    kind: str  # "memory" (value in GB/s) or "compute" (TFLOP/s)
+    bound: str  # "memory" (value in GB/s) or "compute" (TFLOP/s)
     value: float
     measured: bool
     source: str  # where the value comes from, for the legend and hover
@@ -61,7 +61,7 @@ class Roof:
 
     @property
     def label(self) -> str:
-        unit = "GB/s" if self.kind == "memory" else "TFLOP/s"
+        unit = "GB/s" if self.bound == "memory" else "TFLOP/s"
         how = "measured" if self.measured else "derived"
         return f"{self.name} {self.value:.4g} {unit} ({how})"
 
@@ -74,11 +74,11 @@ def _number(value: object) -> float | None:
     return v if v > 0 else None
 
 
-def _derived(run: Run, kind: str) -> tuple[float, str] | None:
+def _derived(run: Run, pipe: str) -> tuple[float, str] | None:
     """SMs x per-SM FLOP/clk x max SM clock, in TFLOP/s, with how it was derived."""
     fp = run.manifest.get("fingerprint") or {}
     cc, gpu = str(fp.get("compute_capability")), fp.get("gpu")
-    found = peaks.rate(cc, kind, str(gpu) if gpu else None)
+    found = peaks.rate(cc, pipe, str(gpu) if gpu else None)
     sms = _number(fp.get("sm_count"))
     clock = _number((fp.get("clocks_mhz") or {}).get("max_sm"))
     if not (found and sms and clock):
@@ -88,23 +88,23 @@ def _derived(run: Run, kind: str) -> tuple[float, str] | None:
     return sms * per_sm * clock * 1e6 / 1e12, how
 
 
-def _why_not(run: Run, kind: str) -> str:
+def _why_not(run: Run, pipe: str) -> str:
     fp = run.manifest.get("fingerprint") or {}
     cc, gpu = fp.get("compute_capability"), fp.get("gpu")
-    if peaks.rate(str(cc) if cc else None, kind, str(gpu) if gpu else None) is None:
-        return peaks.missing(str(cc) if cc else None, kind, str(gpu) if gpu else None)
+    if peaks.rate(str(cc) if cc else None, pipe, str(gpu) if gpu else None) is None:
+        return peaks.missing(str(cc) if cc else None, pipe, str(gpu) if gpu else None)
     return "no SM count or clock in the fingerprint"
 
 
-def measured_kinds(run: Run, dtype: str) -> list[str]:
-    """The peaks kinds the pipes of dtype's cases ran on (explain's roof_kind), most cases first;
+def measured_pipes(run: Run, dtype: str) -> list[str]:
+    """The peaks pipes dtype's cases ran on (explain's roof_kind), most cases first;
     none for a run without counters."""
     if run.timing_only:
         return []
     cases = timed(run.cases)
     sub = cases[cases["dtype"].astype(str) == dtype]
-    kinds = [roof_kind(LaunchRecord.of(r), dtype)[0] for r in sub.to_dict("records")]
-    counted = pd.Series([k for k in kinds if k]).value_counts()
+    pipes = [roof_kind(LaunchRecord.of(r), dtype)[0] for r in sub.to_dict("records")]
+    counted = pd.Series([k for k in pipes if k]).value_counts()
     return [str(k) for k in counted.index]
 
 
@@ -129,11 +129,11 @@ def roofs(run: Run, dtype: str) -> tuple[list[Roof], list[str]]:
         out.append(Roof(name, "compute", d[0], False, d[1]))
     else:
         missing.append(f"{name} (not measured; {_why_not(run, vector)})")
-    label_kind = peaks.LABEL_TENSOR_PIPE.get(dtype)
+    label_pipe = peaks.LABEL_TENSOR_PIPE.get(dtype)
     if dtype in TENSOR_KIND:
         tc = f"{TENSOR_KIND[dtype]} Tensor Core"
     else:
-        tc = peaks.PIPE_NAMES.get(label_kind or "", f"{dtype} Tensor Core")
+        tc = peaks.PIPE_NAMES.get(label_pipe or "", f"{dtype} Tensor Core")
     measured = _number(ceil.get(f"matmul_tflops_{dtype}"))
     if measured is None and str(ceil.get("matmul_dtype")) == dtype:
         measured = _number(ceil.get("matmul_tflops"))
@@ -141,21 +141,21 @@ def roofs(run: Run, dtype: str) -> tuple[list[Roof], list[str]]:
         shape = ceil.get("matmul_shape")
         source = f"cuBLAS {dtype} matmul {shape or ''}"
         out.append(Roof(tc, "compute", measured, True, source, tensor=True))
-    elif label_kind and (d := _derived(run, label_kind)):
+    elif label_pipe and (d := _derived(run, label_pipe)):
         out.append(Roof(tc, "compute", d[0], False, d[1], tensor=True))
     else:
-        why = _why_not(run, label_kind) if label_kind else "no Tensor Core kind for this dtype"
+        why = _why_not(run, label_pipe) if label_pipe else "no Tensor Core pipe for this dtype"
         missing.append(f"{tc} (not measured; {why})")
     # the pipes the cases ran on, where they are not the label's (the roof follows the pipe)
-    for kind in measured_kinds(run, dtype):
-        if kind in (vector, label_kind):
+    for pipe in measured_pipes(run, dtype):
+        if pipe in (vector, label_pipe):
             continue
-        name = peaks.PIPE_NAMES[kind]
-        if d := _derived(run, kind):
+        name = peaks.PIPE_NAMES[pipe]
+        if d := _derived(run, pipe):
             source = f"the pipe {dtype} cases ran on; {d[1]}"
-            out.append(Roof(name, "compute", d[0], False, source, kind in peaks.TENSOR_PIPES))
+            out.append(Roof(name, "compute", d[0], False, source, pipe in peaks.TENSOR_PIPES))
         else:
-            missing.append(f"{name}, the pipe {dtype} cases ran on ({_why_not(run, kind)})")
+            missing.append(f"{name}, the pipe {dtype} cases ran on ({_why_not(run, pipe)})")
     return out, missing
 
 
@@ -236,8 +236,8 @@ def roofline_figure(run: Run) -> tuple[go.Figure | None, list[str]]:
 
 def _ridge(all_roofs: list[Roof], roof: Roof) -> float:
     """Where a compute roof meets the lowest memory roof (FLOP/byte)."""
-    memory = [m.value for m in all_roofs if m.kind == "memory"]
-    if roof.kind != "compute" or not memory:
+    memory = [m.value for m in all_roofs if m.bound == "memory"]
+    if roof.bound != "compute" or not memory:
         return 0.0
     return roof.value * 1e3 / min(memory)
 
@@ -245,8 +245,8 @@ def _ridge(all_roofs: list[Roof], roof: Roof) -> float:
 def _roof_trace(roof: Roof, all_roofs: list[Roof], lo: float, hi: float) -> go.Scatter:
     """A memory roof is the line bandwidth x intensity up to the highest compute roof; a compute
     roof is flat from where the lowest memory roof meets it (from the left edge without one)."""
-    top = max([r.value for r in all_roofs if r.kind == "compute"], default=None)
-    if roof.kind == "memory":
+    top = max([r.value for r in all_roofs if r.bound == "compute"], default=None)
+    if roof.bound == "memory":
         gbs = roof.value
         x_end = hi if top is None else min(hi, top * 1e3 / gbs)
         xs, ys = [lo, x_end], [lo * gbs / 1e3, x_end * gbs / 1e3]
