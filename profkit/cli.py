@@ -698,7 +698,7 @@ def marked(df, *runs):
 
 
 def load_any(ref: str | None, root: Path, force: bool = False):
-    """A stored run (path, id, or newest) or a .ncu-rep report -> (kind, object)."""
+    """A stored run (path, id, or newest) or a .ncu-rep report -> ('run' or 'report', object)."""
     if ref and (ref.endswith((".ncu-rep", ".ncu-rep.xz")) or Path(ref).is_file()):
         from profkit.counters.ncu_rep import read_report
 
@@ -733,21 +733,21 @@ FORCE_HELP = "read a damaged run anyway: what survives, marked DAMAGED (default:
 def show(ref, fmt, profiles, lines, force) -> None:
     """Print a run's case table (default: the newest run), or a .ncu-rep's kernel launches."""
     root = runs_root(profiles, ref)
-    kind, obj = load_any(ref, root, force)
+    what, obj = load_any(ref, root, force)
     if lines:
         table = obj.source_lines
         if table is None or table.empty:
             from profkit.explain.hotlines import NOT_MEASURED
 
-            raise ProfkitError(f"no source lines in this {kind}: {NOT_MEASURED}")
+            raise ProfkitError(f"no source lines in this {what}: {NOT_MEASURED}")
         if fmt == "table":  # a screen: the file's name and the line's first 40 characters
             table = table.assign(
                 file=table["file"].map(lambda f: Path(f).name if f else ""),
                 source=table["source"].map(lambda t: t if len(t) <= 40 else t[:39] + "…"),
             )
-        _print_table(marked(table, obj) if kind == "run" else table, fmt, LINE_COLUMNS, LINE_KEEP)
+        _print_table(marked(table, obj) if what == "run" else table, fmt, LINE_COLUMNS, LINE_KEEP)
         return
-    if kind == "report":
+    if what == "report":
         launches = obj.kernels
         if fmt == "table" and "nvtx_range" in launches:
             # profkit's own domain prefix says nothing at 80 columns; the case name does
@@ -910,8 +910,8 @@ def explain(ref, fmt, profiles, case, variant, verbose, history, force) -> None:
     from profkit.store import TUNE
 
     root = runs_root(profiles, ref)
-    kind, obj = load_any(ref, root, force)
-    if kind == "report":
+    what, obj = load_any(ref, root, force)
+    if what == "report":
         report = ex.explain_launches(obj.kernels, obj.rules)
         hot = hotlines.for_report(obj.kernels, obj.source_lines)
     else:
@@ -934,9 +934,9 @@ def explain(ref, fmt, profiles, case, variant, verbose, history, force) -> None:
         wanted = " and ".join(f"{k} {v!r}" for k, v in (("case", case), ("variant", variant)) if v)
         raise ProfkitError(f"no finding matches {wanted}: {_what_is_there(report)}")
     if fmt == "json":
-        damaged = damage_line(obj) if kind == "run" else None
+        damaged = damage_line(obj) if what == "run" else None
         out = render.to_json(report, hot, damaged=damaged)
-        if kind == "run" and obj.kind == TUNE:
+        if what == "run" and obj.kind == TUNE:
             from profkit.tune.loop import tune_record
 
             out = json.dumps({**json.loads(out), "tune": tune_record(obj)}, indent=2, default=str)
