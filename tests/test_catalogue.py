@@ -150,14 +150,14 @@ def test_shared_memory_as_the_tightest_limiter() -> None:
 
 def test_membar_stalls_beside_atomics_point_at_relaxed_atomics() -> None:
     rec = LaunchRecord(global_atom_requests=1e6, stalls={"membar": 60.0, "long_scoreboard": 20.0})
-    hit = catalogue.found(catalogue.evaluate(rec), Cause.MEMBAR_ATOMICS)
+    hit = catalogue.found(catalogue.evaluate(rec), Cause.ATOMIC_ORDERING)
     assert hit is not None and hit.evidence["membar_stall_share_pct"] == 75.0
-    assert hit.entry.remedy(KernelKind.SCATTER_ATOMIC) == Action.RELAXED_ATOMICS
+    assert hit.entry.remedy(KernelKind.SCATTER_ATOMIC) == Action.RELAX_ATOMICS
     # the same stalls with no atomics: a fence of another kind
     plain = replace(rec, global_atom_requests=0.0)
-    assert catalogue.found(catalogue.evaluate(plain), Cause.MEMBAR_ATOMICS) is None
+    assert catalogue.found(catalogue.evaluate(plain), Cause.ATOMIC_ORDERING) is None
     # no stall counters at all: not measured
-    assert "membar_atomics" in catalogue.not_measured(catalogue.evaluate(replace(rec, stalls={})))
+    assert "atomic_ordering" in catalogue.not_measured(catalogue.evaluate(replace(rec, stalls={})))
 
 
 def test_occupancy_and_tail_entries_read_the_record_alone() -> None:
@@ -196,7 +196,7 @@ def test_specific_causes_are_said_in_their_declared_rank() -> None:
     assert [e.cause for e in ranked][:3] == [
         Cause.REGISTER_SPILLS,
         Cause.ATOMIC_CONTENTION,
-        Cause.MEMBAR_ATOMICS,
+        Cause.ATOMIC_ORDERING,
     ]
     # spills and contended atomics on one record: the spills first, as ranked
     both = replace(record("p.hist4"), local_ld_bytes=1e9, local_st_bytes=1e9)

@@ -138,11 +138,6 @@ KNOWN_MISSES: dict[str, str] = {
     "of the copy rate, not memory / dram",
     "ho_group_norm-aten": "compute / alu (its top launch, an ATen elementwise kernel; the case "
     "at 20% of the copy rate), not memory",
-    "ho_sdpa-flash": f"{OWNER}: cut_spills, feed_tensor, ilp on PyTorch's flash attention",
-    "ho_sdpa-efficient": "library advice, but library_shapes, not another backend "
-    "(library_options)",
-    "raw_sgemm": "a bare report of cuBLAS fp32 SGEMM: matmul_off_tensor (the user's cause) and "
-    "library_shapes, not fp32_gemm_on_fma / use_tf32",
     "ho_liger_geglu-liger": f"{OWNER}: branch_divergence -> uniform_branches, hide_latency at 90% "
     "of the copy rate",
 }

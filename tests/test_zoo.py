@@ -36,9 +36,7 @@ KEYS = {"kernel", "variant", "dtype", "shape", "bottleneck", "unit", "causes", "
         "not_causes", "not_steps", "host"}  # fmt: skip
 # identifiers zoo/EXPECTED names before explain has them (issue 30, item 4: explain-core adds
 # them); each must still be missing from its enum, so the day one lands it leaves this list
-PENDING = {"small_programs": Cause, "atomic_ordering": Cause, "weight_casts": Cause,
-           "larger_programs": Action, "relax_atomics": Action,
-           "cast_weights_once": Action}  # fmt: skip
+PENDING: dict = {}
 
 
 def _known(enum, name: str) -> None:
@@ -217,15 +215,11 @@ KNOWN_MISSES: dict[str, str] = {
     "zoo_scatter-memset_scatter": "the memset (1.5%) no longer sets the step, but the scatter's L2 "
     "at 95% from 2^25 random atomics is read as cache_bound -> fewer_bytes, not index locality or "
     "reducing before the atomics",
-    "zoo_atomic_order-acq_rel": "no entry for the atomics' ordering (issue 30 item 4): membar "
-    "stalls 55.6% are named, with the block-barrier step fewer_barriers, not relax_atomics",
     "zoo_autocast-autocast": "no entry for weight casts (issue 30 item 4): the five cast kernels "
     "(52% of the device time) are read as a chain to fuse, and the case is host-bound (90 us host, "
     "36 us device): cuda_graph, which the expectation forbade",
     "zoo_smem_occupancy-smem_48k": "theoretical occupancy exactly 25.0%, not under explain's 25% "
     "line: read as memory latency -> hide_latency, though its 8 KB twin runs 1.45x faster",
-    "zoo_gemm_spill-tiles_256": "cut_spills first, then feed_tensor (larger tiles) beside the "
-    "spills: the contradiction issue 30 names",
     "zoo_gemm_spill-tiles_128": "Tensor pipe 62% with barrier stalls 61%, read as latency / launch "
     "(low theoretical occupancy), not compute / tensor / tensor_underfed",
     "zoo_gemm_fp32-ieee": "cause and step met (matmul_off_tensor, use_tf32), but the counters put "

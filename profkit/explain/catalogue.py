@@ -214,7 +214,7 @@ def _shared_limits_occupancy(r: LaunchRecord) -> dict | None:
     return out
 
 
-def _membar_atomics(r: LaunchRecord) -> dict | None:
+def _atomic_ordering(r: LaunchRecord) -> dict | None:
     """Warps wait on memory barriers while the kernel issues atomics: each atomic's ordering
     (Triton's default sem="acq_rel") fences it, a cost relaxed atomics do not pay."""
     share = r.stall_share("membar")
@@ -454,12 +454,12 @@ CATALOGUE: tuple[Entry, ...] = (
         rank=60,
     ),
     Entry(
-        Cause.MEMBAR_ATOMICS,
+        Cause.ATOMIC_ORDERING,
         None,
         ("atomic_requests", "membar_stall_share"),
-        _membar_atomics,
+        _atomic_ordering,
         "few memory-barrier stalls (under 30% of the stalls), or no atomics issued",
-        {KernelKind.ANY: Action.RELAXED_ATOMICS},
+        {KernelKind.ANY: Action.RELAX_ATOMICS},
         refutes=frozenset({Cause.STALL}),
         rank=30,
     ),

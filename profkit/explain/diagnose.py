@@ -341,7 +341,7 @@ _TUNING = _STREAM_STEPS | frozenset(
         Action.INDEX_LOCALITY,
         Action.LARGER_PROGRAMS,
         Action.LESS_SHARED,
-        Action.RELAXED_ATOMICS,
+        Action.RELAX_ATOMICS,
     }
 )
 
@@ -458,7 +458,7 @@ _CODE_STEPS = frozenset(
         Action.UNIFORM_BRANCHES,
         Action.LARGER_PROGRAMS,
         Action.LESS_SHARED,
-        Action.RELAXED_ATOMICS,
+        Action.RELAX_ATOMICS,
     }
 )
 
@@ -482,6 +482,9 @@ def fit_next_steps(
             detail = {"library": str(family)}
             if family == Family.LIGER:  # Triton code the user calls, not tunes
                 action = Action.LIBRARY_OPTIONS
+            elif kind == KernelKind.ATTENTION:  # a whole fused op: another backend or option
+                action = Action.LIBRARY_OPTIONS
+                detail["whole_op"] = str(kind)
             elif family in GEMM or family in FUSED_OPS or kind in MATRIX:
                 action = Action.LIBRARY_SHAPES
                 if whole_op:  # CUTLASS's fmha or convolutions: a whole op, not a bare GEMM

@@ -411,7 +411,7 @@ REASON_WORDS: tuple[Words, ...] = (
         ),
     ),
     Words(
-        Cause.MEMBAR_ATOMICS,
+        Cause.ATOMIC_ORDERING,
         "Warps wait on memory barriers ({stall_membar_pct} of active warps' cycles, "
         "{membar_stall_share_pct} of the stalls) around {atomic_requests} atomic requests: each "
         "atomic's ordering fences it.",
@@ -779,7 +779,7 @@ NEXT_STEPS: dict[Action, str] = {
     "and more warps fit under the SM's resident-block limit",
     Action.LESS_SHARED: "use less shared memory per block (fewer pipeline stages, smaller tiles) "
     "so more blocks fit per SM",
-    Action.RELAXED_ATOMICS: "use relaxed atomics where no ordering is needed (Triton: "
+    Action.RELAX_ATOMICS: "use relaxed atomics where no ordering is needed (Triton: "
     'sem="relaxed"; its default acq_rel fences each atomic)',
     Action.CAST_WEIGHTS_ONCE: "cast the weights once, not every step: keep a low-precision copy "
     "of the parameters (or store them in that dtype) instead of autocast's per-step copy_",
@@ -806,6 +806,13 @@ def next_step_text(step: NextStep) -> str:
             "come from what it is given (precision; layouts and sizes it favours, e.g. "
             "channels-last, head or channel dims in multiples of 64) or from another backend for "
             "the op (for attention, SDPA's flash or memory-efficient kernels), not from fusing it"
+        )
+    elif step.action == Action.LIBRARY_OPTIONS and d.get("whole_op") == "attention":
+        text = (
+            f"it is {d['library'].replace('_', ' ')} library code, attention fused already: gains "
+            "come from another backend for the op (SDPA's flash, cuDNN or memory-efficient "
+            "kernels; FlashAttention-3 on Hopper) or its options (causal masks, head dims in "
+            "multiples of 64, precision), not from its tiles"
         )
     elif step.action == Action.LIBRARY_SHAPES and d.get("near_roof"):  # its Tensor Cores busy
         text = (
