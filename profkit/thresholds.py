@@ -99,10 +99,10 @@ LOW_OCCUPANCY_RATIO = 0.5
 MAX_BLOCKS_PER_SM = 32
 SMALL_PROGRAM_THREADS = 64
 SMALL_PROGRAM_WAVES = 2.0
-# Theoretical occupancy under this: registers or shared memory per block cap the resident warps.
-# profkit choice: 25% is 16 of the 64 warps an sm_90 SM holds, 4 per scheduler, too few to hide
-# memory latency in a kernel without much instruction-level parallelism (CUDA Best Practices Guide,
-# "Occupancy").
+# Theoretical occupancy at or under this (rounded to 0.1): registers or shared memory per block
+# cap the resident warps. profkit choice: 25% is 16 of the 64 warps an sm_90 SM holds, 4 per
+# scheduler, too few to hide memory latency in a kernel without much instruction-level
+# parallelism (CUDA Best Practices Guide, "Occupancy").
 LOW_THEORETICAL_OCCUPANCY_PCT = 25.0
 # Theoretical occupancy at this (rounded to 0.1) is the SM's maximum: 64 resident warps on sm_90;
 # more warps per SM are impossible, so "launch more warps" is never the advice (ncu's Occupancy

@@ -232,3 +232,14 @@ def test_extra_reads_are_refuted_by_spills_and_then_neither_said_nor_quoted() ->
     floor = replace(bare, read_floor=1.5e9)
     hit = catalogue.found(catalogue.evaluate(floor), Cause.EXTRA_READS)
     assert hit.evidence["fewest_bytes_read"] == 1.5e9
+
+
+def test_theoretical_occupancy_at_a_quarter_is_low() -> None:
+    # 16 warps of 64 are the line itself (thresholds.LOW_THEORETICAL_OCCUPANCY_PCT): the zoo's
+    # smem_48k (4 blocks of 48 KB, 25.0%) runs 1.45x slower than its 8 KB twin; rmsnorm v1/v2's
+    # 83-register launch (25.0%) is told to raise occupancy, not "neither shape nor occupancy"
+    at = LaunchRecord(achieved_occupancy_pct=24.0, theoretical_occupancy_pct=25.0,
+                      waves_per_sm=8.0, grid_size=4096, sm_count=132.0)  # fmt: skip
+    assert catalogue.found(catalogue.evaluate(at), Cause.LOW_THEORETICAL_OCCUPANCY) is not None
+    above = replace(at, theoretical_occupancy_pct=31.25)
+    assert catalogue.found(catalogue.evaluate(above), Cause.LOW_THEORETICAL_OCCUPANCY) is None

@@ -203,7 +203,7 @@ def _shared_limits_occupancy(r: LaunchRecord) -> dict | None:
     shared, theoretical = r.occupancy_limit_shared_mem, r.theoretical_occupancy_pct
     others = [v for v in (r.occupancy_limit_registers, r.occupancy_limit_warps,
                           r.occupancy_limit_blocks) if v is not None]  # fmt: skip
-    if theoretical >= th.LOW_THEORETICAL_OCCUPANCY_PCT or any(v <= shared for v in others):
+    if round(theoretical, 1) > th.LOW_THEORETICAL_OCCUPANCY_PCT or any(v <= shared for v in others):
         return None
     out = {
         "occupancy_limit_shared_mem": shared,
@@ -262,7 +262,7 @@ def _low_theoretical(r: LaunchRecord) -> dict | None:
     occ = _occupancy(r)
     if occ is None or occ[0] < th.LOW_OCCUPANCY_RATIO * occ[1]:
         return None  # the achieved shortfall is the cause: _low_occupancy says it
-    if occ[1] >= th.LOW_THEORETICAL_OCCUPANCY_PCT:
+    if round(occ[1], 1) > th.LOW_THEORETICAL_OCCUPANCY_PCT:  # 16 warps of 64 are too few too
         return None
     out = {"achieved_occupancy_pct": occ[0], "theoretical_occupancy_pct": occ[1]}
     if r.registers_per_thread is not None:
@@ -448,7 +448,7 @@ CATALOGUE: tuple[Entry, ...] = (
         ("occupancy_limit_shared_mem", "theoretical_occupancy_pct"),
         _shared_limits_occupancy,
         "another limiter (registers, warps, blocks) as tight as shared memory, or theoretical "
-        "occupancy at or above 25%",
+        "occupancy above 25%",
         {KernelKind.ANY: Action.LESS_SHARED, KernelKind.GEMM: Action.LESS_SHARED},
         refutes=frozenset({Cause.LOW_THEORETICAL_OCCUPANCY}),
         rank=60,
@@ -529,7 +529,7 @@ CATALOGUE: tuple[Entry, ...] = (
         Unit.LAUNCH,
         _OCCUPANCY,
         _low_theoretical,
-        "theoretical occupancy at or above 25%",
+        "theoretical occupancy above 25%",
         # one large-tile CTA per SM is how tl.dot and cuBLAS kernels keep operands in registers
         # and shared memory: a fact, not the step (their stalls say which is)
         {KernelKind.ANY: Action.RAISE_OCCUPANCY, KernelKind.GEMM: None},

@@ -152,9 +152,11 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
         if any(not r.detail.get("refuted") for r, _ in causes):  # a refuted grid is no launch bound
             unit = Unit.LAUNCH
         latency = catalogue.said(outcomes, Cause.MEMORY_LATENCY, kernel, ev)
-        if latency and _every_sm_busy(rec, ctx):
+        capped = any(r.cause == Cause.LOW_THEORETICAL_OCCUPANCY for r, _ in causes)
+        if latency and _every_sm_busy(rec, ctx) and not capped:
             # every SM holds a block: what the SMs lack is loads in flight, not work; the grid
-            # under a wave is one way to that, said after it
+            # under a wave is one way to that, said after it. Where the launch caps the warps
+            # at a quarter or less, that cap is why too few loads are in flight: said first
             causes = [latency, *causes]
         if coalescing and _memory_idle(rec):
             # wasted sectors cost no time while no memory level is busy: a fact, not a step
