@@ -26,7 +26,7 @@ from profkit.explain.kernel_family import FUSED_OPS, GEMM, LIBRARY, Family
 from profkit.explain.kinds import MATRIX, KernelKind, Owner
 from profkit.explain.model import Action, Bottleneck, Cause, NextStep, Reason, Unit
 from profkit.explain.record import LaunchRecord
-from profkit.explain.roofs import compute_roof, memory_roof
+from profkit.explain.roofs import busiest_pipe, compute_roof, memory_roof
 from profkit.explain.siblings import sibling_step
 
 
@@ -75,6 +75,9 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
         ev.put("sol_bottleneck", str(kind))
         kind = Bottleneck.COMPUTE
     if kind == Bottleneck.LATENCY and _memory_queues_full(rec, ev):
+        ev.put("sol_bottleneck", str(kind))
+        kind = Bottleneck.MEMORY
+    if kind in (Bottleneck.COMPUTE, Bottleneck.BALANCED) and _waits_on_memory(rec, ev):
         ev.put("sol_bottleneck", str(kind))
         kind = Bottleneck.MEMORY
     compute_roof(rec, ctx.dtype, ctx.device, ev)
@@ -228,6 +231,23 @@ def _memory_queues_full(rec: LaunchRecord, ev: Evidence) -> bool:
     ev.put("queue_level", col.split("_")[0].upper())
     ev.put("queue_level_pct", busy)
     ev.put("memory_queue_stall_share_pct", queued * 100)
+    return True
+
+
+def _waits_on_memory(rec: LaunchRecord, ev: Evidence) -> bool:
+    """SOL's SM line at or over the memory line, yet no pipe near its busy line (the SM line is
+    the schedulers' issue rate: index math and conversions) while the warps wait mostly on global
+    memory: the time goes to memory (ATen's layer norm: SM 73% from issue, ALU 40%, long
+    scoreboard 56% of the stalls; Liger's GEGLU at 91% of the copy rate, "balanced")."""
+    pipe, stall = busiest_pipe(rec), rec.dominant_stall
+    if pipe is None or stall is None or pipe[2] >= th.PIPE_BUSY_PCT:
+        return False
+    if (rec.tensor_pct or 0.0) >= th.TENSOR_BUSY_PCT or rec.matrix:
+        return False  # a matrix product's SOL is its MMAs' feed: its own rules read it
+    if stall[0] != "long_scoreboard" or stall[2] < th.DOMINANT_STALL_SHARE:
+        return False
+    ev.put("stall_long_scoreboard_pct", stall[1])
+    ev.put("stall_share_pct", stall[2] * 100)
     return True
 
 
@@ -444,6 +464,7 @@ _CODE_STEPS = frozenset(
         Action.WHOLE_WAVES,
         Action.BYTES_IN_FLIGHT,
         Action.WIDER_LOADS,
+        Action.COALESCE,
         Action.HIDE_LATENCY,
         Action.FEWER_BARRIERS,
         Action.SHARED_PRESSURE,
