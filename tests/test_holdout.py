@@ -125,17 +125,11 @@ def findings(key: str) -> tuple:
 # Captured 2026-12-04 15:26-15:30 UTC (jobs/zoo_holdout.toml): holdout/README.md, "Results", has
 # each one's figures. Ownership now comes from the launch's own name (issue 30): what is left.
 KNOWN_MISSES: dict[str, str] = {
-    "ho_scatter-scatter_add": "atomic_contention found on ATen's scatter kernel, library code; "
-    "its step is reduce_before_atomics (explain's library wording of the same remedy), not the "
-    "privatize_atomics identifier EXPECTED names",
-    "ho_scatter-index_add": "atomic_contention found on ATen's indexFuncLargeIndex, library code; "
-    "its step is reduce_before_atomics, not the privatize_atomics identifier EXPECTED names",
     "ho_cumsum-cumsum": "latency / launch: 256 blocks fill 0.48 of a wave, DRAM 25%, memory 44% "
     "and SM 49% both under ncu's 60% latency line; not memory",
-    "ho_sort-sort": "library, but its step is other_formulation (a sort is a pass that fusing "
-    "does not remove), not library_options / library_shapes",
-    "ho_layer_norm-aten": "memory / dram now, but uncoalesced named (2.5x the ideal sectors: "
-    "the loads ask 268 MB where DRAM gives 68 MB), a false alarm EXPECTED forbids",
+    "ho_layer_norm-aten": "memory / dram now, but uncoalesced named (global loads fetch 2.5x the "
+    "ideal sectors of the bytes they ask for), a false alarm EXPECTED forbids, and its step "
+    "(fuse it away) is not fewer_bytes / library_options / library_shapes",
 }
 
 

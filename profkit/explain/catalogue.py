@@ -659,14 +659,14 @@ CONFLICTS: tuple[Conflict, ...] = (
         "atomics",
         causes=frozenset({Cause.ATOMIC_CONTENTION}),
         kinds=frozenset({KernelKind.SCATTER_ATOMIC}),
-        instead=Action.REDUCE_BEFORE_ATOMICS,
+        instead=Action.PRIVATIZE_ATOMICS,
         detail="library",
     ),
     Conflict(
         Action.FUSE,
         "not_fusible",
         kinds=frozenset({KernelKind.SORT, KernelKind.SCAN}),
-        instead=Action.OTHER_FORMULATION,
+        instead=Action.LIBRARY_OPTIONS,
         detail="library",
     ),
 )

@@ -770,10 +770,6 @@ NEXT_STEPS: dict[Action, str] = {
     "lanes take the same path, or compute both sides branch-free",
     Action.INDEX_LOCALITY: "give the gather locality: sort or bucket the indices, or gather wider "
     "rows per index, so a warp's reads share sectors",
-    Action.REDUCE_BEFORE_ATOMICS: "reduce before the atomics: combine updates to the same "
-    "address first (sort or bucket the indices and reduce each run, e.g. a segment reduction, "
-    "or accumulate per program and merge once), so few updates reach one L2 address; fusing "
-    "keeps the atomics",
     Action.LARGER_PROGRAMS: "give each program more work (more elements per program, several "
     "warps per block, or a persistent loop over the work), so each block's launch is amortized "
     "and more warps fit under the SM's resident-block limit",
@@ -783,9 +779,6 @@ NEXT_STEPS: dict[Action, str] = {
     'sem="relaxed"; its default acq_rel fences each atomic)',
     Action.CAST_WEIGHTS_ONCE: "cast the weights once, not every step: keep a low-precision copy "
     "of the parameters (or store them in that dtype) instead of autocast's per-step copy_",
-    Action.OTHER_FORMULATION: "it is library code that fusing does not remove (a sort or a scan "
-    "is a whole pass): ask for less of it (top-k or a partial sort instead of a full sort, a "
-    "segmented op, narrower keys) or use another backend for the op",
     Action.CHEAPER_MATH: "do cheaper math per element: lower precision where accuracy allows, "
     "fewer operations by algebra, or fast-math intrinsics",
 }
@@ -806,6 +799,22 @@ def next_step_text(step: NextStep) -> str:
             "come from what it is given (precision; layouts and sizes it favours, e.g. "
             "channels-last, head or channel dims in multiples of 64) or from another backend for "
             "the op (for attention, SDPA's flash or memory-efficient kernels), not from fusing it"
+        )
+    elif step.action == Action.PRIVATIZE_ATOMICS and d.get("library"):
+        # library atomics (ATen's scatter_add_, index_add_): the call's formulation, not its code
+        text = (
+            "reduce before the atomics: combine updates to the same address first (sort or "
+            "bucket the indices and reduce each run, e.g. a segment reduction, or bincount-style "
+            "per-block counts merged once), so few updates reach one L2 address; fusing keeps "
+            "the atomics"
+        )
+    elif step.action == Action.LIBRARY_OPTIONS and d.get("instead_of") == "fuse":
+        # a library sort or scan (catalogue.CONFLICTS): a whole pass, another formulation
+        text = (
+            f"it is {d['library'].replace('_', ' ')} library code that fusing does not remove (a "
+            "sort or a scan is a whole pass): "
+            "ask for less of it (top-k or a partial sort instead of a full sort, a segmented op, "
+            "narrower keys, keys only) or use another backend for the op"
         )
     elif step.action == Action.LIBRARY_OPTIONS and d.get("whole_op") == "attention":
         text = (
