@@ -15,7 +15,7 @@ from profkit.counters.metrics import METRICS
 from profkit.explain import catalogue
 from profkit.explain.evidence import Evidence
 from profkit.explain.kinds import KernelKind
-from profkit.explain.model import Action, Cause
+from profkit.explain.model import Action, Cause, Unit
 from profkit.explain.record import LaunchRecord
 
 FIXTURE = Path(__file__).parent / "fixtures" / "causes_probe.csv.xz"
@@ -243,3 +243,13 @@ def test_theoretical_occupancy_at_a_quarter_is_low() -> None:
     assert catalogue.found(catalogue.evaluate(at), Cause.LOW_THEORETICAL_OCCUPANCY) is not None
     above = replace(at, theoretical_occupancy_pct=31.25)
     assert catalogue.found(catalogue.evaluate(above), Cause.LOW_THEORETICAL_OCCUPANCY) is None
+
+
+def test_a_latency_bound_case_takes_its_leading_specific_causes_unit() -> None:
+    # SOL names no unit under its latency line: a ranked cause's does (programs too small: the
+    # launch; contended atomics: L2, as the zoo's contended histogram; spills: L1), an unranked
+    # one's (extra reads) does not
+    spills = LaunchRecord(local_ld_bytes=4e6, local_st_bytes=4e6, global_ld_sectors=1e5)
+    outcomes = catalogue.evaluate(spills)
+    assert catalogue.unit_of(outcomes, Cause.REGISTER_SPILLS) == Unit.L1
+    assert catalogue.unit_of(outcomes, Cause.EXTRA_READS) is None

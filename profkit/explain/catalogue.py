@@ -598,6 +598,12 @@ def found(outcomes: list[Outcome], cause: Cause) -> Outcome | None:
     return next((o for o in outcomes if o.status == "found" and o.entry.cause == cause), None)
 
 
+def unit_of(outcomes: list[Outcome], cause: Cause) -> Unit | None:
+    """The unit a found specific cause (a ranked entry) limits, where its entry names one."""
+    hit = found(outcomes, cause)
+    return hit.entry.unit if hit is not None and hit.entry.rank is not None else None
+
+
 def said(outcomes: list[Outcome], cause: Cause, kernel: KernelKind, ev: Evidence) -> Said | None:
     """A cause found on the record, with its evidence and its kind's remedy."""
     hit = found(outcomes, cause)

@@ -202,6 +202,10 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
     for s in found:  # one reason per cause (a small grid is both a shape and a matmul cause)
         if s and s[0].cause not in refuted and all(s[0].cause != x[0].cause for x in said):
             said.append(s)
+    if unit is None and kind == Bottleneck.LATENCY and said:
+        # no unit from the SOL lines: the leading cause's, where its entry names one (programs
+        # too small to amortize their launch are bound on the launch of blocks)
+        unit = catalogue.unit_of(outcomes, said[0][0].cause)
     diagnosis = Diagnosis(kind, unit, [r for r, _ in said], evidence=ev)
     diagnosis.not_measured = catalogue.not_measured(outcomes)
     steps = [step for _, steps in said for step in steps]
