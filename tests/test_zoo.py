@@ -207,8 +207,6 @@ def problems(e: dict, found: tuple) -> list[str]:
 # The issue-30 kernels, captured 2026-12-04 15:24-15:26 UTC (jobs/zoo_holdout.toml): zoo/README.md,
 # "Results (H200, 2026-12-04)", has each one's figures.
 KNOWN_MISSES: dict[str, str] = {
-    "zoo_tiny_programs-large": "95.05% of the copy rate but 94.76% of the same-size copy's, under "
-    "the 95% line: short_of_roof, and a hide_latency step at 95% of the roof",
     "zoo_scatter-memset_scatter": "the memset (1.5%) no longer sets the step, but the scatter's L2 "
     "at 95% from 2^25 random atomics is read as cache_bound -> fewer_bytes, not index locality or "
     "reducing before the atomics",
