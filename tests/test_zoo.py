@@ -213,12 +213,6 @@ KNOWN_MISSES: dict[str, str] = {
     "zoo_autocast-autocast": "no entry for weight casts (issue 30 item 4): the five cast kernels "
     "(52% of the device time) are read as a chain to fuse, and the case is host-bound (90 us host, "
     "36 us device): cuda_graph, which the expectation forbade",
-    "zoo_gemm_spill-tiles_128": "Tensor pipe 62% with barrier stalls 61%, read as latency / launch "
-    "(low theoretical occupancy), not compute / tensor / tensor_underfed",
-    "zoo_gemm_fp32-ieee": "cause and step met (matmul_off_tensor, use_tf32), but the counters put "
-    "it on L1/shared (86%, 70% of wavefronts conflicted, FMA 34%): memory / l1, not compute / fma",
-    "zoo_gemm_fp32-tf32": "Tensor pipe 60% with barrier stalls 50%, read as balanced with no "
-    "unit, not compute / tensor",
 }
 
 

@@ -77,6 +77,9 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
     if kind == Bottleneck.LATENCY and _memory_queues_full(rec, ev):
         ev.put("sol_bottleneck", str(kind))
         kind = Bottleneck.MEMORY
+    if kind != Bottleneck.COMPUTE and _matmul_on_its_math(rec, ev):
+        ev.put("sol_bottleneck", str(kind))
+        kind = Bottleneck.COMPUTE
     if kind in (Bottleneck.COMPUTE, Bottleneck.BALANCED) and _waits_on_memory(rec, ev):
         ev.put("sol_bottleneck", str(kind))
         kind = Bottleneck.MEMORY
@@ -236,6 +239,23 @@ def _memory_queues_full(rec: LaunchRecord, ev: Evidence) -> bool:
     ev.put("queue_level_pct", busy)
     ev.put("memory_queue_stall_share_pct", queued * 100)
     return True
+
+
+def _matmul_on_its_math(rec: LaunchRecord, ev: Evidence) -> bool:
+    """A user's matrix product whose time goes to its math, though SOL's lines say latency,
+    balanced or memory: its Tensor pipe at or over ncu's latency line (the zoo's tl.dot GEMMs:
+    62% and 60% busy, their warps at block barriers between K tiles), or, issuing no MMAs, its
+    memory line from L1/shared well above DRAM (the FMA loop's own operand feed: the zoo's ieee
+    fp32 tl.dot, L1 86% and DRAM 1%). Library GEMMs keep SOL's reading: their shapes decide."""
+    if rec.kind != KernelKind.GEMM or rec.owner == Owner.LIBRARY:
+        return False
+    tensor = rec.tensor_pct
+    if rec.mma_kind is not None:
+        return tensor is not None and tensor >= th.LATENCY_BOUND_PCT
+    l1, l2, dram = rec.l1_pct, rec.l2_pct, rec.dram_pct
+    if l1 is None or dram is None or rec.memory_pct is None:
+        return False
+    return l1 >= (l2 or 0.0) and rec.memory_pct - dram >= th.CACHE_BOUND_GAP_PCT
 
 
 def _waits_on_memory(rec: LaunchRecord, ev: Evidence) -> bool:
