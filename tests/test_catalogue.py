@@ -253,3 +253,18 @@ def test_a_latency_bound_case_takes_its_leading_specific_causes_unit() -> None:
     outcomes = catalogue.evaluate(spills)
     assert catalogue.unit_of(outcomes, Cause.REGISTER_SPILLS) == Unit.L1
     assert catalogue.unit_of(outcomes, Cause.EXTRA_READS) is None
+
+
+def test_atomics_at_scattered_addresses_are_uncoalesced_not_contended() -> None:
+    # the zoo's scatter (H200): 2^20 red requests at random bins, L2 95.5%, atomic units 58.8% busy
+    # on every slice (59.2% on the busiest), loads coalesced: uncoalesced atomics -> index locality
+    rec = LaunchRecord(global_red_requests=1048576.0, l2_pct=95.5, l2_atomic_busy_pct=58.8,
+                       l2_atomic_busy_max_pct=59.2, global_ld_sectors=8388608.0,
+                       global_ld_bytes_requested=268435456.0)  # fmt: skip
+    outcomes = catalogue.evaluate(rec)
+    hit = catalogue.found(outcomes, Cause.UNCOALESCED)
+    assert hit is not None and hit.detail == {"atomics": True}
+    assert hit.entry.remedy(KernelKind.SCATTER_ATOMIC) == Action.INDEX_LOCALITY
+    assert catalogue.found(outcomes, Cause.ATOMIC_CONTENTION) is None
+    # L2 under its high-throughput line: the atomics are not what it spends its time on
+    assert catalogue.found(catalogue.evaluate(replace(rec, l2_pct=50.0)), Cause.UNCOALESCED) is None

@@ -207,9 +207,6 @@ def problems(e: dict, found: tuple) -> list[str]:
 # The issue-30 kernels, captured 2026-12-04 15:24-15:26 UTC (jobs/zoo_holdout.toml): zoo/README.md,
 # "Results (H200, 2026-12-04)", has each one's figures.
 KNOWN_MISSES: dict[str, str] = {
-    "zoo_scatter-memset_scatter": "the memset (1.5%) no longer sets the step, but the scatter's L2 "
-    "at 95% from 2^25 random atomics is read as cache_bound -> fewer_bytes, not index locality or "
-    "reducing before the atomics",
     "zoo_autocast-autocast": "no entry for weight casts (issue 30 item 4): the five cast kernels "
     "(52% of the device time) are read as a chain to fuse, and the case is host-bound (90 us host, "
     "36 us device): cuda_graph, which the expectation forbade",

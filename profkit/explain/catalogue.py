@@ -101,15 +101,32 @@ def _atomic_contention(r: LaunchRecord) -> dict | None:
     return out
 
 
-def _uncoalesced(r: LaunchRecord) -> dict | None:
+def _uncoalesced(r: LaunchRecord) -> dict | Found | None:
     ratio = r.ld_sectors_over_ideal
     if ratio is None or ratio < th.UNCOALESCED_SECTOR_RATIO:
-        return None
+        return _scattered_atomics(r)
     return {
         "global_ld_sectors": r.global_ld_sectors,
         "ideal_ld_sectors": r.global_ld_bytes_requested / 32,
         "sectors_over_ideal_x": ratio,
     }
+
+
+def _scattered_atomics(r: LaunchRecord) -> Found | None:
+    """Atomics at random addresses: each lane's update is its own L2 sector operation, so L2 runs
+    at its high-throughput line while every slice's atomic unit is busy alike (no hot address:
+    contention's own entry is the concentrated case). The zoo's scatter: 2^25 updates at random
+    bins, L2 95%, its atomic units 59% busy on every slice, DRAM 17%."""
+    busy_max, busy, l2 = r.l2_atomic_busy_max_pct, r.l2_atomic_busy_pct, r.l2_pct
+    if not r.atomic_requests or busy is None or l2 is None or busy_max is None:
+        return None
+    if l2 < th.HIGH_THROUGHPUT_PCT or busy < th.ATOMIC_SLICE_BUSY_PCT:
+        return None
+    if busy_max / busy >= th.ATOMIC_CONCENTRATION_X:
+        return None  # a hot address: contention
+    evidence = {"atomic_requests": r.atomic_requests, "l2_throughput_pct": l2,
+                "l2_atomic_busy_pct": busy}  # fmt: skip
+    return Found(evidence, list(evidence), {"atomics": True})
 
 
 def _divergence(r: LaunchRecord) -> dict | None:

@@ -449,6 +449,13 @@ REASON_WORDS: tuple[Words, ...] = (
     ),
     Words(
         Cause.UNCOALESCED,
+        "{atomic_requests} atomic requests land at scattered addresses, each lane's update an L2 "
+        "sector operation of its own: L2 runs at {l2_throughput_pct} with every slice's atomic "
+        "unit busy {l2_atomic_busy_pct} alike (uncoalesced atomics, no hot address).",
+        detail="atomics",
+    ),
+    Words(
+        Cause.UNCOALESCED,
         "Global loads fetch {global_ld_sectors} sectors where the bytes they ask for need "
         "{ideal_ld_sectors} ({sectors_over_ideal_x} the ideal): lanes scatter over sectors "
         "(uncoalesced).",
@@ -807,6 +814,11 @@ def next_step_text(step: NextStep) -> str:
             "bucket the indices and reduce each run, e.g. a segment reduction, or bincount-style "
             "per-block counts merged once), so few updates reach one L2 address; fusing keeps "
             "the atomics"
+        )
+    elif step.action == Action.INDEX_LOCALITY and d.get("atomics"):
+        text = (
+            "give the scatter locality: sort or bucket the indices (combining duplicates before "
+            "the atomics), so a warp's updates share L2 sectors"
         )
     elif step.action == Action.LIBRARY_OPTIONS and d.get("instead_of") == "fuse":
         # a library sort or scan (catalogue.CONFLICTS): a whole pass, another formulation
