@@ -211,6 +211,12 @@ DOMINANT_TIME_SHARE_PCT = 50.0
 # reduction or a tiny cast): it is judged on its own counters with the case's model. profkit
 # choice: 80%.
 DOMINANT_LAUNCH_PCT = 80.0
+# An ATen elementwise launch in a float32 case reading at least this many times the DRAM bytes of a
+# 16-bit GEMM beside it is that GEMM's operand cast from fp32 on the call (autocast's per-call
+# weight cast: 4 bytes an element read for the 2 the GEMM reads). The zoo's autocast MLP (H200):
+# the casts of w1 and w2 read 16.8 MB each beside GEMMs reading 8.5 and 8.9 MB. profkit choice:
+# 1.5, under the 2x of a whole cast.
+WEIGHT_CAST_READ_X = 1.5
 # A launch under this share of its case's time never sets the case's first step, nor its owner's
 # advice (a 3% memset before a 97% scatter). profkit choice (issue 30).
 STEP_LAUNCH_SHARE_PCT = 10.0

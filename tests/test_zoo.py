@@ -206,11 +206,7 @@ def problems(e: dict, found: tuple) -> list[str]:
 # day explain (or a recaptured kernel) meets one, its test fails until it leaves here.
 # The issue-30 kernels, captured 2026-12-04 15:24-15:26 UTC (jobs/zoo_holdout.toml): zoo/README.md,
 # "Results (H200, 2026-12-04)", has each one's figures.
-KNOWN_MISSES: dict[str, str] = {
-    "zoo_autocast-autocast": "no entry for weight casts (issue 30 item 4): the five cast kernels "
-    "(52% of the device time) are read as a chain to fuse, and the case is host-bound (90 us host, "
-    "36 us device): cuda_graph, which the expectation forbade",
-}
+KNOWN_MISSES: dict[str, str] = {}
 
 
 def _marked(e: dict):

@@ -671,6 +671,8 @@ CONFLICTS: tuple[Conflict, ...] = (
     # under one wave leaves more SMs idle): the spills' and the grid's own steps answer them
     Conflict(Action.FEED_TENSOR, "spills", causes=frozenset({Cause.REGISTER_SPILLS})),
     Conflict(Action.FEED_TENSOR, "under_one_wave", test=_under_one_wave),
+    # weight casts: casting once removes their launches and bytes; a graph would replay them
+    Conflict(Action.CUDA_GRAPH, "weight_casts", causes=frozenset({Cause.WEIGHT_CASTS})),
     # programs too small to amortize their launch: latency is not what more loads in flight fix
     Conflict(Action.HIDE_LATENCY, "small_programs", causes=frozenset({Cause.SMALL_PROGRAMS})),
     Conflict(Action.BYTES_IN_FLIGHT, "small_programs", causes=frozenset({Cause.SMALL_PROGRAMS})),

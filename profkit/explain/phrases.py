@@ -418,6 +418,13 @@ REASON_WORDS: tuple[Words, ...] = (
     ),
     Words(
         Cause.WEIGHT_CASTS,
+        "Under autocast {param_casts_per_step} weight casts run every call, {cast_share_pct} "
+        "of its device time: each reads a weight in fp32 twice the bytes its GEMM reads, and "
+        "the same weights are cast again each time.",
+        ("cast_share_pct",),
+    ),
+    Words(
+        Cause.WEIGHT_CASTS,
         "Under autocast {param_casts_per_step} weight casts (copy_) run every step: the same "
         "weights are cast again each time.",
     ),
