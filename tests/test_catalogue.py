@@ -148,7 +148,7 @@ def test_shared_memory_as_the_tightest_limiter() -> None:
     assert catalogue.found(catalogue.evaluate(tied), Cause.SHARED_LIMITS_OCCUPANCY) is None
 
 
-def test_membar_stalls_beside_atomics_point_at_relaxed_atomics() -> None:
+def test_membar_stalls_beside_atomics_point_at_relax_atomics() -> None:
     rec = LaunchRecord(global_atom_requests=1e6, stalls={"membar": 60.0, "long_scoreboard": 20.0})
     hit = catalogue.found(catalogue.evaluate(rec), Cause.ATOMIC_ORDERING)
     assert hit is not None and hit.evidence["membar_stall_share_pct"] == 75.0
