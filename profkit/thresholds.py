@@ -99,10 +99,10 @@ LOW_OCCUPANCY_RATIO = 0.5
 MAX_BLOCKS_PER_SM = 32
 SMALL_PROGRAM_THREADS = 64
 SMALL_PROGRAM_WAVES = 2.0
-# Theoretical occupancy under this: registers or shared memory per block cap the resident warps.
-# profkit choice: 25% is 16 of the 64 warps an sm_90 SM holds, 4 per scheduler, too few to hide
-# memory latency in a kernel without much instruction-level parallelism (CUDA Best Practices Guide,
-# "Occupancy").
+# Theoretical occupancy at or under this (rounded to 0.1): registers or shared memory per block
+# cap the resident warps. profkit choice: 25% is 16 of the 64 warps an sm_90 SM holds, 4 per
+# scheduler, too few to hide memory latency in a kernel without much instruction-level
+# parallelism (CUDA Best Practices Guide, "Occupancy").
 LOW_THEORETICAL_OCCUPANCY_PCT = 25.0
 # Theoretical occupancy at this (rounded to 0.1) is the SM's maximum: 64 resident warps on sm_90;
 # more warps per SM are impossible, so "launch more warps" is never the advice (ncu's Occupancy
@@ -211,6 +211,12 @@ DOMINANT_TIME_SHARE_PCT = 50.0
 # reduction or a tiny cast): it is judged on its own counters with the case's model. profkit
 # choice: 80%.
 DOMINANT_LAUNCH_PCT = 80.0
+# An ATen elementwise launch in a float32 case reading at least this many times the DRAM bytes of a
+# 16-bit GEMM beside it is that GEMM's operand cast from fp32 on the call (autocast's per-call
+# weight cast: 4 bytes an element read for the 2 the GEMM reads). The zoo's autocast MLP (H200):
+# the casts of w1 and w2 read 16.8 MB each beside GEMMs reading 8.5 and 8.9 MB. profkit choice:
+# 1.5, under the 2x of a whole cast.
+WEIGHT_CAST_READ_X = 1.5
 # A launch under this share of its case's time never sets the case's first step, nor its owner's
 # advice (a 3% memset before a 97% scatter). profkit choice (issue 30).
 STEP_LAUNCH_SHARE_PCT = 10.0

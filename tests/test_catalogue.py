@@ -15,7 +15,7 @@ from profkit.counters.metrics import METRICS
 from profkit.explain import catalogue
 from profkit.explain.evidence import Evidence
 from profkit.explain.kinds import KernelKind
-from profkit.explain.model import Action, Cause
+from profkit.explain.model import Action, Cause, Unit
 from profkit.explain.record import LaunchRecord
 
 FIXTURE = Path(__file__).parent / "fixtures" / "causes_probe.csv.xz"
@@ -148,16 +148,16 @@ def test_shared_memory_as_the_tightest_limiter() -> None:
     assert catalogue.found(catalogue.evaluate(tied), Cause.SHARED_LIMITS_OCCUPANCY) is None
 
 
-def test_membar_stalls_beside_atomics_point_at_relaxed_atomics() -> None:
+def test_membar_stalls_beside_atomics_point_at_relax_atomics() -> None:
     rec = LaunchRecord(global_atom_requests=1e6, stalls={"membar": 60.0, "long_scoreboard": 20.0})
-    hit = catalogue.found(catalogue.evaluate(rec), Cause.MEMBAR_ATOMICS)
+    hit = catalogue.found(catalogue.evaluate(rec), Cause.ATOMIC_ORDERING)
     assert hit is not None and hit.evidence["membar_stall_share_pct"] == 75.0
-    assert hit.entry.remedy(KernelKind.SCATTER_ATOMIC) == Action.RELAXED_ATOMICS
+    assert hit.entry.remedy(KernelKind.SCATTER_ATOMIC) == Action.RELAX_ATOMICS
     # the same stalls with no atomics: a fence of another kind
     plain = replace(rec, global_atom_requests=0.0)
-    assert catalogue.found(catalogue.evaluate(plain), Cause.MEMBAR_ATOMICS) is None
+    assert catalogue.found(catalogue.evaluate(plain), Cause.ATOMIC_ORDERING) is None
     # no stall counters at all: not measured
-    assert "membar_atomics" in catalogue.not_measured(catalogue.evaluate(replace(rec, stalls={})))
+    assert "atomic_ordering" in catalogue.not_measured(catalogue.evaluate(replace(rec, stalls={})))
 
 
 def test_occupancy_and_tail_entries_read_the_record_alone() -> None:
@@ -196,7 +196,7 @@ def test_specific_causes_are_said_in_their_declared_rank() -> None:
     assert [e.cause for e in ranked][:3] == [
         Cause.REGISTER_SPILLS,
         Cause.ATOMIC_CONTENTION,
-        Cause.MEMBAR_ATOMICS,
+        Cause.ATOMIC_ORDERING,
     ]
     # spills and contended atomics on one record: the spills first, as ranked
     both = replace(record("p.hist4"), local_ld_bytes=1e9, local_st_bytes=1e9)
@@ -232,3 +232,39 @@ def test_extra_reads_are_refuted_by_spills_and_then_neither_said_nor_quoted() ->
     floor = replace(bare, read_floor=1.5e9)
     hit = catalogue.found(catalogue.evaluate(floor), Cause.EXTRA_READS)
     assert hit.evidence["fewest_bytes_read"] == 1.5e9
+
+
+def test_theoretical_occupancy_at_a_quarter_is_low() -> None:
+    # 16 warps of 64 are the line itself (thresholds.LOW_THEORETICAL_OCCUPANCY_PCT): the zoo's
+    # smem_48k (4 blocks of 48 KB, 25.0%) runs 1.45x slower than its 8 KB twin; rmsnorm v1/v2's
+    # 83-register launch (25.0%) is told to raise occupancy, not "neither shape nor occupancy"
+    at = LaunchRecord(achieved_occupancy_pct=24.0, theoretical_occupancy_pct=25.0,
+                      waves_per_sm=8.0, grid_size=4096, sm_count=132.0)  # fmt: skip
+    assert catalogue.found(catalogue.evaluate(at), Cause.LOW_THEORETICAL_OCCUPANCY) is not None
+    above = replace(at, theoretical_occupancy_pct=31.25)
+    assert catalogue.found(catalogue.evaluate(above), Cause.LOW_THEORETICAL_OCCUPANCY) is None
+
+
+def test_a_latency_bound_case_takes_its_leading_specific_causes_unit() -> None:
+    # SOL names no unit under its latency line: a ranked cause's does (programs too small: the
+    # launch; contended atomics: L2, as the zoo's contended histogram; spills: L1), an unranked
+    # one's (extra reads) does not
+    spills = LaunchRecord(local_ld_bytes=4e6, local_st_bytes=4e6, global_ld_sectors=1e5)
+    outcomes = catalogue.evaluate(spills)
+    assert catalogue.unit_of(outcomes, Cause.REGISTER_SPILLS) == Unit.L1
+    assert catalogue.unit_of(outcomes, Cause.EXTRA_READS) is None
+
+
+def test_atomics_at_scattered_addresses_are_uncoalesced_not_contended() -> None:
+    # the zoo's scatter (H200): 2^20 red requests at random bins, L2 95.5%, atomic units 58.8% busy
+    # on every slice (59.2% on the busiest), loads coalesced: uncoalesced atomics -> index locality
+    rec = LaunchRecord(global_red_requests=1048576.0, l2_pct=95.5, l2_atomic_busy_pct=58.8,
+                       l2_atomic_busy_max_pct=59.2, global_ld_sectors=8388608.0,
+                       global_ld_bytes_requested=268435456.0)  # fmt: skip
+    outcomes = catalogue.evaluate(rec)
+    hit = catalogue.found(outcomes, Cause.UNCOALESCED)
+    assert hit is not None and hit.detail == {"atomics": True}
+    assert hit.entry.remedy(KernelKind.SCATTER_ATOMIC) == Action.INDEX_LOCALITY
+    assert catalogue.found(outcomes, Cause.ATOMIC_CONTENTION) is None
+    # L2 under its high-throughput line: the atomics are not what it spends its time on
+    assert catalogue.found(catalogue.evaluate(replace(rec, l2_pct=50.0)), Cause.UNCOALESCED) is None

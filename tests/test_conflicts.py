@@ -49,12 +49,12 @@ def test_hiding_latency_is_withheld_where_programs_are_too_small(action: Action)
 
 def test_atomics_are_reduced_before_not_fused_away() -> None:
     kept, _ = _resolve(Action.FUSE, (Cause.ATOMIC_CONTENTION,), library="aten_other")
-    assert [s.action for s in kept] == [Action.REDUCE_BEFORE_ATOMICS]
+    assert [s.action for s in kept] == [Action.PRIVATIZE_ATOMICS]
     assert kept[0].detail["instead_of"] == "fuse"
     # a scatter's kind alone: fusing keeps its atomics
     scatter = LaunchRecord(name="_scatter_add_kernel", family=Family.ATEN_OTHER)
     fused = _resolve(Action.FUSE, (), scatter, library="aten_other")[0][0]
-    assert fused.action == Action.REDUCE_BEFORE_ATOMICS
+    assert fused.action == Action.PRIVATIZE_ATOMICS
     # a chain's "fuse the kernels into one" (launch overhead: a memset and the atomics) stands
     assert _resolve(Action.FUSE, (), scatter)[0][0].action == Action.FUSE
 
@@ -74,7 +74,7 @@ def test_atens_contended_scatter_is_told_to_reduce_before_its_atomics() -> None:
     found = diagnose(hot, Context())
     assert Cause.ATOMIC_CONTENTION in {r.cause for r in found.reasons}
     actions = [s.action for s in found.steps]
-    assert Action.REDUCE_BEFORE_ATOMICS in actions and Action.FUSE not in actions
+    assert Action.PRIVATIZE_ATOMICS in actions and Action.FUSE not in actions
 
 
 def test_programs_too_small_refute_imbalance_and_latency() -> None:
@@ -117,7 +117,7 @@ def test_a_memset_before_the_atomics_sets_neither_owner_nor_step() -> None:
 def test_a_library_sort_or_scan_is_not_told_to_fuse_away(name: str) -> None:
     rec = LaunchRecord(name=name, family=Family.ATEN_OTHER)
     kept, _ = _resolve(Action.FUSE, (), rec, library="aten_other")
-    assert [s.action for s in kept] == [Action.OTHER_FORMULATION]
+    assert [s.action for s in kept] == [Action.LIBRARY_OPTIONS]
     # an ATen elementwise kernel is still fused away
     plain = LaunchRecord(name="vectorized_elementwise_kernel", family=Family.ATEN_ELEMENTWISE)
     assert _resolve(Action.FUSE, (), plain, library="aten_other")[0][0].action == Action.FUSE
@@ -126,9 +126,11 @@ def test_a_library_sort_or_scan_is_not_told_to_fuse_away(name: str) -> None:
 def test_a_library_convolution_or_attention_gets_whole_op_advice_not_gemm_tiles() -> None:
     # CUTLASS's kernels behind aten::cudnn_convolution (the convnet run) and its fmha kernels
     steps = [NextStep(Action.FEED_TENSOR, ["k"])]
-    for kind in (KernelKind.CONVOLUTION, KernelKind.ATTENTION):
+    # attention's first lever is another backend (issue 30: ho_sdpa's library_options)
+    for kind, action in ((KernelKind.CONVOLUTION, Action.LIBRARY_SHAPES),
+                         (KernelKind.ATTENTION, Action.LIBRARY_OPTIONS)):  # fmt: skip
         (step,), _ = fit_next_steps(steps, Family.CUTLASS, {}, kind)
-        assert step.action == Action.LIBRARY_SHAPES and step.detail["whole_op"] == str(kind)
+        assert step.action == action and step.detail["whole_op"] == str(kind)
         assert "another backend for the op" in next_step_text(step)
     (gemm,), _ = fit_next_steps(steps, Family.CUTLASS, {}, KernelKind.GEMM)
     assert "whole_op" not in gemm.detail and "batching small GEMMs" in next_step_text(gemm)

@@ -4,6 +4,7 @@ where the eight rules it replaced disagreed."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -11,7 +12,7 @@ from stored_runs import run_path
 
 from profkit.explain.kernel_family import Family, family, launch_family, short_name
 from profkit.explain.kinds import KernelKind, Owner, kernel_kind, operand_dtype
-from profkit.explain.model import Action, Cause
+from profkit.explain.model import Action, Bottleneck, Cause, Unit
 from profkit.explain.record import LaunchRecord
 from profkit.explain.roofs import roof_kind
 from profkit.explain.run import explain_launches
@@ -164,3 +165,41 @@ def test_pytorch_attention_in_a_lab_variant_is_library_code(name: str, owner: Ow
 def test_ligers_other_ops_are_liger_code_as_a_baseline_or_in_a_report(name: str) -> None:
     assert family(name) == Family.LIGER == launch_family({"kernel_name": name}, lab=False)
     assert LaunchRecord(name=name, family=Family.LIGER).owner == Owner.LIBRARY
+
+
+def _holdout_record(run_id: str, variant: str):
+    from profkit import store
+    from profkit.explain.context import Context
+    from profkit.explain.roofs import Device
+
+    run = store.load(Path(__file__).parent / "data" / "holdout" / run_id)
+    row = next(r for r in run.cases.to_dict("records") if r["variant"] == variant)
+    krow = next(r for r in run.kernels.to_dict("records") if r["case"] == row["case"])
+    rec = LaunchRecord.of({**row, "kernel_name": krow["kernel_name"]}, launch_family(krow, True))
+    return rec, Context(device=Device.of(run.manifest), dtype=str(row["dtype"]))
+
+
+def test_an_issue_heavy_launch_waiting_on_memory_is_memory_bound() -> None:
+    # ATen's layer norm (H200): SOL's SM line 73% from issue, no pipe over 41%, long scoreboard
+    # 56% of the stalls: the time goes to memory (holdout/EXPECTED; the rmsnorm runs' eager chain
+    # kernels read alike since issue 30)
+    from profkit.explain.diagnose import diagnose
+
+    rec, ctx = _holdout_record("ho_layer_norm-20261204-152721-vm-87af1b", "aten")
+    found = diagnose(rec, ctx)
+    assert (found.bottleneck, found.unit) == (Bottleneck.MEMORY, Unit.DRAM)
+    assert found.evidence["sol_bottleneck"] == "compute"
+    # the same launch with its ALU pipe at its busy line: compute, as SOL says
+    busy = replace(rec, alu_pipe_pct=85.0)
+    assert diagnose(busy, ctx).bottleneck == Bottleneck.COMPUTE
+
+
+def test_a_same_size_copy_measured_faster_than_the_large_copy_is_not_the_roof() -> None:
+    # zoo_tiny_programs large (H200): 94.76% of its same-size copy, 95.05% of the large copy; the
+    # same-size copy measured faster than the large one, which amortizes every fixed cost: noise
+    from profkit.explain.evidence import Evidence
+    from profkit.explain.roofs import Device, memory_roof
+
+    rec = LaunchRecord(model_bytes=4e8, device_p50_ms=0.1, copy_gbps_same_size=4200.0)
+    assert memory_roof(rec, Device(copy_gbps=4100.0), Evidence()) == pytest.approx(4000 / 41)
+    assert memory_roof(rec, Device(copy_gbps=4300.0), Evidence()) == pytest.approx(4000 / 42)

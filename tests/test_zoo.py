@@ -36,9 +36,7 @@ KEYS = {"kernel", "variant", "dtype", "shape", "bottleneck", "unit", "causes", "
         "not_causes", "not_steps", "host"}  # fmt: skip
 # identifiers zoo/EXPECTED names before explain has them (issue 30, item 4: explain-core adds
 # them); each must still be missing from its enum, so the day one lands it leaves this list
-PENDING = {"small_programs": Cause, "atomic_ordering": Cause, "weight_casts": Cause,
-           "larger_programs": Action, "relax_atomics": Action,
-           "cast_weights_once": Action}  # fmt: skip
+PENDING: dict = {}
 
 
 def _known(enum, name: str) -> None:
@@ -208,31 +206,7 @@ def problems(e: dict, found: tuple) -> list[str]:
 # day explain (or a recaptured kernel) meets one, its test fails until it leaves here.
 # The issue-30 kernels, captured 2026-12-04 15:24-15:26 UTC (jobs/zoo_holdout.toml): zoo/README.md,
 # "Results (H200, 2026-12-04)", has each one's figures.
-KNOWN_MISSES: dict[str, str] = {
-    "zoo_tiny_programs-tiny": "no entry for programs too small (issue 30 item 4): achieved "
-    "occupancy 8.4% of 50% theoretical, DRAM 8.5%, read as memory latency + low occupancy -> "
-    "hide_latency, balance_work",
-    "zoo_tiny_programs-large": "95.05% of the copy rate but 94.76% of the same-size copy's, under "
-    "the 95% line: short_of_roof, and a hide_latency step at 95% of the roof",
-    "zoo_scatter-memset_scatter": "the memset (1.5%) no longer sets the step, but the scatter's L2 "
-    "at 95% from 2^25 random atomics is read as cache_bound -> fewer_bytes, not index locality or "
-    "reducing before the atomics",
-    "zoo_atomic_order-acq_rel": "no entry for the atomics' ordering (issue 30 item 4): membar "
-    "stalls 55.6% are named, with the block-barrier step fewer_barriers, not relax_atomics",
-    "zoo_autocast-autocast": "no entry for weight casts (issue 30 item 4): the five cast kernels "
-    "(52% of the device time) are read as a chain to fuse, and the case is host-bound (90 us host, "
-    "36 us device): cuda_graph, which the expectation forbade",
-    "zoo_smem_occupancy-smem_48k": "theoretical occupancy exactly 25.0%, not under explain's 25% "
-    "line: read as memory latency -> hide_latency, though its 8 KB twin runs 1.45x faster",
-    "zoo_gemm_spill-tiles_256": "cut_spills first, then feed_tensor (larger tiles) beside the "
-    "spills: the contradiction issue 30 names",
-    "zoo_gemm_spill-tiles_128": "Tensor pipe 62% with barrier stalls 61%, read as latency / launch "
-    "(low theoretical occupancy), not compute / tensor / tensor_underfed",
-    "zoo_gemm_fp32-ieee": "cause and step met (matmul_off_tensor, use_tf32), but the counters put "
-    "it on L1/shared (86%, 70% of wavefronts conflicted, FMA 34%): memory / l1, not compute / fma",
-    "zoo_gemm_fp32-tf32": "Tensor pipe 60% with barrier stalls 50%, read as balanced with no "
-    "unit, not compute / tensor",
-}
+KNOWN_MISSES: dict[str, str] = {}
 
 
 def _marked(e: dict):

@@ -101,15 +101,32 @@ def _atomic_contention(r: LaunchRecord) -> dict | None:
     return out
 
 
-def _uncoalesced(r: LaunchRecord) -> dict | None:
+def _uncoalesced(r: LaunchRecord) -> dict | Found | None:
     ratio = r.ld_sectors_over_ideal
     if ratio is None or ratio < th.UNCOALESCED_SECTOR_RATIO:
-        return None
+        return _scattered_atomics(r)
     return {
         "global_ld_sectors": r.global_ld_sectors,
         "ideal_ld_sectors": r.global_ld_bytes_requested / 32,
         "sectors_over_ideal_x": ratio,
     }
+
+
+def _scattered_atomics(r: LaunchRecord) -> Found | None:
+    """Atomics at random addresses: each lane's update is its own L2 sector operation, so L2 runs
+    at its high-throughput line while every slice's atomic unit is busy alike (no hot address:
+    contention's own entry is the concentrated case). The zoo's scatter: 2^25 updates at random
+    bins, L2 95%, its atomic units 59% busy on every slice, DRAM 17%."""
+    busy_max, busy, l2 = r.l2_atomic_busy_max_pct, r.l2_atomic_busy_pct, r.l2_pct
+    if not r.atomic_requests or busy is None or l2 is None or busy_max is None:
+        return None
+    if l2 < th.HIGH_THROUGHPUT_PCT or busy < th.ATOMIC_SLICE_BUSY_PCT:
+        return None
+    if busy_max / busy >= th.ATOMIC_CONCENTRATION_X:
+        return None  # a hot address: contention
+    evidence = {"atomic_requests": r.atomic_requests, "l2_throughput_pct": l2,
+                "l2_atomic_busy_pct": busy}  # fmt: skip
+    return Found(evidence, list(evidence), {"atomics": True})
 
 
 def _divergence(r: LaunchRecord) -> dict | None:
@@ -203,7 +220,7 @@ def _shared_limits_occupancy(r: LaunchRecord) -> dict | None:
     shared, theoretical = r.occupancy_limit_shared_mem, r.theoretical_occupancy_pct
     others = [v for v in (r.occupancy_limit_registers, r.occupancy_limit_warps,
                           r.occupancy_limit_blocks) if v is not None]  # fmt: skip
-    if theoretical >= th.LOW_THEORETICAL_OCCUPANCY_PCT or any(v <= shared for v in others):
+    if round(theoretical, 1) > th.LOW_THEORETICAL_OCCUPANCY_PCT or any(v <= shared for v in others):
         return None
     out = {
         "occupancy_limit_shared_mem": shared,
@@ -214,7 +231,7 @@ def _shared_limits_occupancy(r: LaunchRecord) -> dict | None:
     return out
 
 
-def _membar_atomics(r: LaunchRecord) -> dict | None:
+def _atomic_ordering(r: LaunchRecord) -> dict | None:
     """Warps wait on memory barriers while the kernel issues atomics: each atomic's ordering
     (Triton's default sem="acq_rel") fences it, a cost relaxed atomics do not pay."""
     share = r.stall_share("membar")
@@ -262,7 +279,7 @@ def _low_theoretical(r: LaunchRecord) -> dict | None:
     occ = _occupancy(r)
     if occ is None or occ[0] < th.LOW_OCCUPANCY_RATIO * occ[1]:
         return None  # the achieved shortfall is the cause: _low_occupancy says it
-    if occ[1] >= th.LOW_THEORETICAL_OCCUPANCY_PCT:
+    if round(occ[1], 1) > th.LOW_THEORETICAL_OCCUPANCY_PCT:  # 16 warps of 64 are too few too
         return None
     out = {"achieved_occupancy_pct": occ[0], "theoretical_occupancy_pct": occ[1]}
     if r.registers_per_thread is not None:
@@ -448,18 +465,18 @@ CATALOGUE: tuple[Entry, ...] = (
         ("occupancy_limit_shared_mem", "theoretical_occupancy_pct"),
         _shared_limits_occupancy,
         "another limiter (registers, warps, blocks) as tight as shared memory, or theoretical "
-        "occupancy at or above 25%",
+        "occupancy above 25%",
         {KernelKind.ANY: Action.LESS_SHARED, KernelKind.GEMM: Action.LESS_SHARED},
         refutes=frozenset({Cause.LOW_THEORETICAL_OCCUPANCY}),
         rank=60,
     ),
     Entry(
-        Cause.MEMBAR_ATOMICS,
+        Cause.ATOMIC_ORDERING,
         None,
         ("atomic_requests", "membar_stall_share"),
-        _membar_atomics,
+        _atomic_ordering,
         "few memory-barrier stalls (under 30% of the stalls), or no atomics issued",
-        {KernelKind.ANY: Action.RELAXED_ATOMICS},
+        {KernelKind.ANY: Action.RELAX_ATOMICS},
         refutes=frozenset({Cause.STALL}),
         rank=30,
     ),
@@ -529,7 +546,7 @@ CATALOGUE: tuple[Entry, ...] = (
         Unit.LAUNCH,
         _OCCUPANCY,
         _low_theoretical,
-        "theoretical occupancy at or above 25%",
+        "theoretical occupancy above 25%",
         # one large-tile CTA per SM is how tl.dot and cuBLAS kernels keep operands in registers
         # and shared memory: a fact, not the step (their stalls say which is)
         {KernelKind.ANY: Action.RAISE_OCCUPANCY, KernelKind.GEMM: None},
@@ -598,6 +615,12 @@ def found(outcomes: list[Outcome], cause: Cause) -> Outcome | None:
     return next((o for o in outcomes if o.status == "found" and o.entry.cause == cause), None)
 
 
+def unit_of(outcomes: list[Outcome], cause: Cause) -> Unit | None:
+    """The unit a found specific cause (a ranked entry) limits, where its entry names one."""
+    hit = found(outcomes, cause)
+    return hit.entry.unit if hit is not None and hit.entry.rank is not None else None
+
+
 def said(outcomes: list[Outcome], cause: Cause, kernel: KernelKind, ev: Evidence) -> Said | None:
     """A cause found on the record, with its evidence and its kind's remedy."""
     hit = found(outcomes, cause)
@@ -648,6 +671,8 @@ CONFLICTS: tuple[Conflict, ...] = (
     # under one wave leaves more SMs idle): the spills' and the grid's own steps answer them
     Conflict(Action.FEED_TENSOR, "spills", causes=frozenset({Cause.REGISTER_SPILLS})),
     Conflict(Action.FEED_TENSOR, "under_one_wave", test=_under_one_wave),
+    # weight casts: casting once removes their launches and bytes; a graph would replay them
+    Conflict(Action.CUDA_GRAPH, "weight_casts", causes=frozenset({Cause.WEIGHT_CASTS})),
     # programs too small to amortize their launch: latency is not what more loads in flight fix
     Conflict(Action.HIDE_LATENCY, "small_programs", causes=frozenset({Cause.SMALL_PROGRAMS})),
     Conflict(Action.BYTES_IN_FLIGHT, "small_programs", causes=frozenset({Cause.SMALL_PROGRAMS})),
@@ -659,14 +684,14 @@ CONFLICTS: tuple[Conflict, ...] = (
         "atomics",
         causes=frozenset({Cause.ATOMIC_CONTENTION}),
         kinds=frozenset({KernelKind.SCATTER_ATOMIC}),
-        instead=Action.REDUCE_BEFORE_ATOMICS,
+        instead=Action.PRIVATIZE_ATOMICS,
         detail="library",
     ),
     Conflict(
         Action.FUSE,
         "not_fusible",
         kinds=frozenset({KernelKind.SORT, KernelKind.SCAN}),
-        instead=Action.OTHER_FORMULATION,
+        instead=Action.LIBRARY_OPTIONS,
         detail="library",
     ),
 )

@@ -65,9 +65,12 @@ def pipe_detail(
                 return Reason(Cause.FP32_GEMM_ON_FMA, [key]), [NextStep(Action.USE_TF32, [key])]
             return Reason(Cause.MATMUL_OFF_TENSOR, [key]), [NextStep(Action.LIBRARY_SHAPES, [key])]
         if gemm and library:  # on the Tensor Cores, short of busy: its shape, not its code
-            return Reason(Cause.TENSOR_UNDERFED, [key], {"library": str(rec.family)}), [
-                NextStep(Action.LIBRARY_SHAPES, [key])
-            ]
+            lib = {"library": str(rec.family)}
+            if rec.kind == KernelKind.ATTENTION:  # a whole fused op: another backend first
+                step = NextStep(Action.LIBRARY_OPTIONS, [key], {**lib, "whole_op": "attention"})
+            else:
+                step = NextStep(Action.LIBRARY_SHAPES, [key])
+            return Reason(Cause.TENSOR_UNDERFED, [key], lib), [step]
         if rec.mma_kind is None and gemm:  # a user kernel with no MMA instructions at all
             if ctx.dtype == "float32":
                 return Reason(Cause.MATMUL_OFF_TENSOR, [key], {"fp32": True}), [

@@ -26,7 +26,7 @@ from profkit.explain.kernel_family import FUSED_OPS, GEMM, LIBRARY, Family
 from profkit.explain.kinds import MATRIX, KernelKind, Owner
 from profkit.explain.model import Action, Bottleneck, Cause, NextStep, Reason, Unit
 from profkit.explain.record import LaunchRecord
-from profkit.explain.roofs import compute_roof, memory_roof
+from profkit.explain.roofs import busiest_pipe, compute_roof, memory_roof
 from profkit.explain.siblings import sibling_step
 
 
@@ -75,6 +75,12 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
         ev.put("sol_bottleneck", str(kind))
         kind = Bottleneck.COMPUTE
     if kind == Bottleneck.LATENCY and _memory_queues_full(rec, ev):
+        ev.put("sol_bottleneck", str(kind))
+        kind = Bottleneck.MEMORY
+    if kind != Bottleneck.COMPUTE and _matmul_on_its_math(rec, ev):
+        ev.put("sol_bottleneck", str(kind))
+        kind = Bottleneck.COMPUTE
+    if kind in (Bottleneck.COMPUTE, Bottleneck.BALANCED) and _waits_on_memory(rec, ev):
         ev.put("sol_bottleneck", str(kind))
         kind = Bottleneck.MEMORY
     compute_roof(rec, ctx.dtype, ctx.device, ev)
@@ -152,9 +158,11 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
         if any(not r.detail.get("refuted") for r, _ in causes):  # a refuted grid is no launch bound
             unit = Unit.LAUNCH
         latency = catalogue.said(outcomes, Cause.MEMORY_LATENCY, kernel, ev)
-        if latency and _every_sm_busy(rec, ctx):
+        capped = any(r.cause == Cause.LOW_THEORETICAL_OCCUPANCY for r, _ in causes)
+        if latency and _every_sm_busy(rec, ctx) and not capped:
             # every SM holds a block: what the SMs lack is loads in flight, not work; the grid
-            # under a wave is one way to that, said after it
+            # under a wave is one way to that, said after it. Where the launch caps the warps
+            # at a quarter or less, that cap is why too few loads are in flight: said first
             causes = [latency, *causes]
         if coalescing and _memory_idle(rec):
             # wasted sectors cost no time while no memory level is busy: a fact, not a step
@@ -197,6 +205,10 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
     for s in found:  # one reason per cause (a small grid is both a shape and a matmul cause)
         if s and s[0].cause not in refuted and all(s[0].cause != x[0].cause for x in said):
             said.append(s)
+    if unit is None and kind == Bottleneck.LATENCY and said:
+        # no unit from the SOL lines: the leading cause's, where its entry names one (programs
+        # too small to amortize their launch are bound on the launch of blocks)
+        unit = catalogue.unit_of(outcomes, said[0][0].cause)
     diagnosis = Diagnosis(kind, unit, [r for r, _ in said], evidence=ev)
     diagnosis.not_measured = catalogue.not_measured(outcomes)
     steps = [step for _, steps in said for step in steps]
@@ -226,6 +238,40 @@ def _memory_queues_full(rec: LaunchRecord, ev: Evidence) -> bool:
     ev.put("queue_level", col.split("_")[0].upper())
     ev.put("queue_level_pct", busy)
     ev.put("memory_queue_stall_share_pct", queued * 100)
+    return True
+
+
+def _matmul_on_its_math(rec: LaunchRecord, ev: Evidence) -> bool:
+    """A user's matrix product whose time goes to its math, though SOL's lines say latency,
+    balanced or memory: its Tensor pipe at or over ncu's latency line (the zoo's tl.dot GEMMs:
+    62% and 60% busy, their warps at block barriers between K tiles), or, issuing no MMAs, its
+    memory line from L1/shared well above DRAM (the FMA loop's own operand feed: the zoo's ieee
+    fp32 tl.dot, L1 86% and DRAM 1%). Library GEMMs keep SOL's reading: their shapes decide."""
+    if rec.kind != KernelKind.GEMM or rec.owner == Owner.LIBRARY:
+        return False
+    tensor = rec.tensor_pct
+    if rec.mma_kind is not None:
+        return tensor is not None and tensor >= th.LATENCY_BOUND_PCT
+    l1, l2, dram = rec.l1_pct, rec.l2_pct, rec.dram_pct
+    if l1 is None or dram is None or rec.memory_pct is None:
+        return False
+    return l1 >= (l2 or 0.0) and rec.memory_pct - dram >= th.CACHE_BOUND_GAP_PCT
+
+
+def _waits_on_memory(rec: LaunchRecord, ev: Evidence) -> bool:
+    """SOL's SM line at or over the memory line, yet no pipe near its busy line (the SM line is
+    the schedulers' issue rate: index math and conversions) while the warps wait mostly on global
+    memory: the time goes to memory (ATen's layer norm: SM 73% from issue, ALU 40%, long
+    scoreboard 56% of the stalls; Liger's GEGLU at 91% of the copy rate, "balanced")."""
+    pipe, stall = busiest_pipe(rec), rec.dominant_stall
+    if pipe is None or stall is None or pipe[2] >= th.PIPE_BUSY_PCT:
+        return False
+    if (rec.tensor_pct or 0.0) >= th.TENSOR_BUSY_PCT or rec.matrix:
+        return False  # a matrix product's SOL is its MMAs' feed: its own rules read it
+    if stall[0] != "long_scoreboard" or stall[2] < th.DOMINANT_STALL_SHARE:
+        return False
+    ev.put("stall_long_scoreboard_pct", stall[1])
+    ev.put("stall_share_pct", stall[2] * 100)
     return True
 
 
@@ -341,7 +387,7 @@ _TUNING = _STREAM_STEPS | frozenset(
         Action.INDEX_LOCALITY,
         Action.LARGER_PROGRAMS,
         Action.LESS_SHARED,
-        Action.RELAXED_ATOMICS,
+        Action.RELAX_ATOMICS,
     }
 )
 
@@ -442,6 +488,7 @@ _CODE_STEPS = frozenset(
         Action.WHOLE_WAVES,
         Action.BYTES_IN_FLIGHT,
         Action.WIDER_LOADS,
+        Action.COALESCE,
         Action.HIDE_LATENCY,
         Action.FEWER_BARRIERS,
         Action.SHARED_PRESSURE,
@@ -458,7 +505,7 @@ _CODE_STEPS = frozenset(
         Action.UNIFORM_BRANCHES,
         Action.LARGER_PROGRAMS,
         Action.LESS_SHARED,
-        Action.RELAXED_ATOMICS,
+        Action.RELAX_ATOMICS,
     }
 )
 
@@ -482,6 +529,9 @@ def fit_next_steps(
             detail = {"library": str(family)}
             if family == Family.LIGER:  # Triton code the user calls, not tunes
                 action = Action.LIBRARY_OPTIONS
+            elif kind == KernelKind.ATTENTION:  # a whole fused op: another backend or option
+                action = Action.LIBRARY_OPTIONS
+                detail["whole_op"] = str(kind)
             elif family in GEMM or family in FUSED_OPS or kind in MATRIX:
                 action = Action.LIBRARY_SHAPES
                 if whole_op:  # CUTLASS's fmha or convolutions: a whole op, not a bare GEMM

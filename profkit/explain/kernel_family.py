@@ -257,8 +257,20 @@ _ATEN_NAMES = frozenset(
         "cunn_SoftMaxForward",
         "cunn_SoftMaxForwardReg",
         "cunn_SoftMaxForwardSmem",
+        "elementwise_kernel_with_index",  # arange-like fills (sort's indices)
+        "triu_tril_kernel",
         *ATEN_OTHER_NAMES,
     }
+)
+
+
+# ATen's norm and softmax kernels by their whole names (Normalization.cu, layer_norm_kernel.cu,
+# group_norm_kernel.cu, PersistentSoftmax.cuh, SoftMax.cu): in a lab variant only these are ATen's
+_ATEN_NORM_NAMES = re.compile(
+    r"vectorized_layer_norm_kernel|layer_norm_grad_input_kernel\w*|LayerNorm\w*CUDAKernel\w*"
+    r"|RowwiseMoments\w*|GammaBetaBackward\w*|ComputeInternalGradients\w*"
+    r"|Compute\w*FusedParams\w*|batch_norm_\w*kernel\w*|GroupNorm\w*Kernel\w*"
+    r"|cunn_\w+|(masked_)?softmax_warp_(forward|backward)"
 )
 
 
@@ -269,20 +281,21 @@ _PYTORCH_ATTENTION = re.compile(
 
 
 def launch_family(row: Mapping, lab: bool = False) -> Family:
-    """A lab variant's own kernels are the user's (Triton) code, whatever their names resemble;
-    only a library GEMM or cuDNN kernel it calls, or an ATen kernel by its exact name, stays a
-    library kernel, and torch.compile's generated kernels stay Inductor's (a profiled program's
-    own kernels are "lab" too). A baseline's kernels are library code even when the name is not
-    recognised."""
+    """Who owns a launch, from its own name whatever the variant is called (issue 30): a library's
+    kernel (cuBLAS, CUTLASS, cuDNN, ATen's anchored names, Liger's exact names, PyTorch's SDPA
+    kernels) stays the library's in a lab variant too, and torch.compile's stay Inductor's. In a
+    lab variant a name matched only loosely (a user's flash_attn_fwd or scatter_add_kernel) or
+    not at all is the user's Triton; in a baseline an unrecognised name is library code."""
     name = cell_text(row, "kernel_name") or ""
     fam = family(name)
+    if not lab:
+        return Family.ATEN_OTHER if fam == Family.OTHER else fam
     base = short_name(name, width=200)
-    lib = (Family.CUBLAS, Family.CUTLASS, Family.CUDNN, Family.INDUCTOR)
-    # PyTorch's SDPA kernels by their exact names: a lab variant calling SDPA does not own them
-    # (a user's Triton kernel called flash_attn_fwd does own its code)
-    pytorch_attention = fam == Family.FLASH and _PYTORCH_ATTENTION.fullmatch(base)
-    if lab and fam not in lib and not pytorch_attention and base not in _ATEN_NAMES:
-        return Family.TRITON
-    if not lab and fam == Family.OTHER:  # a baseline's kernel is library code, named or not
-        return Family.ATEN_OTHER
+    aten = base in _ATEN_NAMES or "at::native::" in name
+    if fam == Family.FLASH and not _PYTORCH_ATTENTION.fullmatch(base):
+        return Family.TRITON  # a user's kernel named like flash attention owns its code
+    if fam in (Family.ATEN_OTHER, Family.OTHER):
+        return Family.ATEN_OTHER if aten else Family.TRITON
+    if fam == Family.ATEN_NORM and not (aten or _ATEN_NORM_NAMES.fullmatch(base)):
+        return Family.TRITON  # a user's layer_norm_fwd_kernel: ATen's pattern, not its name
     return fam

@@ -16,7 +16,8 @@ from profkit import thresholds as th
 from profkit.explain.context import Context
 from profkit.explain.diagnose import diagnose
 from profkit.explain.evidence import Evidence, num, text
-from profkit.explain.kernel_family import launch_family, short_name
+from profkit.explain.kernel_family import GEMM, Family, launch_family, short_name
+from profkit.explain.kinds import operand_dtype
 from profkit.explain.model import Bottleneck, Cause, Launch, Reason
 from profkit.explain.record import LaunchRecord
 
@@ -45,6 +46,25 @@ def by_case(kernels: pd.DataFrame | None) -> dict[str, list[dict]]:
     for r in ordered.to_dict("records"):
         out.setdefault(str(r["case"]), []).append(r)
     return out
+
+
+def weight_casts(rows: list[dict], found: list[Launch]) -> tuple[int, float] | None:
+    """The weight casts of a float32 case under autocast, and their share of its time: ATen
+    elementwise launches reading WEIGHT_CAST_READ_X or more the DRAM bytes of a GEMM whose
+    operands are 16-bit by its name (the fp32 weight read and cast again on every call). None
+    where the case has no such GEMM or no such launch."""
+    records = [LaunchRecord.of(r, Family(x.family)) for r, x in zip(rows, found, strict=True)]
+    low = [r.dram_bytes_read for r in records
+           if r.family in GEMM and operand_dtype(r)[0] in ("bfloat16", "float16")
+           and r.dram_bytes_read]  # fmt: skip
+    if not low:
+        return None
+    casts = [x for r, x in zip(records, found, strict=True)
+             if r.family == Family.ATEN_ELEMENTWISE and r.dram_bytes_read
+             and r.dram_bytes_read >= th.WEIGHT_CAST_READ_X * min(low)]  # fmt: skip
+    if not casts:
+        return None
+    return len(casts), sum(x.share_pct or 0.0 for x in casts)
 
 
 def drill_down(rows: list[dict], ctx: Context, lab: bool = False) -> list[Launch]:

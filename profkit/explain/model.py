@@ -71,7 +71,7 @@ class Cause(StrEnum):
     # shared memory per block is the tightest occupancy limiter (launch__occupancy_limit_*)
     SHARED_LIMITS_OCCUPANCY = "shared_limits_occupancy"
     # memory-barrier stalls from atomics' ordering (Triton's default sem="acq_rel")
-    MEMBAR_ATOMICS = "membar_atomics"
+    ATOMIC_ORDERING = "atomic_ordering"
     # a cast (copy_) per weight per step under autocast
     WEIGHT_CASTS = "weight_casts"
     TAIL = "tail"
@@ -146,12 +146,10 @@ class Action(StrEnum):
     MATCH_SIBLING = "match_sibling"  # a sibling does the same work faster: see what differs
     CUT_SPILLS = "cut_spills"  # fewer live values per thread: more warps, smaller blocks
     PRIVATIZE_ATOMICS = "privatize_atomics"  # per-program/shared partial results, merged once
-    REDUCE_BEFORE_ATOMICS = "reduce_before_atomics"  # library atomics: another formulation
     LARGER_PROGRAMS = "larger_programs"  # more work per program: fewer, larger blocks
     LESS_SHARED = "less_shared"  # fewer stages or smaller tiles: less shared memory per block
-    RELAXED_ATOMICS = "relaxed_atomics"  # sem="relaxed" where no ordering is needed
+    RELAX_ATOMICS = "relax_atomics"  # sem="relaxed" where no ordering is needed
     CAST_WEIGHTS_ONCE = "cast_weights_once"  # keep a low-precision copy of the weights
-    OTHER_FORMULATION = "other_formulation"  # a library sort/scan: less of it, or another op
     UNIFORM_BRANCHES = "uniform_branches"  # make branch conditions warp-uniform (sort, split)
     INDEX_LOCALITY = "index_locality"  # a gather: sort or bucket indices, gather wider rows
     CHEAPER_MATH = "cheaper_math"  # an elementwise compute chain: precision, algebra, fast math

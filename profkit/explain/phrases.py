@@ -411,10 +411,17 @@ REASON_WORDS: tuple[Words, ...] = (
         ),
     ),
     Words(
-        Cause.MEMBAR_ATOMICS,
+        Cause.ATOMIC_ORDERING,
         "Warps wait on memory barriers ({stall_membar_pct} of active warps' cycles, "
         "{membar_stall_share_pct} of the stalls) around {atomic_requests} atomic requests: each "
         "atomic's ordering fences it.",
+    ),
+    Words(
+        Cause.WEIGHT_CASTS,
+        "Under autocast {param_casts_per_step} weight casts run every call, {cast_share_pct} "
+        "of its device time: each reads a weight in fp32 twice the bytes its GEMM reads, and "
+        "the same weights are cast again each time.",
+        ("cast_share_pct",),
     ),
     Words(
         Cause.WEIGHT_CASTS,
@@ -446,6 +453,13 @@ REASON_WORDS: tuple[Words, ...] = (
         Cause.ISSUE_BOUND,
         "The schedulers issue on {issue_active_pct} of active cycles with no pipe at its peak: "
         "bound on instruction issue.",
+    ),
+    Words(
+        Cause.UNCOALESCED,
+        "{atomic_requests} atomic requests land at scattered addresses, each lane's update an L2 "
+        "sector operation of its own: L2 runs at {l2_throughput_pct} with every slice's atomic "
+        "unit busy {l2_atomic_busy_pct} alike (uncoalesced atomics, no hot address).",
+        detail="atomics",
     ),
     Words(
         Cause.UNCOALESCED,
@@ -801,22 +815,15 @@ NEXT_STEPS: dict[Action, str] = {
     "lanes take the same path, or compute both sides branch-free",
     Action.INDEX_LOCALITY: "give the gather locality: sort or bucket the indices, or gather wider "
     "rows per index, so a warp's reads share sectors",
-    Action.REDUCE_BEFORE_ATOMICS: "reduce before the atomics: combine updates to the same "
-    "address first (sort or bucket the indices and reduce each run, e.g. a segment reduction, "
-    "or accumulate per program and merge once), so few updates reach one L2 address; fusing "
-    "keeps the atomics",
     Action.LARGER_PROGRAMS: "give each program more work (more elements per program, several "
     "warps per block, or a persistent loop over the work), so each block's launch is amortized "
     "and more warps fit under the SM's resident-block limit",
     Action.LESS_SHARED: "use less shared memory per block (fewer pipeline stages, smaller tiles) "
     "so more blocks fit per SM",
-    Action.RELAXED_ATOMICS: "use relaxed atomics where no ordering is needed (Triton: "
+    Action.RELAX_ATOMICS: "use relaxed atomics where no ordering is needed (Triton: "
     'sem="relaxed"; its default acq_rel fences each atomic)',
     Action.CAST_WEIGHTS_ONCE: "cast the weights once, not every step: keep a low-precision copy "
     "of the parameters (or store them in that dtype) instead of autocast's per-step copy_",
-    Action.OTHER_FORMULATION: "it is library code that fusing does not remove (a sort or a scan "
-    "is a whole pass): ask for less of it (top-k or a partial sort instead of a full sort, a "
-    "segmented op, narrower keys) or use another backend for the op",
     Action.CHEAPER_MATH: "do cheaper math per element: lower precision where accuracy allows, "
     "fewer operations by algebra, or fast-math intrinsics",
 }
@@ -837,6 +844,34 @@ def next_step_text(step: NextStep) -> str:
             "come from what it is given (precision; layouts and sizes it favours, e.g. "
             "channels-last, head or channel dims in multiples of 64) or from another backend for "
             "the op (for attention, SDPA's flash or memory-efficient kernels), not from fusing it"
+        )
+    elif step.action == Action.PRIVATIZE_ATOMICS and d.get("library"):
+        # library atomics (ATen's scatter_add_, index_add_): the call's formulation, not its code
+        text = (
+            "reduce before the atomics: combine updates to the same address first (sort or "
+            "bucket the indices and reduce each run, e.g. a segment reduction, or bincount-style "
+            "per-block counts merged once), so few updates reach one L2 address; fusing keeps "
+            "the atomics"
+        )
+    elif step.action == Action.INDEX_LOCALITY and d.get("atomics"):
+        text = (
+            "give the scatter locality: sort or bucket the indices (combining duplicates before "
+            "the atomics), so a warp's updates share L2 sectors"
+        )
+    elif step.action == Action.LIBRARY_OPTIONS and d.get("instead_of") == "fuse":
+        # a library sort or scan (catalogue.CONFLICTS): a whole pass, another formulation
+        text = (
+            f"it is {d['library'].replace('_', ' ')} library code that fusing does not remove (a "
+            "sort or a scan is a whole pass): "
+            "ask for less of it (top-k or a partial sort instead of a full sort, a segmented op, "
+            "narrower keys, keys only) or use another backend for the op"
+        )
+    elif step.action == Action.LIBRARY_OPTIONS and d.get("whole_op") == "attention":
+        text = (
+            f"it is {d['library'].replace('_', ' ')} library code, attention fused already: gains "
+            "come from another backend for the op (SDPA's flash, cuDNN or memory-efficient "
+            "kernels; FlashAttention-3 on Hopper) or its options (causal masks, head dims in "
+            "multiples of 64, precision), not from its tiles"
         )
     elif step.action == Action.LIBRARY_SHAPES and d.get("near_roof"):  # its Tensor Cores busy
         text = (

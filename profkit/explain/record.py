@@ -134,10 +134,10 @@ class LaunchRecord:
         values = {name: num(row, column) for name, column in _numeric_fields()}
         stalls = {}
         for key in row:
-            match = _STALL.fullmatch(str(key))
-            value = num(row, key) if match else None
-            if match and value is not None:
-                stalls[match.group(1)] = value
+            reason = _stall_reason(key)
+            value = num(row, key) if reason else None
+            if reason and value is not None:
+                stalls[reason] = value
         return cls(
             name=text(row, "kernel_name") or text(row, "name"),
             shape=text(row, "shape"),
@@ -365,6 +365,14 @@ def tail_idle(waves: float | None) -> float | None:
 
 
 _STALL = re.compile(r"stall_(\w+)_pct")
+
+
+@cache
+def _stall_reason(key: object) -> str | None:
+    """The stall reason a column holds (stall_<reason>_pct), None for any other column: asked
+    for every column of every row, so answered once per column name."""
+    match = _STALL.fullmatch(str(key))
+    return match.group(1) if match else None
 
 
 @cache

@@ -26,7 +26,7 @@ from profkit.explain.evidence import (
     where,
 )
 from profkit.explain.kernel_family import Family, family
-from profkit.explain.kinds import operand_dtype
+from profkit.explain.kinds import KernelKind, operand_dtype
 from profkit.explain.memory import chain_traffic, dram_level
 from profkit.explain.model import (
     Action,
@@ -283,6 +283,14 @@ def _chain(
             ruled = diagnosis.ruled_out
             f.not_measured = diagnosis.not_measured
     steps: list[NextStep] = []  # the chain's own: about all its launches
+    casts = launches.weight_casts(rows, f.launches) if ctx.dtype == "float32" else None
+    if casts:  # autocast's weight casts (aten::_to_copy): the catalogue's entry, on the case
+        ev.put("cast_share_pct", casts[1])
+        rec = replace(case, param_casts_per_step=float(casts[0]), op="aten::_to_copy")
+        said = catalogue.said(catalogue.evaluate(rec), Cause.WEIGHT_CASTS, KernelKind.COPY, ev)
+        if said:
+            f.reasons.append(said[0])
+            steps += said[1]
     for check in (chain_traffic, launch_overhead):
         said = check(case, ctx, ev)
         if said:
