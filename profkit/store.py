@@ -42,6 +42,11 @@ RULES = "rules.csv"
 SAMPLES = "samples.csv.gz"  # raw timing samples: case, kind (device|host|loop), ms
 REPORT = "counters.ncu-rep"
 SOURCE_REPORT = "source.ncu-rep"  # the --source pass's report (SourceCounters, imported source)
+# a profile run's timing export (torch.profiler's launches and op calls, `profkit profile`): its
+# tables are made from it when the run is stored, and nothing reads it after
+PROFILE_EXPORT = "timing.json.gz"
+# what a run keeps as its evidence, read by no command: a copy of the run may leave it out
+EVIDENCE_ONLY = (REPORT, SOURCE_REPORT, PROFILE_EXPORT)
 SOURCE_LINES = "source_lines.csv"  # its per-line table (profkit.counters.sourcelines)
 TMP_PREFIX = ".tmp-"
 # the manifest's checksum of its own content (every other field), so that an edit to the manifest
@@ -291,8 +296,9 @@ def _write_manifest(folder: Path, manifest: dict) -> None:
 
 
 # tables a run kept as a reference (tests/data, the shipped example) may hold xz-compressed:
-# NVIDIA's rule messages repeat, and compress ~30x (tools/promote_run.py writes them so)
-COMPRESSIBLE = (RULES,)
+# NVIDIA's rule messages repeat, and compress ~30x, the launch table ~10x (tools/promote_run.py
+# writes them so); their checksums are of the decompressed bytes, as captured
+COMPRESSIBLE = (RULES, KERNELS)
 
 
 def table_file(path: Path, name: str) -> Path:
@@ -315,9 +321,10 @@ def _checksum_problems(path: Path, manifest: dict) -> list[str]:
         want = want if isinstance(want, dict) else {}
         f = path / name
         if not f.is_file():
-            if name in (REPORT, SOURCE_REPORT):
-                # a raw ncu report: compressed after capture to be sent or committed, or left
-                # out; profkit reads its tables, never the report in place
+            if name in EVIDENCE_ONLY:
+                # a raw ncu report (compressed after capture to be sent or committed) or a
+                # profile's timing export, left out of a copy: profkit reads the run's tables,
+                # never these in place
                 continue
             packed = table_file(path, name)
             if packed != f:
@@ -622,7 +629,7 @@ def load(path: Path, force: bool = False) -> Run:
         cases = upgrade(manifest, _fold_repeats(pd.read_csv(io.StringIO(text), dtype=TEXT_COLUMNS)))
         optional = {}
         for name in (KERNELS, SAMPLES):
-            optional[name], cut = _read_table(path / name)
+            optional[name], cut = _read_table(table_file(path, name))
             damage += cut
     except (OSError, ValueError) as exc:  # pandas' parser errors are ValueErrors
         raise ProfkitError(f"{path} is not a readable profkit run: {_oneline(exc)}") from exc
@@ -674,6 +681,11 @@ def _whole_rows(f: Path) -> tuple[str, list[str]]:
                 return "", [f"{f.name} is corrupt (it does not decompress: {why})"]
             cut = f"{f.name} is cut short ({_oneline(exc)[:60]})"
         text = data.decode("utf-8", errors="replace")
+    elif f.suffix == ".xz":  # a reference run's table kept compressed (COMPRESSIBLE)
+        try:
+            text, cut = lzma.decompress(f.read_bytes()).decode("utf-8", errors="replace"), ""
+        except (lzma.LZMAError, EOFError) as exc:  # EOFError: cut short
+            return "", [f"{f.name} is corrupt or cut short (it does not decompress: {exc})"]
     else:
         text, cut = f.read_text(errors="replace"), ""
     if not text:

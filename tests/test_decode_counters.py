@@ -48,7 +48,7 @@ def test_counter_shape_outside_the_sweep_is_refused(tmp_path):
 def _decode_run_with_launches(tmp_path: Path) -> store.Run:
     path = tmp_path / DECODE.name
     shutil.copytree(DECODE, path)
-    kernels = pd.read_csv(RMSNORM / "kernels.csv", dtype={"shape": str})
+    kernels = pd.read_csv(store.table_file(RMSNORM, store.KERNELS), dtype={"shape": str})
     kernels = kernels[kernels["case"] == SOURCE_CASE].copy()
     assert len(kernels) == 8
     kernels = kernels.assign(case=TARGET_CASE, kernel="decode", variant="eager", shape="1x2048")

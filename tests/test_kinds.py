@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from stored_runs import run_path
 
+from profkit import store
 from profkit.explain.kernel_family import Family, family, launch_family, short_name
 from profkit.explain.kinds import KernelKind, Owner, kernel_kind, operand_dtype
 from profkit.explain.model import Action, Bottleneck, Cause, Unit
@@ -22,7 +23,7 @@ RMSNORM_V2 = "rmsnorm-20261130-014917-vm-4bc5"
 
 
 def _records(run_id: str, lab: bool = False) -> list[LaunchRecord]:
-    rows = pd.read_csv(run_path(run_id) / "kernels.csv").to_dict("records")
+    rows = pd.read_csv(store.table_file(run_path(run_id), store.KERNELS)).to_dict("records")
     return [LaunchRecord.of(r, launch_family(r, lab)) for r in rows]
 
 
@@ -90,7 +91,7 @@ def test_mmas_or_a_matmul_model_make_a_user_kernel_a_gemm() -> None:
 
 def _raw_report(run_id: str, name_part: str) -> pd.DataFrame:
     """Stored launches as a bare .ncu-rep reads: no case, kernel, variant, dtype or shape."""
-    rows = pd.read_csv(run_path(run_id) / "kernels.csv")
+    rows = pd.read_csv(store.table_file(run_path(run_id), store.KERNELS))
     rows = rows[rows["kernel_name"].str.contains(name_part, regex=False)].head(1).copy()
     for col in ("case", "kernel", "variant", "dtype", "shape", "nvtx_range"):
         rows[col] = ""

@@ -28,7 +28,7 @@ from profkit.textsafe import cut_middle
 from profkit.workload import counter_pass, pace, timing_pass
 from profkit.workload.program import Program, child_env
 
-EXPORT = "timing.json.gz"  # the child's export, kept in the run: every figure traces back to it
+EXPORT = store.PROFILE_EXPORT  # the child's export, kept in the run: every figure traces to it
 STDERR_TAIL_LINES = 20
 TAIL_LINE_CHARS = 160  # a stderr line quoted in an error: a 5000-character message is cut
 # torch.profiler's (Kineto's) own lines on the program's stderr, at every start and stop: not the
