@@ -470,7 +470,7 @@ def test_names_are_data_never_markup(tmp_path: Path) -> None:
     df["kernel"] = evil_kernel
     df["case"] = df["case"].str.replace(".native.", f".{evil_variant}.", regex=False)
     df.to_csv(path / store.CASES, index=False)
-    (path / store.KERNELS).unlink()
+    store.table_file(path, store.KERNELS).unlink()
     store.table_file(path, store.RULES).unlink()
     edit_manifest(path, kernel=evil_kernel)
     text = page_of([store.load(path)])
@@ -550,7 +550,7 @@ def test_a_few_hundred_cases_build_in_seconds(tmp_path: Path) -> None:
         copies.append(c)
     big = pd.concat(copies, ignore_index=True)
     big.to_csv(path / store.CASES, index=False)
-    (path / store.KERNELS).unlink()
+    store.table_file(path, store.KERNELS).unlink()
     store.table_file(path, store.RULES).unlink()
     store.seal(path)  # constructed: it vouches for its edited files
     run = store.load(path)
@@ -565,7 +565,7 @@ def test_a_few_hundred_cases_build_in_seconds(tmp_path: Path) -> None:
 
 def test_timing_only_run_builds_shows_the_reason_and_no_counter_panels(tmp_path: Path) -> None:
     path = copy_run(tmp_path)
-    (path / store.KERNELS).unlink()
+    store.table_file(path, store.KERNELS).unlink()
     store.table_file(path, store.RULES).unlink()
     manifest = json.loads((path / store.MANIFEST).read_text())
     reason = "ncu <pid 42> lacks permission to read GPU counters & ERR_NVGPUCTRPERM"
