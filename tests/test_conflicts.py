@@ -11,11 +11,11 @@ from test_catalogue import record
 
 from profkit.explain import catalogue
 from profkit.explain.context import Context
-from profkit.explain.diagnose import _CODE_STEPS, diagnose, fit_next_steps
+from profkit.explain.diagnose import _CODE_STEPS, diagnose, fit_advice
 from profkit.explain.kernel_family import LIBRARY, Family
 from profkit.explain.kinds import KernelKind
-from profkit.explain.model import Action, Cause, Kind, NextStep, Reason
-from profkit.explain.phrases import next_step_text
+from profkit.explain.model import Action, Advice, Cause, Kind, Reason
+from profkit.explain.phrases import advice_text
 from profkit.explain.record import LaunchRecord
 
 SUM = "sum-20261130-235702-vm-d23604"
@@ -25,7 +25,7 @@ def _resolve(
     action: Action, causes: tuple[Cause, ...], rec: LaunchRecord | None = None, **detail: str
 ):
     reasons = [Reason(c) for c in causes]
-    return catalogue.resolve([NextStep(action, ["k"], detail)], reasons, rec or LaunchRecord())
+    return catalogue.resolve([Advice(action, ["k"], detail)], reasons, rec or LaunchRecord())
 
 
 def test_larger_tiles_are_withheld_beside_spills() -> None:
@@ -62,8 +62,8 @@ def test_atomics_are_reduced_before_not_fused_away() -> None:
 @pytest.mark.parametrize("family", sorted(LIBRARY))
 def test_library_code_never_gets_its_own_code_changed(family: Family) -> None:
     # another backend, option or formulation only: no tile, occupancy or pipeline step
-    steps = [NextStep(a, ["k"]) for a in sorted(_CODE_STEPS)]
-    kept, _ = fit_next_steps(steps, family, {})
+    steps = [Advice(a, ["k"]) for a in sorted(_CODE_STEPS)]
+    kept, _ = fit_advice(steps, family, {})
     assert kept and not {s.action for s in kept} & _CODE_STEPS
 
 
@@ -125,12 +125,12 @@ def test_a_library_sort_or_scan_is_not_told_to_fuse_away(name: str) -> None:
 
 def test_a_library_convolution_or_attention_gets_whole_op_advice_not_gemm_tiles() -> None:
     # CUTLASS's kernels behind aten::cudnn_convolution (the convnet run) and its fmha kernels
-    steps = [NextStep(Action.FEED_TENSOR, ["k"])]
+    steps = [Advice(Action.FEED_TENSOR, ["k"])]
     # attention's first lever is another backend (issue 30: ho_sdpa's library_options)
     for kind, action in ((KernelKind.CONVOLUTION, Action.LIBRARY_SHAPES),
                          (KernelKind.ATTENTION, Action.LIBRARY_OPTIONS)):  # fmt: skip
-        (step,), _ = fit_next_steps(steps, Family.CUTLASS, {}, kind)
+        (step,), _ = fit_advice(steps, Family.CUTLASS, {}, kind)
         assert step.action == action and step.detail["whole_op"] == str(kind)
-        assert "another backend for the op" in next_step_text(step)
-    (gemm,), _ = fit_next_steps(steps, Family.CUTLASS, {}, KernelKind.GEMM)
-    assert "whole_op" not in gemm.detail and "batching small GEMMs" in next_step_text(gemm)
+        assert "another backend for the op" in advice_text(step)
+    (gemm,), _ = fit_advice(steps, Family.CUTLASS, {}, KernelKind.GEMM)
+    assert "whole_op" not in gemm.detail and "batching small GEMMs" in advice_text(gemm)

@@ -63,7 +63,7 @@ def test_bench_stores_a_decode_run(tmp_path, fake_ncu_on_path, monkeypatch):
     # explain reads each dynamic case's own manifest section
     from profkit.explain import Kind, explain_run
 
-    found = {f.variant: f for f in explain_run(run) if f.kind == Kind.STEPS}
+    found = {f.variant: f for f in explain_run(run) if f.kind == Kind.ITERATIONS}
     for variant, section in (("dynamic", dyn), ("dynamic_fused", fused)):
         top = max(section["tail_by_bucket"], key=lambda b: b["tail_share"])
         ev = found[variant].evidence

@@ -36,7 +36,7 @@ from profkit.explain import (
 from profkit.explain import kernel_family as lib
 from profkit.explain import run as explain_run_module
 from profkit.explain.as_json import finding_dict
-from profkit.explain.phrases import finding_text, first_step_text, next_step_text
+from profkit.explain.phrases import advice_text, finding_text, first_advice_text
 from profkit.explain.render import render_terminal, to_json, to_markdown
 
 CEILINGS = {"copy_gbps": 4000.0, "matmul_tflops": 800.0, "matmul_dtype": "bfloat16"}
@@ -338,9 +338,8 @@ def test_fp32_cublas_gemm_on_fma_is_told_tf32_never_tl_dot() -> None:
     (f,) = list(explain_launches(kernels, None))
     assert f.unit == Unit.FMA and causes(f)[0] == Cause.FP32_GEMM_ON_FMA
     assert actions(f)[0] == Action.USE_TF32 and Action.USE_TENSOR_CORES not in actions(f)
-    assert "set_float32_matmul_precision" in first_step_text(f) and "tl.dot" not in first_step_text(
-        f
-    )
+    advice = first_advice_text(f)
+    assert "set_float32_matmul_precision" in advice and "tl.dot" not in advice
 
 
 def test_a_user_matmul_off_the_tensor_cores_is_told_tl_dot() -> None:
@@ -358,9 +357,8 @@ def test_an_elementwise_kernel_is_never_told_to_use_tensor_cores() -> None:
     f = one_case(**COMPUTE, tensor_pipe_pct=0.0, xu_pipe_pct=85.0, fma_pipe_pct=20.0)
     assert f.unit == Unit.XU and causes(f)[0] == Cause.PIPE_BUSY
     assert actions(f) == [Action.CHEAPER_MATH]  # an elementwise chain: precision, fast math
-    assert "tl.dot" not in finding_text(f) + first_step_text(f) and "Tensor" not in first_step_text(
-        f
-    )
+    advice = first_advice_text(f)
+    assert "tl.dot" not in finding_text(f) + advice and "Tensor" not in advice
 
 
 def test_a_matmul_far_under_its_tensor_roof_is_under_fed() -> None:
@@ -651,7 +649,7 @@ def test_host_bound_case_is_a_finding_of_its_own() -> None:
     assert h.evidence["host_us"] == 38.0 and h.evidence["device_us"] == pytest.approx(1.6)
     assert actions(h) == [Action.CUDA_GRAPH]
     assert "38 us against 1.6 us" in finding_text(h)
-    assert "reduce-overhead" in first_step_text(h) and "CUDA graph" in first_step_text(h)
+    assert "reduce-overhead" in first_advice_text(h) and "CUDA graph" in first_advice_text(h)
 
 
 @pytest.mark.parametrize("columns", [{"host_us": 10.0}, {}])
@@ -957,10 +955,10 @@ def test_a_sibling_moving_the_same_bytes_faster_refutes_the_copy_roof() -> None:
                                                          "registers_per_thread"}  # fmt: skip
     assert "only moving fewer bytes helps" not in finding_text(
         f
-    ) and "will not help" not in first_step_text(f)
+    ) and "will not help" not in first_advice_text(f)
     assert "compile moves the same bytes in 93.3% of its time" in finding_text(f)
     assert "the same-size copy is not the roof at this size" in finding_text(f)
-    assert "achieved occupancy 90.7% against 56.8%" in first_step_text(f)
+    assert "achieved occupancy 90.7% against 56.8%" in first_advice_text(f)
     # the fastest variant itself is still at the roof
     g = case_of([mine, sibling], "compile")
     assert Cause.AT_ROOF in causes(g) and actions(g)[0] == Action.FEWER_BYTES
@@ -1014,7 +1012,7 @@ def test_a_matmul_with_too_few_tiles_is_told_more_programs_never_larger_tiles(
     assert small.detail == {"matmul": True} and "dram_throughput_pct" in small.keys
     (step,) = [s for s in f.next if s.action == Action.MORE_PROGRAMS]
     assert step.detail["grid_size"] == 128 and step.detail["waves_per_sm"] == 0.485
-    text = next_step_text(step)
+    text = advice_text(step)
     assert "split-K" in text and "not larger tiles" in text
     assert "grid 128" in text and "waves per SM 0.485" in text
     assert f"DRAM {sol['dram_throughput_pct']:.1f}%" in text
@@ -1057,7 +1055,7 @@ def test_a_sibling_doing_the_same_flops_as_fast_replaces_do_less_math(
     assert causes(f)[0] == Cause.TENSOR_BUSY and f.unit == Unit.TENSOR
     assert Action.LESS_MATH not in actions(f) and actions(f)[0] == Action.MATCH_SIBLING
     assert f.next[0].detail["outcome"] == outcome and f.next[0].detail["same"] == "flops"
-    assert "do less math" not in first_step_text(f) and "cublas" in first_step_text(f)
+    assert "do less math" not in first_advice_text(f) and "cublas" in first_advice_text(f)
     said = "in 81.0% of its time" if outcome == "slower" else "in the same time"
     assert f"cublas does the same FLOPs {said}" in finding_text(f)
     # cuBLAS itself: compute-bound on the Tensor pipe, never memory-bound (L1/shared)

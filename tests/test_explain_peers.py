@@ -16,7 +16,7 @@ from stored_runs import run_path
 from profkit import store
 from profkit.explain import Action, Cause, Kind, explain_run
 from profkit.explain import stalls as stall_rules
-from profkit.explain.phrases import next_step_text
+from profkit.explain.phrases import advice_text
 from profkit.explain.record import LaunchRecord
 from profkit.explain.siblings import _FACTS
 
@@ -60,7 +60,7 @@ def test_a_stall_the_faster_peer_shares_gives_way_to_what_differs():
     assert step.detail["compared"] == [
         c for c, _ in _FACTS if pd_has(mine, c) and pd_has(theirs, c)
     ]
-    assert "compare the two kernels' SASS" in next_step_text(step)
+    assert "compare the two kernels' SASS" in advice_text(step)
     (stall,) = [r for r in f.reasons if r.cause == Cause.STALL]
     assert stall.detail["shared_with"] == "liger"
 

@@ -32,7 +32,7 @@ from profkit.explain import (
     explain_run,
 )
 from profkit.explain.history import notebook_ruled_out
-from profkit.explain.phrases import finding_text, first_step_text, next_step_text
+from profkit.explain.phrases import advice_text, finding_text, first_advice_text
 from profkit.explain.render import render_terminal
 from profkit.lab import lab_dir
 
@@ -201,7 +201,7 @@ def test_no_elementwise_kernel_is_sent_to_the_tensor_cores(run_id: str) -> None:
 def test_no_step_restates_slower(run_id: str) -> None:
     for f in findings(run_id):
         for step in f.next:
-            text = next_step_text(step)
+            text = advice_text(step)
             assert "slower" not in text and "fewer loads in flight" not in text
 
 
@@ -405,7 +405,7 @@ def test_cublas_gemm_is_bound_on_the_tensor_pipe_and_gets_library_advice() -> No
     assert f.subject.startswith("nvjet") and f.evidence["family"] == "cublas"
     assert f.bottleneck == Bottleneck.COMPUTE and f.unit == Unit.TENSOR
     assert [s.action for s in f.next] == [Action.LIBRARY_SHAPES]
-    assert "tl.dot" not in first_step_text(f)
+    assert "tl.dot" not in first_advice_text(f)
     # NVIDIA's occupancy estimate (81%) and "two blocks per SM" are kept, but set aside
     by_rule = {r.rule: r for r in f.nvidia_rules}
     occupancy = by_rule["TheoreticalOccupancy"]
@@ -527,7 +527,7 @@ def test_no_lab_matmul_is_told_less_math_while_a_sibling_is_as_fast() -> None:
     assert pointed >= 4
     f = found(MATMUL_H200, "triton", "bfloat16", "16384x4096x14336")
     assert f.next[0].action == Action.MATCH_SIBLING and f.next[0].detail["sibling"] == "cublas"
-    assert "do less math" not in next_step_text(f.next[0])
+    assert "do less math" not in advice_text(f.next[0])
 
 
 def test_throttled_matmul_cases_are_said_in_verdicts_and_cases() -> None:
@@ -586,9 +586,7 @@ def test_a_matmul_stalled_on_its_pipeline_is_told_to_deepen_it() -> None:
     stall = next(r for r in f.reasons if r.cause == Cause.STALL)
     assert stall.detail["stall"] == "barrier"
     assert f.next[0].action == Action.DEEPER_PIPELINE
-    assert "reduce within warps" not in finding_text(f) + " ".join(
-        next_step_text(s) for s in f.next
-    )
+    assert "reduce within warps" not in finding_text(f) + " ".join(advice_text(s) for s in f.next)
 
 
 # --- a short stream as fast as a copy of its bytes (vector_add run 9f781f) -----------------------
@@ -630,5 +628,5 @@ def test_a_library_gemm_is_near_its_roof_only_where_its_tensor_cores_are_busy() 
     skinny, big = (by[f"matmul cublas bfloat16 {s}x8192x8192"] for s in (64, 8192))
     assert skinny.evidence["tensor_any_pct"] < th.TENSOR_BUSY_PCT <= big.evidence["tensor_any_pct"]
     assert skinny.next[0].action == big.next[0].action == Action.LIBRARY_SHAPES
-    assert next_step_text(skinny.next[0]).startswith("it is library code, its tiles not yours")
-    assert next_step_text(big.next[0]).startswith("it is library code near its roof")
+    assert advice_text(skinny.next[0]).startswith("it is library code, its tiles not yours")
+    assert advice_text(big.next[0]).startswith("it is library code near its roof")

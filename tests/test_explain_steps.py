@@ -21,7 +21,7 @@ from stored_runs import run_path
 
 from profkit import store
 from profkit.explain import Cause, Kind, explain_run
-from profkit.explain.decode_steps import step_findings
+from profkit.explain.decode_iterations import iteration_findings
 from profkit.explain.phrases import finding_text
 from profkit.explain.render import render_terminal, to_json, to_markdown
 
@@ -38,7 +38,7 @@ def decode():
 
 def step_of(variant: str):
     _, report = decode()
-    found = [f for f in report if f.kind == Kind.STEPS and f.variant == variant]
+    found = [f for f in report if f.kind == Kind.ITERATIONS and f.variant == variant]
     assert len(found) == 1
     return found[0]
 
@@ -55,7 +55,7 @@ def manifest() -> dict:
 
 def test_one_step_finding_per_variant_in_the_run():
     _, report = decode()
-    got = [f.variant for f in report if f.kind == Kind.STEPS]
+    got = [f.variant for f in report if f.kind == Kind.ITERATIONS]
     assert got == list(dict.fromkeys(cases()["variant"]))
 
 
@@ -74,7 +74,7 @@ def test_distribution_is_the_widest_tail_case(variant):
     # labelled as step latency, with what it measures
     assert finding_text(f).startswith("Step latency (events around each step")
     assert "not one call's device time" in finding_text(f)
-    assert f.reasons[0].cause == Cause.STEP_LATENCY
+    assert f.reasons[0].cause == Cause.ITERATION_LATENCY
     assert len(f.reasons[0].detail["cases"]) == len(mine)
 
 
@@ -151,7 +151,7 @@ def test_json_steps_findings_serialise():
 def test_runs_without_step_columns_get_no_step_findings():
     report = explain_run(store.load(RMSNORM))
     assert store.load(RMSNORM).kind == store.CAPTURE
-    assert [f for f in report if f.kind == Kind.STEPS] == []
+    assert [f for f in report if f.kind == Kind.ITERATIONS] == []
     assert report.notes == {}
 
 
@@ -182,11 +182,11 @@ def test_constructed_table_without_probes_or_padding():
         _row("b", "2x1", 2.0, math.nan, math.nan),  # untimed: left out
     ]
     assert store.run_kind({}, pd.DataFrame(rows)) == store.DECODE
-    found = step_findings("k", rows, {})
+    found = iteration_findings("k", rows, {})
     assert [f.variant for f in found] == ["a", "b"]
     a, b = found
     assert a.shape == "2x1" and a.evidence["p95_over_p50_ratio"] == pytest.approx(1.5)
-    assert [r.cause for r in a.reasons] == [Cause.STEP_LATENCY]
+    assert [r.cause for r in a.reasons] == [Cause.ITERATION_LATENCY]
     assert "Where the tail comes from" not in finding_text(a) and "Padding" not in finding_text(a)
     assert b.evidence["step_cases"] == 1 and "over 1 cases" not in finding_text(b)
 
@@ -199,7 +199,7 @@ def test_constructed_table_no_p99_is_not_a_step_run():
 
 def test_constructed_padding_without_a_bucket_table():
     rows = [_row("dyn", "8x1", 1.0, 1.1, 1.2, pad_waste_mean=0.25, within_bucket_p95_over_p50=1.3)]
-    (f,) = step_findings("k", rows, {"note": "n"})
+    (f,) = iteration_findings("k", rows, {"note": "n"})
     assert f.evidence["pad_waste_pct"] == pytest.approx(25.0)
     assert "tail_bucket" not in f.evidence
     # within a bucket wider than overall: no claim that the walk between buckets makes the tail

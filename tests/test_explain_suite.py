@@ -19,7 +19,7 @@ from stored_runs import DATA_RUNS
 
 from profkit import store
 from profkit.explain import Kind, explain_run
-from profkit.explain.phrases import finding_text, next_step_text
+from profkit.explain.phrases import advice_text, finding_text
 
 ROOT = Path(__file__).parents[1]
 SUITE = ROOT / "tests" / "explain_suite.py"
@@ -109,7 +109,7 @@ def problems(e: dict, run: store.Run, found: tuple) -> list[str]:
                 pytest.skip(f"{f.subject}: {cause} needs {missing}, not captured (n/a: {na})")
         named = {str(r.cause) for r in f.reasons}
         steps = {str(s.action) for s in f.next}
-        said = f"{f.subject}: {finding_text(f)} | next: {[next_step_text(s) for s in f.next]}"
+        said = f"{f.subject}: {finding_text(f)} | next: {[advice_text(s) for s in f.next]}"
         if e.get("host"):
             hosted = [h for h in found if h.kind == Kind.HOST and h.case == f.case]
             if not hosted or str(hosted[0].next[0].action) != "cuda_graph":

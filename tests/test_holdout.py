@@ -19,7 +19,7 @@ import pytest
 
 from profkit import store
 from profkit.explain import Action, Bottleneck, Cause, Kind, Unit
-from profkit.explain.model import Finding, NextStep, Reason
+from profkit.explain.model import Advice, Finding, Reason
 from profkit.spec import format_shape, load_module_specs
 
 ROOT = Path(__file__).parents[1]
@@ -166,13 +166,13 @@ def test_the_checker_fails_each_way_it_should() -> None:
     def finding(family: str = "aten_norm", **kw) -> Finding:
         base = dict(subject="ho_x v", kind=Kind.CASE, kernel="ho_x", variant="v", case="c",
                     dtype="bfloat16", shape="64", bottleneck=Bottleneck.MEMORY, unit=Unit.DRAM,
-                    reasons=[Reason(Cause.AT_ROOF)], next=[NextStep(Action.FEWER_BYTES)],
+                    reasons=[Reason(Cause.AT_ROOF)], next=[Advice(Action.FEWER_BYTES)],
                     evidence={"family": family})  # fmt: skip
         return Finding(**{**base, **kw})
 
     assert check.misses(e, finding()) == []
-    tile = finding(next=[NextStep(Action.LIBRARY_OPTIONS), NextStep(Action.FEED_TENSOR)])
+    tile = finding(next=[Advice(Action.LIBRARY_OPTIONS), Advice(Action.FEED_TENSOR)])
     assert any("kernel-code steps" in m for m in check.misses(e, tile))
     assert any("not a library" in m for m in check.misses(e, finding(family="triton")))
-    assert any("false alarm" in m for m in check.misses(e, finding(next=[NextStep(Action.FUSE)])))
+    assert any("false alarm" in m for m in check.misses(e, finding(next=[Advice(Action.FUSE)])))
     assert any("first step" in m for m in check.misses(e, finding(next=[])))

@@ -15,7 +15,7 @@ from profkit.explain.kernel_family import Family, family, launch_family, short_n
 from profkit.explain.kinds import KernelKind, Owner, kernel_kind, operand_dtype
 from profkit.explain.model import Action, Bottleneck, Cause, Unit
 from profkit.explain.record import LaunchRecord
-from profkit.explain.roofs import roof_kind
+from profkit.explain.roofs import roof_pipe
 from profkit.explain.run import explain_launches
 
 DECODE = "decode-20261201-002601-vm-da36a7"
@@ -54,7 +54,7 @@ def test_aten_elementwise_with_no_fma_counter_is_not_on_the_tensor_roof() -> Non
     assert max(r.tensor_pct for r in moves) > 5 and all(r.fma_pipe_pct is None for r in moves)
     for rec in moves:
         assert rec.mma_kind is None and rec.kind == KernelKind.ELEMENTWISE
-        assert not roof_kind(rec, "float16")[0].startswith("tensor")
+        assert not roof_pipe(rec, "float16")[0].startswith("tensor")
 
 
 @pytest.mark.parametrize(

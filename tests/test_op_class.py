@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from profkit.explain.model import Action
-from profkit.explain.phrases import next_step_text
+from profkit.explain.phrases import advice_text
 from profkit.workload.op_class import OpClass, fix, label, op_class
 
 MTA = "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4>>(int)"  # noqa: E501
@@ -55,21 +55,21 @@ def test_a_fused_optimizer_is_told_precision_or_state_never_to_fuse() -> None:
     r = row(MTA, "aten::_fused_adamw_", STEP, "float32")
     step = fix(r, op_class(r))
     assert step.action == Action.OPTIMIZER_STATE
-    said = next_step_text(step)
+    said = advice_text(step)
     assert "fused already" in said and "precision" in said and "not from fusing it" in said
     foreach = row(MTA, "aten::_foreach_addcdiv_", STEP)
-    assert "fused=True" in next_step_text(fix(foreach, op_class(foreach)))
+    assert "fused=True" in advice_text(fix(foreach, op_class(foreach)))
 
 
 def test_cross_entropy_is_told_the_fused_linear_cross_entropy() -> None:
     r = row(SOFTMAX, "aten::_log_softmax", "loss", "float32")
-    said = next_step_text(fix(r, op_class(r)))
+    said = advice_text(fix(r, op_class(r)))
     assert "LigerFusedLinearCrossEntropyLoss" in said and "never materializes" in said
 
 
 def test_casts_down_are_autocasts_weights_and_casts_up_fold_into_their_reader() -> None:
     down = row(COPY, "aten::copy_")
-    said = next_step_text(fix(down, op_class(down)))
+    said = advice_text(fix(down, op_class(down)))
     assert "keep a bf16 copy of the weights" in said and "torch.compile fold the casts" in said
     up = row(COPY.replace("c10::BFloat16", "float"), "aten::copy_", "norm", "float32")
     assert fix(up, op_class(up)).action == Action.FOLD_CASTS
@@ -77,7 +77,7 @@ def test_casts_down_are_autocasts_weights_and_casts_up_fold_into_their_reader() 
 
 @pytest.mark.parametrize("r", [row(LN, "aten::native_layer_norm"), row(GELU, "aten::gelu")])
 def test_a_whole_op_is_told_its_neighbours_not_to_fuse_it_away(r: dict) -> None:
-    said = next_step_text(fix(r, op_class(r)))
+    said = advice_text(fix(r, op_class(r)))
     assert "fuse it away" not in said
     assert "neighbours" in said or "epilogue" in said
 
@@ -94,7 +94,7 @@ def test_a_gemm_on_cutlass_unaligned_fallback_is_told_to_pad_the_odd_dimension()
             "(cutlass_75_tensorop_bf16_s1688gemm_bf16_128x128_tn_align1::Params)")  # fmt: skip
     r = row(name, "aten::mm")
     assert op_class(r) == OpClass.MATMUL
-    said = next_step_text(fix(r, op_class(r)))
+    said = advice_text(fix(r, op_class(r)))
     assert "50,304" in said and "multiple of 8" in said
     assert fix(row(name.replace("align1", "align8"), "aten::mm"), OpClass.MATMUL) is None
 

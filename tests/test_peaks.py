@@ -19,7 +19,7 @@ from profkit.explain.evidence import Evidence
 from profkit.explain.model import Kind
 from profkit.explain.record import LaunchRecord
 from profkit.explain.render import facts
-from profkit.explain.roofs import Device, compute_roof, pipe_roof, roof_kind
+from profkit.explain.roofs import Device, compute_roof, pipe_roof, roof_pipe
 from profkit.measure.correctness import check
 from profkit.spec import DTYPE_ITEMSIZE, KernelSpec, Variant, normalize_dtype
 
@@ -74,14 +74,14 @@ def test_board_rates_and_what_is_left_out() -> None:
 def test_cublas_bf16_report_is_judged_on_hmma_by_its_label(ncu_tables) -> None:
     rows = ncu_tables("fx_matmul").kernels.to_dict("records")
     row = next(r for r in rows if str(r["kernel_name"]).startswith("nvjet_sm90_"))
-    assert roof_kind(LaunchRecord.of(row), "bfloat16")[0] == "tensor_fp16"
+    assert roof_pipe(LaunchRecord.of(row), "bfloat16")[0] == "tensor_fp16"
     clock = row["ncu_sm_clock_mhz"]
     roof = pipe_roof(LaunchRecord.of(row), "bfloat16", Device(int(row["sm_count"]), "9.0"))
     assert roof.kind == "tensor_fp16" and roof.clock_mhz == clock
     assert roof.peak_flops == pytest.approx(row["sm_count"] * 4096 * clock * 1e6)
     assert "H100" in roof.source
     # HMMA with an int8 label names no kind: no roof rather than a guessed one
-    assert roof_kind(LaunchRecord.of(row), "int8")[0] is None
+    assert roof_pipe(LaunchRecord.of(row), "int8")[0] is None
 
 
 @pytest.mark.parametrize(
@@ -121,23 +121,23 @@ def test_an_int8_gemm_labelled_float32_is_judged_against_the_int8_roof() -> None
 def test_the_mma_kind_from_instruction_counts_where_no_sub_pipe_share_was_captured() -> None:
     base = {"tensor_any_pct": 60.0, "fma_pipe_pct": 5.0}
     int8 = {**base, "imma_inst": 9e6, "hmma_inst": 0.0, "gmma_inst": 1e3}
-    assert roof_kind(LaunchRecord.of(int8), "float16")[0] == "tensor_int8"
+    assert roof_pipe(LaunchRecord.of(int8), "float16")[0] == "tensor_int8"
     hopper = {**base, "imma_inst": 0.0, "hmma_inst": 0.0, "gmma_inst": 4e6}
-    assert roof_kind(LaunchRecord.of(hopper), "float16")[0] == "tensor_fp16"
+    assert roof_pipe(LaunchRecord.of(hopper), "float16")[0] == "tensor_fp16"
     # neither share nor count: the label stands in, as before
-    assert roof_kind(LaunchRecord.of(base), "float32")[0] == "tensor_tf32"
+    assert roof_pipe(LaunchRecord.of(base), "float32")[0] == "tensor_tf32"
 
 
 def test_dmma_and_the_fp64_pipe() -> None:
     dmma = {"tensor_any_pct": 70.0, "tensor_pipe_pct": 0.0, "tensor_dmma_pct": 69.0}
-    assert roof_kind(LaunchRecord.of({**dmma, "fma_pipe_pct": 3.0}), "float64")[0] == "tensor_fp64"
+    assert roof_pipe(LaunchRecord.of({**dmma, "fma_pipe_pct": 3.0}), "float64")[0] == "tensor_fp64"
     # an FP64 FMA chain under a float32 label: the FP64 pipe does the work
     chain = {"tensor_any_pct": 0.0, "fp64_pipe_pct": 99.0, "fma_pipe_pct": 4.0}
-    assert roof_kind(LaunchRecord.of(chain), "float32")[0] == "fp64_fma"
+    assert roof_pipe(LaunchRecord.of(chain), "float32")[0] == "fp64_fma"
     # a float64 label whose math never reached the FP64 pipe is judged on the FMA pipe
-    assert roof_kind(LaunchRecord.of({**chain, "fp64_pipe_pct": 0.0}), "float64")[0] == "fp32_fma"
+    assert roof_pipe(LaunchRecord.of({**chain, "fp64_pipe_pct": 0.0}), "float64")[0] == "fp32_fma"
     # no FP64 counter: the label says
-    assert roof_kind(LaunchRecord.of({"tensor_any_pct": 0.0}), "float64")[0] == "fp64_fma"
+    assert roof_pipe(LaunchRecord.of({"tensor_any_pct": 0.0}), "float64")[0] == "fp64_fma"
 
 
 def test_a_gpu_not_in_the_table_gets_measured_roofs_only_and_says_so() -> None:

@@ -20,7 +20,7 @@ from profkit.cli import cli  # noqa: E402
 from profkit.errors import ProfkitError  # noqa: E402
 from profkit.explain import Action, explain_launches  # noqa: E402
 from profkit.explain import kernel_family as lib  # noqa: E402
-from profkit.explain.phrases import first_step_text  # noqa: E402
+from profkit.explain.phrases import first_advice_text  # noqa: E402
 from profkit.measure.correctness import check  # noqa: E402
 from profkit.spec import KernelSpec, Variant, find_spec  # noqa: E402
 
@@ -177,7 +177,7 @@ def test_a_liger_launch_gets_what_a_liger_user_can_change() -> None:
     assert [s.action for s in found["_rmsnorm_kernel"].next] == [Action.MORE_PROGRAMS]
     liger = found["_rms_norm_forward_kernel"]
     assert [s.action for s in liger.next] == [Action.LIBRARY_OPTIONS]
-    said = first_step_text(liger)
+    said = first_advice_text(liger)
     assert "Liger-Kernel code" in said and "casting_mode" in said
 
 

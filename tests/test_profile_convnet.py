@@ -13,7 +13,7 @@ import pytest
 from profkit import store
 from profkit.explain import Action, Cause
 from profkit.explain.kernel_family import Family, family
-from profkit.explain.phrases import next_step_text, reason_text
+from profkit.explain.phrases import advice_text, reason_text
 from profkit.workload.explain import explain_profile, kind_of
 
 RUN = Path(__file__).parent / "data" / "workloads" / "convnet-20261202-054509-vm-33d364"
@@ -60,7 +60,7 @@ def test_a_generated_kernels_bank_conflicts_are_a_fact_where_its_time_is_in_its_
     assert 5 < f.evidence["shared_stall_share_pct"] < 20
     assert Action.PAD_SHARED not in [s.action for s in f.next]
     assert f.next[0].action == Action.COMPILER_OPTIONS
-    assert "torch.compile generated" in next_step_text(f.next[0])
+    assert "torch.compile generated" in advice_text(f.next[0])
 
 
 def test_the_headline_names_the_convolutions_and_the_step_run_alone(run: store.Run) -> None:

@@ -124,7 +124,7 @@ def test_a_fused_library_op_is_not_told_to_fuse_away(run: store.Run) -> None:
     # cuDNN's attention backward is a whole op fused already: its advice is what it is given or
     # another backend, not "fuse it away"; an ATen elementwise kernel still gets "fuse it away"
     from profkit.explain import Action
-    from profkit.explain.phrases import next_step_text, reason_text
+    from profkit.explain.phrases import advice_text, reason_text
 
     findings = {f.case: f for f in explain_profile(run).findings}
     cudnn = [f for c, f in findings.items() if "cudnn" in c and f.next]
@@ -132,7 +132,7 @@ def test_a_fused_library_op_is_not_told_to_fuse_away(run: store.Run) -> None:
     assert cudnn and aten
     for f in cudnn:
         assert Action.FUSE not in [s.action for s in f.next]
-        assert "another backend" in next_step_text(f.next[0])
+        assert "another backend" in advice_text(f.next[0])
         # nor called a GEMM: its Tensor Cores' 37% is said of the fused op it is
         said = " ".join(reason_text(r, f.evidence) for r in f.reasons)
         assert "GEMM" not in said and "A cudnn kernel that fuses a whole op, with the" in said

@@ -14,7 +14,7 @@ import pytest
 
 from profkit import store
 from profkit.explain import Action
-from profkit.explain.phrases import next_step_text
+from profkit.explain.phrases import advice_text
 from profkit.workload.explain import explain_profile
 from profkit.workload.op_class import OpClass, op_class
 
@@ -52,7 +52,7 @@ def test_each_top_group_is_told_a_fix_and_no_fused_op_to_fuse_away(run: store.Ru
     assert len(findings) == 10
     for f in findings:
         assert f.next, f.subject
-        said = next_step_text(f.next[0])
+        said = advice_text(f.next[0])
         cls = OpClass(f.evidence["op_class"])
         if cls in (OpClass.OPTIMIZER, OpClass.LOSS, OpClass.ATTENTION, OpClass.NORM,
                    OpClass.CAST, OpClass.MATMUL):  # fmt: skip
@@ -70,7 +70,7 @@ def test_the_output_heads_unaligned_gemms_are_told_to_pad_the_vocabulary(
     findings = {f.case: f for f in explain_profile(run).findings}
     for r in heads:
         step = findings[r["case"]].next[0]
-        assert step.action == Action.ALIGN_GEMM and "50,304" in next_step_text(step)
+        assert step.action == Action.ALIGN_GEMM and "50,304" in advice_text(step)
 
 
 def test_the_optimizer_step_is_named_and_told_precision_or_state(
@@ -80,7 +80,7 @@ def test_the_optimizer_step_is_named_and_told_precision_or_state(
     f = {f.case: f for f in explain_profile(run).findings}[opt["case"]]
     assert "optimizer step (fused AdamW, multi-tensor kernels)" in f.subject
     assert f.next[0].action == Action.OPTIMIZER_STATE
-    assert "not from fusing it" in next_step_text(f.next[0])
+    assert "not from fusing it" in advice_text(f.next[0])
 
 
 def test_the_cross_entropys_cast_is_the_loss_told_the_fused_linear_cross_entropy(

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from profkit import store
-from profkit.explain import Action, Cause, Finding, Kind, NextStep, Reason
+from profkit.explain import Action, Advice, Cause, Finding, Kind, Reason
 from profkit.spec import Variant, tunables_problem
 from profkit.tune import loop, steps, why
 from profkit.tune.space import Space
@@ -49,7 +49,7 @@ def _finding(reasons, actions) -> Finding:
         "k",
         variant="g012",
         reasons=[Reason(c) for c in reasons],
-        next=[NextStep(a, detail={"gain_us": 3.0}) for a in actions],
+        next=[Advice(a, detail={"gain_us": 3.0}) for a in actions],
     )
 
 
@@ -125,7 +125,7 @@ def _fake_finding(m):
         actions.append(Action.MORE_PROGRAMS if p["BLOCK"] > 1024 else Action.ILP)
     if not actions:  # as explain words a gain under the practical floor
         f = _finding([Cause.AT_ROOF], [])
-        f.next = [NextStep(Action.FEWER_BYTES, ["headroom_us"], {"under_floor": True})]
+        f.next = [Advice(Action.FEWER_BYTES, ["headroom_us"], {"under_floor": True})]
         return f
     return _finding([Cause.MEMORY_LATENCY], actions)
 

@@ -512,12 +512,12 @@ def test_a_device_time_loss_is_not_told_to_cut_the_host_cost() -> None:  # item 
     from test_explain import mixed_run
 
     from profkit.explain.model import Action, Kind
-    from profkit.explain.phrases import next_step_text
+    from profkit.explain.phrases import advice_text
     from profkit.explain.run import explain_run
 
     report = explain_run(mixed_run())
     told = [
-        next_step_text(s)
+        advice_text(s)
         for v in report
         if v.kind == Kind.VERDICT and v.evidence.get("measure", "device time") == "device time"
         for s in v.next

@@ -6,7 +6,7 @@ from __future__ import annotations
 from stored_runs import explained
 
 from profkit.explain.model import Cause, Reason, Verdict
-from profkit.explain.phrases import REASON_WORDS, next_step_text, reason_text
+from profkit.explain.phrases import REASON_WORDS, advice_text, reason_text
 
 SUM = "sum-20261130-235702-vm-d23604"
 
@@ -17,7 +17,7 @@ def test_a_wins_steps_never_say_tied() -> None:
     for v in wins:
         for step in v.next:
             assert step.detail["closest"] == "faster" and step.detail["closest_x"] > 1
-            text = next_step_text(step)
+            text = advice_text(step)
             assert "tied" not in text and "its closest case (still 1.04x faster than" in text
 
 

@@ -23,7 +23,7 @@ os.environ["TRITON_INTERPRET"] = "1"  # before the zoo's modules are imported be
 
 from profkit import store  # noqa: E402
 from profkit.explain import Action, Bottleneck, Cause, Kind, Unit  # noqa: E402
-from profkit.explain.model import Finding, NextStep, Reason  # noqa: E402
+from profkit.explain.model import Advice, Finding, Reason  # noqa: E402
 from profkit.explain.phrases import finding_text
 from profkit.spec import format_shape, load_module_specs  # noqa: E402
 
@@ -235,22 +235,20 @@ def test_the_checker_fails_each_way_it_should() -> None:
         base = dict(subject="zoo_x v", kind=Kind.CASE, kernel="zoo_x", variant="v", case="c",
                     dtype="float32", shape="64", bottleneck=Bottleneck.MEMORY, unit=Unit.DRAM,
                     reasons=[Reason(Cause.AT_ROOF)],
-                    next=[NextStep(Action.FEWER_BYTES)])  # fmt: skip
+                    next=[Advice(Action.FEWER_BYTES)])  # fmt: skip
         return Finding(**{**base, **kw})
 
     assert problems(e, (finding(),)) == []
-    assert problems(e, (finding(next=[NextStep(Action.CUT_INSTRUCTIONS)]),)) == []
+    assert problems(e, (finding(next=[Advice(Action.CUT_INSTRUCTIONS)]),)) == []
     misses = {
         "bottleneck": finding(bottleneck=Bottleneck.COMPUTE),
         "unit": finding(unit=Unit.L2),
         "causes": finding(reasons=[Reason(Cause.SHORT_OF_ROOF)]),
-        "first step": finding(next=[NextStep(Action.PAD_SHARED), NextStep(Action.FEWER_BYTES)]),
+        "first step": finding(next=[Advice(Action.PAD_SHARED), Advice(Action.FEWER_BYTES)]),
         "false alarm in causes": finding(
             reasons=[Reason(Cause.AT_ROOF), Reason(Cause.UNCOALESCED)]
         ),
-        "false alarm in steps": finding(
-            next=[NextStep(Action.FEWER_BYTES), NextStep(Action.COALESCE)]
-        ),
+        "false alarm in steps": finding(next=[Advice(Action.FEWER_BYTES), Advice(Action.COALESCE)]),
         "no case finding": finding(variant="other"),
     }
     for why, f in misses.items():

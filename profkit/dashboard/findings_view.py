@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from profkit.dashboard.html import esc
 from profkit.explain import Finding, as_bool
-from profkit.explain.phrases import finding_text, first_step_text
+from profkit.explain.phrases import finding_text, first_advice_text
 from profkit.store import Run
 
 COLUMNS = (  # (row key, header)
@@ -48,7 +48,7 @@ def finding_rows(run: Run, findings: Sequence[Finding]) -> list[dict[str, str]]:
                 "kind": str(f.kind),
                 "bottleneck": str((f.verdict if f.kind == "verdict" else f.bottleneck) or ""),
                 "finding": finding_text(f),
-                "next_step": first_step_text(f) or "",
+                "next_step": first_advice_text(f) or "",
                 "incorrect": "" if case is None or as_bool(case["correct"]) else "1",
             }
         )
@@ -68,7 +68,7 @@ def verdict_blocks(findings: Sequence[Finding]) -> str:
     for f in findings:
         if f.kind != "verdict":
             continue
-        next_step = first_step_text(f)
+        next_step = first_advice_text(f)
         step = f"<p class='next'>next: {esc(next_step)}</p>" if next_step else ""
         parts.append(
             f"<div class='verdict'><p><strong>{esc(f.subject)}: {esc(f.verdict)}</strong></p>"

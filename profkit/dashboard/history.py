@@ -28,7 +28,7 @@ from profkit.dashboard.common import (
 )
 from profkit.errors import ProfkitError
 from profkit.explain import as_bool
-from profkit.explain.decode_steps import as_timed_frame
+from profkit.explain.decode_iterations import as_timed_frame
 from profkit.store import Run
 
 KEY = ["variant", "dtype", "shape"]

@@ -1,6 +1,6 @@
 """Step-latency runs (decode, issue 11): each case's latency distribution and where its tail goes.
 
-Drawn only for runs whose cases carry the step-latency columns (profkit.explain.decode_steps)
+Drawn only for runs whose cases carry the step-latency columns (profkit.explain.decode_iterations)
 and whose samples hold them: the distribution from the `device` samples (a box per case:
 p25..p75, the median, whiskers p5..p99, a mark at p95), and from the probed run (`probe.device`,
 `probe.<stage>`) each stage's mean over the p95 tail steps minus its median

@@ -42,7 +42,7 @@ from profkit.dashboard.html import (
 )
 from profkit.errors import ProfkitError
 from profkit.explain import Finding
-from profkit.explain.decode_steps import as_timed_frame
+from profkit.explain.decode_iterations import as_timed_frame
 from profkit.store import Run
 
 

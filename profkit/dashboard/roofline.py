@@ -22,7 +22,7 @@ from plotly.subplots import make_subplots
 from profkit import peaks
 from profkit.dashboard.common import ROW_HEIGHT_PX, Field, column, hover, layout, text, timed
 from profkit.explain.record import LaunchRecord
-from profkit.explain.roofs import roof_kind
+from profkit.explain.roofs import roof_pipe
 from profkit.store import Run
 
 # how a panel names the Tensor Core roof of its dtype (fp32 inputs: TF32 when allowed); other
@@ -97,13 +97,13 @@ def _why_not(run: Run, pipe: str) -> str:
 
 
 def measured_pipes(run: Run, dtype: str) -> list[str]:
-    """The peaks pipes dtype's cases ran on (explain's roof_kind), most cases first;
+    """The peaks pipes dtype's cases ran on (explain's roof_pipe), most cases first;
     none for a run without counters."""
     if run.timing_only:
         return []
     cases = timed(run.cases)
     sub = cases[cases["dtype"].astype(str) == dtype]
-    pipes = [roof_kind(LaunchRecord.of(r), dtype)[0] for r in sub.to_dict("records")]
+    pipes = [roof_pipe(LaunchRecord.of(r), dtype)[0] for r in sub.to_dict("records")]
     counted = pd.Series([k for k in pipes if k]).value_counts()
     return [str(k) for k in counted.index]
 

@@ -8,7 +8,7 @@ dtype; DRAM, L2, L1), memory (the hierarchy, re-reads, coalescing, bank conflict
 (pipes), shape (grid, waves, occupancy), stalls, context and diagnose (one launch -> bottleneck,
 unit, causes, steps), siblings (what a faster variant does differently), launches (per-launch
 drill-down), ncu_rules (NVIDIA's, judged), history (earlier runs, ruled-out steps), host
-(host-bound cases), verdict (device-time statistics), decode_steps (a decode run's iteration
+(host-bound cases), verdict (device-time statistics), decode_iterations (a decode run's iteration
 latencies), hotlines and source_render (source lines), run (a stored run -> a Report), phrases
 (words), render and as_json (terminal, markdown, JSON). Pure pandas: no torch, no GPU.
 """
@@ -18,13 +18,13 @@ from profkit.explain.evidence import as_bool, format_value
 from profkit.explain.model import (
     SCHEMA_VERSION,
     Action,
+    Advice,
     BaselineComparison,
     Bottleneck,
     Cause,
     Finding,
     Kind,
     Launch,
-    NextStep,
     Reason,
     Report,
     RuleResult,
@@ -48,7 +48,7 @@ __all__ = [
     "Reason",
     "Report",
     "RuleResult",
-    "NextStep",
+    "Advice",
     "Unit",
     "Verdict",
     "as_bool",

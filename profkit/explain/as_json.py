@@ -7,15 +7,15 @@ from enum import StrEnum
 
 from profkit.explain.model import (
     SCHEMA_VERSION,
+    Advice,
     Finding,
     Kind,
     Launch,
-    NextStep,
     Reason,
     Report,
     plain,
 )
-from profkit.explain.phrases import finding_text, next_step_text, reason_text
+from profkit.explain.phrases import advice_text, finding_text, reason_text
 
 
 def report_dict(report: Report) -> dict:
@@ -79,12 +79,12 @@ def reason_dict(reason: Reason, evidence: dict) -> dict:
     }
 
 
-def next_step_dict(step: NextStep) -> dict:
+def next_step_dict(step: Advice) -> dict:
     return {
         "action": str(step.action),
         "because": list(step.because),
         "detail": {k: plain(v) for k, v in step.detail.items()},
-        "text": next_step_text(step),
+        "text": advice_text(step),
     }
 
 

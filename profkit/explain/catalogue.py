@@ -16,7 +16,7 @@ from profkit import thresholds as th
 from profkit.explain.context import Said
 from profkit.explain.evidence import Evidence
 from profkit.explain.kinds import FALLBACK, KernelKind
-from profkit.explain.model import Action, Cause, NextStep, Reason, Unit
+from profkit.explain.model import Action, Advice, Cause, Reason, Unit
 from profkit.explain.record import LaunchRecord
 
 
@@ -634,7 +634,7 @@ def said(outcomes: list[Outcome], cause: Cause, kernel: KernelKind, ev: Evidence
         return Reason(cause, keys, {"minor": True}), []
     action = hit.entry.remedy(kernel)
     detail = {"pipe": str(hit.entry.unit)} if cause == Cause.PIPE_BUSY else dict(hit.detail)
-    return Reason(cause, keys, detail), [NextStep(action, keys, detail)] if action else []
+    return Reason(cause, keys, detail), [Advice(action, keys, detail)] if action else []
 
 
 def busy_pipe(outcomes: list[Outcome], kernel: KernelKind, ev: Evidence) -> Said | None:
@@ -698,12 +698,12 @@ CONFLICTS: tuple[Conflict, ...] = (
 
 
 def resolve(
-    steps: list[NextStep], reasons: list[Reason], rec: LaunchRecord
-) -> tuple[list[NextStep], list[dict]]:
+    steps: list[Advice], reasons: list[Reason], rec: LaunchRecord
+) -> tuple[list[Advice], list[dict]]:
     """Each step against CONFLICTS: a step that contradicts a found cause (or the record) is
     withheld, with its reason, or replaced by the step that answers that cause."""
     found = {r.cause for r in reasons}
-    kept: list[NextStep] = []
+    kept: list[Advice] = []
     withheld: list[dict] = []
     for step in steps:
         hit = next(
@@ -713,14 +713,14 @@ def resolve(
             kept.append(step)
         elif hit.instead is not None:
             kept.append(
-                NextStep(hit.instead, step.because, {**step.detail, "instead_of": str(step.action)})
+                Advice(hit.instead, step.because, {**step.detail, "instead_of": str(step.action)})
             )
         else:
             withheld.append({"action": str(step.action), "why": hit.why})
     return kept, withheld
 
 
-def _holds(c: Conflict, step: NextStep, found: set[Cause], rec: LaunchRecord) -> bool:
+def _holds(c: Conflict, step: Advice, found: set[Cause], rec: LaunchRecord) -> bool:
     if c.detail is not None and c.detail not in step.detail:
         return False
     return bool(c.causes & found) or rec.kind in c.kinds or (c.test is not None and c.test(rec))

@@ -15,7 +15,7 @@ from profkit.explain.catalogue import Outcome
 from profkit.explain.context import Context, Said
 from profkit.explain.evidence import Evidence
 from profkit.explain.kinds import KernelKind, Owner
-from profkit.explain.model import Action, Cause, NextStep, Reason, Unit
+from profkit.explain.model import Action, Advice, Cause, Reason, Unit
 from profkit.explain.record import LaunchRecord
 from profkit.explain.roofs import PIPES, busiest_pipe
 from profkit.explain.siblings import sibling_step
@@ -51,7 +51,7 @@ def pipe_detail(
         ev.put(key, tensor)
         if tensor >= th.TENSOR_BUSY_PCT:
             if library:
-                near = NextStep(Action.LIBRARY_SHAPES, [key], {"near_roof": True})
+                near = Advice(Action.LIBRARY_SHAPES, [key], {"near_roof": True})
                 return Reason(Cause.TENSOR_BUSY, [key]), [near]
             # a sibling doing the same FLOPs in the same or less time: less math is not the gap
             found = ctx.siblings.same_flops_not_slower() if ctx.siblings else None
@@ -59,27 +59,25 @@ def pipe_detail(
                 more, step = sibling_step(rec, found, ev, "flops")
                 said = "faster" if found[1].outcome == "slower" else "same"
                 return Reason(Cause.TENSOR_BUSY, [key, *more], {"sibling": said}), [step]
-            return Reason(Cause.TENSOR_BUSY, [key]), [NextStep(Action.LESS_MATH, [key])]
+            return Reason(Cause.TENSOR_BUSY, [key]), [Advice(Action.LESS_MATH, [key])]
         if rec.mma_kind is None and gemm and library:
             if ctx.dtype == "float32":
-                return Reason(Cause.FP32_GEMM_ON_FMA, [key]), [NextStep(Action.USE_TF32, [key])]
-            return Reason(Cause.MATMUL_OFF_TENSOR, [key]), [NextStep(Action.LIBRARY_SHAPES, [key])]
+                return Reason(Cause.FP32_GEMM_ON_FMA, [key]), [Advice(Action.USE_TF32, [key])]
+            return Reason(Cause.MATMUL_OFF_TENSOR, [key]), [Advice(Action.LIBRARY_SHAPES, [key])]
         if gemm and library:  # on the Tensor Cores, short of busy: its shape, not its code
             lib = {"library": str(rec.family)}
             if rec.kind == KernelKind.ATTENTION:  # a whole fused op: another backend first
-                step = NextStep(Action.LIBRARY_OPTIONS, [key], {**lib, "whole_op": "attention"})
+                step = Advice(Action.LIBRARY_OPTIONS, [key], {**lib, "whole_op": "attention"})
             else:
-                step = NextStep(Action.LIBRARY_SHAPES, [key])
+                step = Advice(Action.LIBRARY_SHAPES, [key])
             return Reason(Cause.TENSOR_UNDERFED, [key], lib), [step]
         if rec.mma_kind is None and gemm:  # a user kernel with no MMA instructions at all
             if ctx.dtype == "float32":
                 return Reason(Cause.MATMUL_OFF_TENSOR, [key], {"fp32": True}), [
-                    NextStep(Action.USE_TF32, [key]),
-                    NextStep(Action.USE_TENSOR_CORES, [key]),
+                    Advice(Action.USE_TF32, [key]),
+                    Advice(Action.USE_TENSOR_CORES, [key]),
                 ]
-            return Reason(Cause.MATMUL_OFF_TENSOR, [key]), [
-                NextStep(Action.USE_TENSOR_CORES, [key])
-            ]
+            return Reason(Cause.MATMUL_OFF_TENSOR, [key]), [Advice(Action.USE_TENSOR_CORES, [key])]
         if gemm and not library and rec.grid_too_small:
             # too few tiles for the SMs: larger tiles would make fewer still
             return shape.small_grid(rec, ctx, ev)
@@ -91,5 +89,5 @@ def pipe_detail(
                 roof is None and tensor < th.TENSOR_BUSY_PCT / 2
             ):
                 keys = [key] + (["pct_of_pipe_roof_pct"] if roof is not None else [])
-                return Reason(Cause.TENSOR_UNDERFED, keys), [NextStep(Action.FEED_TENSOR, keys)]
+                return Reason(Cause.TENSOR_UNDERFED, keys), [Advice(Action.FEED_TENSOR, keys)]
     return catalogue.busy_pipe(outcomes, KernelKind.GEMM, ev)

@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from profkit.explain.model import Action, NextStep, Reason
+from profkit.explain.model import Action, Advice, Reason
 from profkit.explain.roofs import Device
 from profkit.explain.siblings import Siblings
 
-Said = tuple[Reason, list[NextStep]]
+Said = tuple[Reason, list[Advice]]
 
 
 @dataclass(frozen=True)

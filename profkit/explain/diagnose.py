@@ -24,7 +24,7 @@ from profkit.explain.context import Context, Said
 from profkit.explain.evidence import Evidence
 from profkit.explain.kernel_family import FUSED_OPS, GEMM, LIBRARY, Family
 from profkit.explain.kinds import MATRIX, KernelKind, Owner
-from profkit.explain.model import Action, Bottleneck, Cause, NextStep, Reason, Unit
+from profkit.explain.model import Action, Advice, Bottleneck, Cause, Reason, Unit
 from profkit.explain.record import LaunchRecord
 from profkit.explain.roofs import busiest_pipe, compute_roof, memory_roof
 from profkit.explain.siblings import sibling_step
@@ -47,7 +47,7 @@ class Diagnosis:
     bottleneck: Bottleneck | None
     unit: Unit | None
     reasons: list[Reason] = field(default_factory=list)
-    steps: list[NextStep] = field(default_factory=list)
+    steps: list[Advice] = field(default_factory=list)
     evidence: Evidence = field(default_factory=Evidence)
     ruled_out: list[dict] = field(default_factory=list)
     # the catalogue's causes whose evidence this row does not hold (judged neither way)
@@ -212,9 +212,7 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
     diagnosis = Diagnosis(kind, unit, [r for r, _ in said], evidence=ev)
     diagnosis.not_measured = catalogue.not_measured(outcomes)
     steps = [step for _, steps in said for step in steps]
-    diagnosis.steps, diagnosis.ruled_out = fit_next_steps(
-        steps, rec.family, ctx.ruled_out, rec.kind
-    )
+    diagnosis.steps, diagnosis.ruled_out = fit_advice(steps, rec.family, ctx.ruled_out, rec.kind)
     diagnosis.steps, conflicts = catalogue.resolve(diagnosis.steps, diagnosis.reasons, rec)
     diagnosis.ruled_out += conflicts
     diagnosis.steps, under = worth_taking(diagnosis.steps, kind, ev, rec.device_p50_ms, ctx)
@@ -283,7 +281,7 @@ def _tensor_short(rec: LaunchRecord, ev: Evidence) -> Said | None:
         return None  # a library GEMM's shape is its user's lever: its own cause says so
     # judged on the busy share against TENSOR_BUSY_PCT (its roof share can sit in cuBLAS's range)
     keys = [next(k for k in ("tensor_any_pct", "tensor_pipe_pct") if k in ev)]
-    return Reason(Cause.TENSOR_UNDERFED, keys, {"busy": True}), [NextStep(Action.FEED_TENSOR, keys)]
+    return Reason(Cause.TENSOR_UNDERFED, keys, {"busy": True}), [Advice(Action.FEED_TENSOR, keys)]
 
 
 def _every_sm_busy(rec: LaunchRecord, ctx: Context) -> bool:
@@ -329,7 +327,7 @@ def sibling_gap_us(ctx: Context, ms: float | None) -> float | None:
 
 
 def worth_taking(
-    steps: list[NextStep], kind: Bottleneck | None, ev: Evidence, ms: float | None, ctx: Context
+    steps: list[Advice], kind: Bottleneck | None, ev: Evidence, ms: float | None, ctx: Context
 ) -> tuple[list, list]:
     """Each tuning step states the gain it can bring (to the roof, or to a faster sibling);
     where that gain is under the practical floor the step is withheld, and the case says that
@@ -347,9 +345,9 @@ def worth_taking(
         elif gain < floor:
             withheld.append({"action": str(step.action), "why": "under_floor", "gain_us": gain})
         else:
-            kept.append(NextStep(step.action, step.because, {**step.detail, "gain_us": gain}))
+            kept.append(Advice(step.action, step.because, {**step.detail, "gain_us": gain}))
     if withheld and not kept:
-        kept.append(NextStep(Action.FEWER_BYTES, ["headroom_us"], {"under_floor": True}))
+        kept.append(Advice(Action.FEWER_BYTES, ["headroom_us"], {"under_floor": True}))
     return kept, withheld
 
 
@@ -430,9 +428,9 @@ def _why_short(
         if achieved is not None:
             ev.put("achieved_occupancy_pct", achieved)
         keys = [k for k in ("theoretical_occupancy_pct", "achieved_occupancy_pct") if k in ev]
-    steps = [NextStep(Action.BYTES_IN_FLIGHT, keys)]
+    steps = [Advice(Action.BYTES_IN_FLIGHT, keys)]
     if not stalls.has_stalls(rec):
-        steps.append(NextStep(Action.PROFILE_STALLS, []))
+        steps.append(Advice(Action.PROFILE_STALLS, []))
     return [(Reason(Cause.NO_CAUSE_SEEN, keys, {"short_of_roof": True}), steps)]
 
 
@@ -466,7 +464,7 @@ def _shared_stall_share(rec: LaunchRecord, sibling: Mapping, reason: str) -> flo
 
 def _nothing_seen(rec: LaunchRecord) -> Said:
     step = (
-        NextStep(Action.PROFILE_STALLS)
+        Advice(Action.PROFILE_STALLS)
         if not stalls.has_stalls(rec)
         else _open("WarpStateStats")[1][0]
     )
@@ -475,7 +473,7 @@ def _nothing_seen(rec: LaunchRecord) -> Said:
 
 def _open(section: str) -> Said:
     return Reason(Cause.NO_CAUSE_SEEN, [], {"section": section}), [
-        NextStep(Action.OPEN_NCU, [], {"section": section})
+        Advice(Action.OPEN_NCU, [], {"section": section})
     ]
 
 
@@ -510,21 +508,21 @@ _CODE_STEPS = frozenset(
 )
 
 
-def fit_next_steps(
-    steps: list[NextStep],
+def fit_advice(
+    steps: list[Advice],
     family: Family | None,
     ruled_out: Mapping[Action, str],
     kind: KernelKind | None = None,
-) -> tuple[list[NextStep], list[dict]]:
+) -> tuple[list[Advice], list[dict]]:
     """Library kernels get library advice, by their owner's family and their kind (a matrix
     product's is its inputs and options, a whole fused op's another backend too); ruled-out
     steps are withheld; no step twice."""
-    out: list[NextStep] = []
+    out: list[Advice] = []
     withheld: list[dict] = []
     whole_op = kind in (KernelKind.ATTENTION, KernelKind.CONVOLUTION) and family not in FUSED_OPS
     for step in steps:
         if family == Family.INDUCTOR and step.action in _CODE_STEPS:
-            step = NextStep(Action.COMPILER_OPTIONS, step.because, {"instead_of": str(step.action)})
+            step = Advice(Action.COMPILER_OPTIONS, step.because, {"instead_of": str(step.action)})
         if family in LIBRARY and step.action in _CODE_STEPS:
             detail = {"library": str(family)}
             if family == Family.LIGER:  # Triton code the user calls, not tunes
@@ -538,7 +536,7 @@ def fit_next_steps(
                     detail["whole_op"] = str(kind)
             else:
                 action = Action.FUSE
-            step = NextStep(action, step.because, detail)
+            step = Advice(action, step.because, detail)
         if step.action in ruled_out:
             withheld.append({"action": str(step.action), "why": ruled_out[step.action]})
             continue

@@ -19,7 +19,7 @@ import pandas as pd
 from profkit import stats
 from profkit import thresholds as th
 from profkit.errors import ProfkitError
-from profkit.explain.decode_steps import as_timed_frame
+from profkit.explain.decode_iterations import as_timed_frame
 from profkit.explain.evidence import Evidence, as_bool, timed, where
 from profkit.explain.model import Action, Finding, Kind
 from profkit.explain.record import LaunchRecord
@@ -94,7 +94,7 @@ def history_finding(
     run: Run, previous: Run, variant: str
 ) -> tuple[Finding | None, dict[Action, str]]:
     """What changed for one lab variant against the previous run, and the steps it rules out."""
-    # step-latency runs are compared on step latency (explain.decode_steps.as_timed_frame)
+    # step-latency runs are compared on step latency (explain.decode_iterations.as_timed_frame)
     now, before = (as_timed_frame(r).astype({"variant": str}) for r in (run, previous))
     pairs = _pairs(now, before, variant)
     if not pairs:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from profkit.explain.evidence import Evidence, num
-from profkit.explain.model import Action, Bottleneck, Cause, Finding, Kind, NextStep, Reason, Unit
+from profkit.explain.model import Action, Advice, Bottleneck, Cause, Finding, Kind, Reason, Unit
 
 
 def host_finding(row: Mapping, subject: str) -> Finding | None:
@@ -35,5 +35,5 @@ def host_finding(row: Mapping, subject: str) -> Finding | None:
         unit=Unit.HOST,
         reasons=[Reason(Cause.HOST_BOUND, keys)],
         evidence=dict(ev),
-        next=[NextStep(Action.CUDA_GRAPH, keys, {"host": True})],
+        next=[Advice(Action.CUDA_GRAPH, keys, {"host": True})],
     )

@@ -12,7 +12,7 @@ from __future__ import annotations
 from profkit import thresholds as th
 from profkit.explain.context import Context, Said
 from profkit.explain.evidence import Evidence
-from profkit.explain.model import Action, Cause, NextStep, Reason, Unit
+from profkit.explain.model import Action, Advice, Cause, Reason, Unit
 from profkit.explain.record import SECTOR_BYTES, LaunchRecord
 from profkit.explain.roofs import MEMORY_LEVELS, memory_roof, near_copy_line
 from profkit.explain.siblings import sibling_step
@@ -72,7 +72,7 @@ def dram_level(
         if found is not None:
             more, step = sibling_step(rec, found, ev, "bytes")
             return Reason(Cause.SIBLING_FASTER, [*keys, *more]), [step]
-        step = NextStep(Action.FUSE if chain else Action.FEWER_BYTES, keys)
+        step = Advice(Action.FUSE if chain else Action.FEWER_BYTES, keys)
         return Reason(Cause.AT_ROOF, keys), [step]
     return Reason(Cause.SHORT_OF_ROOF, keys), []
 
@@ -96,9 +96,9 @@ def at_size_roof(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
         # cost, and graphs or fusing it with its neighbours remove it, not fewer bytes
         ev.put("ncu_duration_ms", duration)
         return Reason(Cause.AT_SIZE_ROOF, [*keys, "ncu_duration_ms"], {"launch": True}), [
-            NextStep(Action.CUDA_GRAPH, ["ncu_duration_ms"])
+            Advice(Action.CUDA_GRAPH, ["ncu_duration_ms"])
         ]
-    return Reason(Cause.AT_SIZE_ROOF, keys), [NextStep(Action.FEWER_BYTES, keys)]
+    return Reason(Cause.AT_SIZE_ROOF, keys), [Advice(Action.FEWER_BYTES, keys)]
 
 
 def chain_traffic(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
@@ -113,7 +113,7 @@ def chain_traffic(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
     ev.put("bytes", min_bytes)
     ev.put("dram_over_model_x", dram_bytes / min_bytes)
     keys = ["kernel_count", "dram_bytes", "bytes", "dram_over_model_x"]
-    return Reason(Cause.EXTRA_PASSES, keys), [NextStep(Action.FUSE, keys)]
+    return Reason(Cause.EXTRA_PASSES, keys), [Advice(Action.FUSE, keys)]
 
 
 def uncoalesced(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
@@ -137,7 +137,7 @@ def uncoalesced(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
     if requests:
         ev.put("sectors_per_request_ratio", ld / requests)
         keys = list(dict.fromkeys([*keys, "sectors_per_request_ratio"]))
-    return Reason(Cause.UNCOALESCED, keys), [NextStep(Action.COALESCE, keys)]
+    return Reason(Cause.UNCOALESCED, keys), [Advice(Action.COALESCE, keys)]
 
 
 def hierarchy_facts(rec: LaunchRecord, ev: Evidence) -> None:

@@ -23,7 +23,8 @@ class Kind(StrEnum):
     HOST = "host"  # a case whose host cost per call exceeds its device time
     LAUNCH = "launch"  # one per kernel launch of a bare .ncu-rep report
     HISTORY = "history"  # what changed against the kernel's earlier run
-    STEPS = "steps"  # one per variant of a run timing whole steps: the latency distribution
+    ITERATIONS = "steps"  # one per variant of a decode run (its timed iterations): the latency
+    # distribution (the JSON keeps the value "steps")
 
 
 class Bottleneck(StrEnum):
@@ -98,7 +99,7 @@ class Cause(StrEnum):
     SIBLING_FASTER = "sibling_faster"
     THROTTLED = "throttled"  # the case (or the cases a verdict rests on) ran at reduced clocks
     # step-latency runs (decode): the distribution, the probes' tail stage, dynamic padding
-    STEP_LATENCY = "step_latency"
+    ITERATION_LATENCY = "step_latency"
     TAIL_STAGE = "tail_stage"
     PADDING = "padding"
 
@@ -112,7 +113,7 @@ class Verdict(StrEnum):
 
 
 class Action(StrEnum):
-    """A next step, by what it asks for; its words live in phrases.NEXT_STEPS."""
+    """A next step, by what it asks for; its words live in phrases.ADVICE_TEXT."""
 
     FEWER_BYTES = "fewer_bytes"  # fuse, reuse on chip: at the roof
     FUSE = "fuse"  # a chain of kernels: fuse them
@@ -165,8 +166,9 @@ class Action(StrEnum):
 
 
 @dataclass
-class NextStep:
-    """A next step and the evidence keys (of the finding that carries it) that support it."""
+class Advice:
+    """Next-step advice: what to change (its action) and the evidence keys (of the finding that
+    carries it) that support it. "Step" is the profiled program's step; this is advice."""
 
     action: Action
     because: list[str] = field(default_factory=list)
@@ -289,7 +291,7 @@ class Finding:
     verdict: Verdict | None = None  # kind VERDICT only
     reasons: list[Reason] = field(default_factory=list)
     evidence: dict = field(default_factory=dict)
-    next: list[NextStep] = field(default_factory=list)
+    next: list[Advice] = field(default_factory=list)
     launches: list[Launch] = field(default_factory=list)
     comparisons: list[BaselineComparison] = field(default_factory=list)
     tally: dict = field(default_factory=dict)  # verdict: {baseline: {outcome: count}}

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from profkit import stats
 from profkit.explain.evidence import format_value
 from profkit.explain.kernel_family import FUSED_OPS
-from profkit.explain.model import Action, Cause, Finding, Kind, NextStep, Reason, Verdict
+from profkit.explain.model import Action, Advice, Cause, Finding, Kind, Reason, Verdict
 
 _STALL_WORDS = {
     "long_scoreboard": "global memory (long scoreboard)",
@@ -580,7 +580,7 @@ REASON_WORDS: tuple[Words, ...] = (
     Words(Cause.TIME_IN_LAUNCHES, lambda r, ev: _time_in_launches(r.detail, ev)),
     *(
         Words(c, lambda r, ev: _step_words(r.cause, ev))
-        for c in (Cause.STEP_LATENCY, Cause.TAIL_STAGE, Cause.PADDING)
+        for c in (Cause.ITERATION_LATENCY, Cause.TAIL_STAGE, Cause.PADDING)
     ),  # fmt: skip
 )
 _WORDS_BY_CAUSE: dict[Cause, list[Words]] = {}
@@ -604,7 +604,7 @@ STEP_LATENCY_WORDS = (
 
 
 def _step_words(c: Cause, ev: Mapping) -> str:
-    if c == Cause.STEP_LATENCY:
+    if c == Cause.ITERATION_LATENCY:
         text = say(
             "Widest tail at {worst_where}: p50 {step_p50_ms}, p95 {step_p95_ms}, "
             "p99 {step_p99_ms}, p95/p50 {p95_over_p50_ratio}",
@@ -719,7 +719,7 @@ def _time_in_launches(d: Mapping, ev: Mapping) -> str:
 
 # --- steps ----------------------------------------------------------------------------------------
 
-NEXT_STEPS: dict[Action, str] = {
+ADVICE_TEXT: dict[Action, str] = {
     Action.WEIGHT_CASTS: "these casts recur every step (under autocast, one per fp32 weight per "
     "forward): keep a bf16 copy of the weights, refreshed once per optimizer step (or hold the "
     "model in bf16 with fp32 master weights in the optimizer), or let torch.compile fold the "
@@ -829,7 +829,7 @@ NEXT_STEPS: dict[Action, str] = {
 }
 
 
-def next_step_text(step: NextStep) -> str:
+def advice_text(step: Advice) -> str:
     d = step.detail
     if step.action == Action.FUSE and d.get("library"):
         text = (
@@ -879,7 +879,7 @@ def next_step_text(step: NextStep) -> str:
             "(multiples of the tile, batching small GEMMs) or fusing the epilogue"
         )
     elif step.action == Action.LIBRARY_SHAPES and d.get("library"):
-        text = NEXT_STEPS[Action.LIBRARY_SHAPES]
+        text = ADVICE_TEXT[Action.LIBRARY_SHAPES]
     elif step.action == Action.CUT_INSTRUCTIONS and d.get("pipe"):
         text = (
             f"cut instructions on the {str(d['pipe']).upper()} pipe (fewer conversions and "
@@ -921,7 +921,7 @@ def next_step_text(step: NextStep) -> str:
             "floor, so only fewer bytes (fusing with its neighbours) or fewer launches help"
         )
     else:
-        text = NEXT_STEPS[step.action]
+        text = ADVICE_TEXT[step.action]
     if d.get("gain_us") is not None:
         text += f" (up to {format_value('_us', d['gain_us'])} to gain)"
     if d.get("launch"):  # one launch of several: the step is for it
@@ -1009,15 +1009,15 @@ def finding_text(f: Finding) -> str:
             "of the stalls wait on full memory queues, {queue_level} at {queue_level_pct}.",
             ev,
         ))  # fmt: skip
-    if f.kind == Kind.STEPS:
+    if f.kind == Kind.ITERATIONS:
         parts.append(f"{STEP_LATENCY_WORDS[0].upper()}{STEP_LATENCY_WORDS[1:]}.")
     parts += [reason_text(r, ev) for r in f.reasons]
     return " ".join(p for p in parts if p)
 
 
-def first_step_text(f: Finding) -> str | None:
+def first_advice_text(f: Finding) -> str | None:
     """The words of a finding's first next step, None when it has none."""
-    return next_step_text(f.next[0]) if f.next else None
+    return advice_text(f.next[0]) if f.next else None
 
 
 def history_text(f: Finding) -> str:

@@ -21,7 +21,7 @@ from profkit.explain import source_render
 from profkit.explain.as_json import report_dict
 from profkit.explain.hotlines import SourceLines
 from profkit.explain.model import Finding, Kind, Report, Unit, Verdict
-from profkit.explain.phrases import finding_text, next_step_text, reason_text
+from profkit.explain.phrases import advice_text, finding_text, reason_text
 
 _VERDICT_STYLE = {
     Verdict.WIN: "bold green",
@@ -37,7 +37,7 @@ _BOTTLENECK_STYLE = {
 }
 # the default view's budget per kernel
 MAX_LOSS_LINES = 3
-MAX_STEPS = 3
+MAX_ADVICE = 3
 _RULE_WHY = {
     "tensor_saturated": "the Tensor pipe is saturated ({tensor_pct:.1f}%): more warps cannot help",
     "dram_saturated": "DRAM is saturated ({dram_throughput_pct:.1f}%): more warps cannot help",
@@ -57,7 +57,7 @@ def by_kernel(findings: Iterable[Finding]) -> dict[str, list[Finding]]:
 def label(f: Finding) -> str:
     if f.kind == Kind.VERDICT:
         return str(f.verdict or "no verdict")
-    if f.kind == Kind.STEPS:
+    if f.kind == Kind.ITERATIONS:
         return "step latency"
     if f.bottleneck is None:
         return "no bottleneck claim"
@@ -276,10 +276,10 @@ def _select(group: list[Finding], case: str | None, variant: str | None) -> list
 def _summary(out: _Out, group: list[Finding], hot: SourceLines | None = None) -> None:
     verdicts = [f for f in group if f.kind == Kind.VERDICT]
     cases = [f for f in group if f.kind == Kind.CASE]
-    _steps(out, group)
+    _advice(out, group)
     if not verdicts:  # a bare report: one line per launch
         for f in group:
-            if f.kind != Kind.STEPS:
+            if f.kind != Kind.ITERATIONS:
                 _launch_line(out, f)
                 _hot_line(out, hot, f)
         return
@@ -313,25 +313,25 @@ def _summary(out: _Out, group: list[Finding], hot: SourceLines | None = None) ->
                 f"{worst.shape}: {reason_text(worst.reasons[0], worst.evidence)}",
                 first="host: ",
             )
-        steps = v.next[:MAX_STEPS]
+        steps = v.next[:MAX_ADVICE]
         if hosted and all(s.action != "cuda_graph" for s in steps):
-            steps = [*steps, hosted[0].next[0]][: MAX_STEPS + 1]
+            steps = [*steps, hosted[0].next[0]][: MAX_ADVICE + 1]
         for i, step in enumerate(steps, 1):
             out.priority = _P_STEP1 if i == 1 else _P_STEPS
-            out.para(next_step_text(step), first=f"next {i}: ", style="bold" if i == 1 else "")
+            out.para(advice_text(step), first=f"next {i}: ", style="bold" if i == 1 else "")
         withheld = _withheld(group, v.variant)
         out.priority = _P_WITHHELD
         for item in withheld:
             out.para(withheld_text(item), first="withheld: ", style="dim")
 
 
-def _steps(out: _Out, group: list[Finding]) -> None:
+def _advice(out: _Out, group: list[Finding]) -> None:
     """Step-latency runs: each variant's distribution and where its tail comes from, then the
     profiled steps (cases with a per-launch drill-down): their reading and largest launches."""
-    if not any(f.kind == Kind.STEPS for f in group):
+    if not any(f.kind == Kind.ITERATIONS for f in group):
         return
     for f in group:
-        if f.kind == Kind.STEPS:
+        if f.kind == Kind.ITERATIONS:
             out.priority = _P_HEAD
             out.head(f.subject, label(f), "cyan")
             out.priority = _P_VERDICT
@@ -422,7 +422,7 @@ def _launch_line(out: _Out, f: Finding) -> None:
     out.head(f.subject, label(f), _BOTTLENECK_STYLE.get(str(f.bottleneck), "dim"))
     out.para(finding_text(f))
     if f.next:
-        out.para(next_step_text(f.next[0]), first="next: ", style="bold")
+        out.para(advice_text(f.next[0]), first="next: ", style="bold")
 
 
 def _hot_line(out: _Out, hot: SourceLines | None, f: Finding | None) -> None:
@@ -464,7 +464,7 @@ def _full(
         if rules and hot is not None:
             source_render.print_lines(out.para, hot.of(f))
     for i, step in enumerate(f.next, 1):
-        out.para(next_step_text(step), first=f"next {i}: ", style="bold" if i == 1 else "")
+        out.para(advice_text(step), first=f"next {i}: ", style="bold" if i == 1 else "")
     for item in f.ruled_out:
         out.para(withheld_text(item), first="withheld: ", style="dim")
     if rules:
@@ -563,16 +563,16 @@ def to_markdown(
         for f in group:
             if f.kind == Kind.VERDICT:
                 lines += [f"**{f.subject}: {label(f)}.** {finding_text(f)}", ""]
-                lines += [f"- *Next:* {next_step_text(s)}" for s in f.next]
+                lines += [f"- *Next:* {advice_text(s)}" for s in f.next]
                 lines.append("")
             elif f.kind == Kind.HISTORY:
                 lines += [f"*History:* {finding_text(f)}", ""]
-            elif f.kind == Kind.STEPS:
+            elif f.kind == Kind.ITERATIONS:
                 lines += [f"**{f.subject}: {label(f)}.** {finding_text(f)}", ""]
             elif verbose or f.kind in (Kind.HOST, Kind.LAUNCH) or f.reasons:
                 lines.append(f"- **{f.subject}** ({label(f)}): {finding_text(f)}")
                 if f.next:
-                    lines.append(f"  - *Next:* {next_step_text(f.next[0])}")
+                    lines.append(f"  - *Next:* {advice_text(f.next[0])}")
                 lines += source_render.markdown(hot, f)
                 if verbose:
                     lines += [

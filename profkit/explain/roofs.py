@@ -97,7 +97,7 @@ def busiest_pipe(rec: LaunchRecord) -> tuple[Unit, str, float] | None:
     return unit, col, value
 
 
-def roof_kind(rec: LaunchRecord, dtype: str) -> tuple[str | None, str]:
+def roof_pipe(rec: LaunchRecord, dtype: str) -> tuple[str | None, str]:
     """The peaks kind the case is judged against, from the pipe ncu measured (the label only
     names the HMMA kind, or stands in where no pipe counter was captured), and why."""
     label = peaks.LABEL_TENSOR_PIPE.get(dtype)
@@ -139,10 +139,10 @@ class PipeRoof:
 
 
 def pipe_roof(rec: LaunchRecord, dtype: str, device: Device) -> PipeRoof:
-    """The roof of the pipe the row's math runs on (roof_kind), from the per-SM table at the
+    """The roof of the pipe the row's math runs on (roof_pipe), from the per-SM table at the
     row's clock; on a GPU or pipe the table lacks, the run's measured matmul ceiling where it is
     that kind."""
-    kind, why = roof_kind(rec, dtype)
+    kind, why = roof_pipe(rec, dtype)
     if kind is None:
         return PipeRoof(None, None, why)
     clock = roof_clock(rec)

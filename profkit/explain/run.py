@@ -13,9 +13,9 @@ from dataclasses import dataclass, replace
 import pandas as pd
 
 from profkit import thresholds as th
-from profkit.explain import catalogue, decode_steps, history, host, launches, ncu_rules
+from profkit.explain import catalogue, decode_iterations, history, host, launches, ncu_rules
 from profkit.explain.context import Context
-from profkit.explain.diagnose import diagnose, fit_next_steps
+from profkit.explain.diagnose import diagnose, fit_advice
 from profkit.explain.evidence import (
     Evidence,
     as_bool,
@@ -30,10 +30,10 @@ from profkit.explain.kinds import KernelKind, operand_dtype
 from profkit.explain.memory import chain_traffic, dram_level
 from profkit.explain.model import (
     Action,
+    Advice,
     Cause,
     Finding,
     Kind,
-    NextStep,
     Reason,
     Report,
 )
@@ -77,7 +77,7 @@ def explain_run(
         suspect = any(as_bool(r.get("baseline")) for r in rows) and not any(
             as_bool(r.get("correct")) for r in rows
         )
-        steps: dict[tuple[str, str], list[NextStep]] = {}
+        steps: dict[tuple[str, str], list[Advice]] = {}
         for row in rows:
             variant = str(row["variant"])
             others = [r for r in rows if where(r) == where(row) and str(r["variant"]) != variant]
@@ -102,15 +102,20 @@ def explain_run(
             # the same comparison against the baseline, on step latency (its samples are the
             # run's `device` kind); the verdict says which measure it weighed
             judged = verdicts(
-                str(kernel), decode_steps.as_timed(rows), steps, run.samples, mode, on_device=False
+                str(kernel),
+                decode_iterations.as_timed(rows),
+                steps,
+                run.samples,
+                mode,
+                on_device=False,
             )
             for v in judged:
                 v.evidence["measure"] = "step latency"
             report.verdicts += judged
-            report.findings += decode_steps.step_findings(
+            report.findings += decode_iterations.iteration_findings(
                 str(kernel), rows, run.manifest, run.samples
             )
-            note = decode_steps.kernel_note(run.manifest)
+            note = decode_iterations.kernel_note(run.manifest)
             if note:
                 report.notes[str(kernel)] = note
         else:
@@ -118,10 +123,10 @@ def explain_run(
     return report
 
 
-def _suspect_reference(step: NextStep) -> NextStep:
+def _suspect_reference(step: Advice) -> Advice:
     if step.action != Action.FIX_CORRECTNESS:
         return step
-    return NextStep(step.action, step.because, {**step.detail, "suspect": "reference"})
+    return Advice(step.action, step.because, {**step.detail, "suspect": "reference"})
 
 
 def _interpreted(run: Run) -> bool:
@@ -259,7 +264,7 @@ def _chain(
             shares[x.unit] = shares.get(x.unit, 0.0) + (x.share_pct or 0.0)
     f.unit = max(shares, key=lambda u: shares[u]) if shares else None
     f.reasons = [where_time]
-    own: list[NextStep] = []  # the dominant launch's, already fitted to its own owner
+    own: list[Advice] = []  # the dominant launch's, already fitted to its own owner
     ruled: list[dict] = []
     top, top_row = max(zip(f.launches, rows, strict=True), key=lambda p: p[0].share_pct or 0.0)
     case = LaunchRecord.of(row)
@@ -278,11 +283,11 @@ def _chain(
             f.bottleneck, f.unit = diagnosis.bottleneck, diagnosis.unit
             f.reasons += diagnosis.reasons
             # each step names the launch it answers
-            own = [NextStep(s.action, s.because, {**s.detail, "launch": top.name})
+            own = [Advice(s.action, s.because, {**s.detail, "launch": top.name})
                    for s in diagnosis.steps]  # fmt: skip
             ruled = diagnosis.ruled_out
             f.not_measured = diagnosis.not_measured
-    steps: list[NextStep] = []  # the chain's own: about all its launches
+    steps: list[Advice] = []  # the chain's own: about all its launches
     casts = launches.weight_casts(rows, f.launches) if ctx.dtype == "float32" else None
     if casts:  # autocast's weight casts (aten::_to_copy): the catalogue's entry, on the case
         ev.put("cast_share_pct", casts[1])
@@ -297,11 +302,11 @@ def _chain(
             f.reasons.append(said[0])
             steps += said[1]
     if not steps and not own:
-        steps.append(NextStep(Action.FUSE, ["launches"]))
+        steps.append(Advice(Action.FUSE, ["launches"]))
     # a library's chain (eager ATen) is fused away where its elementwise launches hold time
     aten = sum(x.share_pct or 0.0 for x in f.launches if x.family == Family.ATEN_ELEMENTWISE)
     lib = Family.ATEN_ELEMENTWISE if aten >= th.STEP_LAUNCH_SHARE_PCT else fam
-    steps, withheld = fit_next_steps(steps, lib if not lab else fam, ctx.ruled_out)
+    steps, withheld = fit_advice(steps, lib if not lab else fam, ctx.ruled_out)
     # and the declared conflicts, against the launch holding the most time (atomics, a sort)
     steps, conflicts = catalogue.resolve(
         steps, f.reasons, LaunchRecord.of(top_row, Family(top.family))
@@ -322,7 +327,7 @@ def _not_judged(f: Finding, row: Mapping, ev: Evidence) -> None:
         ev.put("first_failure_rel_err", num(row, "rel_err"))
     cause = Cause.UNTIMED if correct else Cause.INCORRECT
     f.reasons = [Reason(cause, ["first_failure", "first_failure_error"])]
-    f.next = [NextStep(Action.FIX_CORRECTNESS, ["first_failure"])] if not correct else []
+    f.next = [Advice(Action.FIX_CORRECTNESS, ["first_failure"])] if not correct else []
     f.evidence = dict(ev)
 
 
@@ -338,9 +343,9 @@ def _timing_only(f: Finding, row: Mapping, ctx: Context, ev: Evidence, reason: s
         f.next = said[1]
     elif said and said[0].cause == Cause.SIBLING_FASTER:
         f.reasons.append(said[0])
-        f.next = [*said[1], NextStep(Action.CAPTURE_COUNTERS, ["counters_reason"])]
+        f.next = [*said[1], Advice(Action.CAPTURE_COUNTERS, ["counters_reason"])]
     else:
-        f.next = [NextStep(Action.CAPTURE_COUNTERS, ["counters_reason"])]
+        f.next = [Advice(Action.CAPTURE_COUNTERS, ["counters_reason"])]
     f.evidence = dict(ev)
 
 

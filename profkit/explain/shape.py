@@ -11,7 +11,7 @@ from profkit import thresholds as th
 from profkit.explain import catalogue
 from profkit.explain.context import Context, Said
 from profkit.explain.evidence import Evidence
-from profkit.explain.model import Action, Cause, NextStep, Reason
+from profkit.explain.model import Action, Advice, Cause, Reason
 from profkit.explain.record import LaunchRecord
 
 
@@ -22,8 +22,8 @@ def launch_overhead(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | Non
     ev.put("kernel_count", count)
     ev.put("mean_kernel_ms", duration / count)
     return Reason(Cause.LAUNCH_OVERHEAD, ["kernel_count", "mean_kernel_ms"]), [
-        NextStep(Action.CUDA_GRAPH, ["kernel_count", "mean_kernel_ms"]),
-        NextStep(Action.FUSE, ["kernel_count"]),
+        Advice(Action.CUDA_GRAPH, ["kernel_count", "mean_kernel_ms"]),
+        Advice(Action.FUSE, ["kernel_count"]),
     ]
 
 
@@ -45,7 +45,7 @@ def small_grid(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
         ev.put("ncu_duration_ms", rec.duration_ms)
         keys.append("ncu_duration_ms")
         return Reason(Cause.SMALL_GRID, keys, {"short": True}), [
-            NextStep(Action.CUDA_GRAPH, ["ncu_duration_ms"])
+            Advice(Action.CUDA_GRAPH, ["ncu_duration_ms"])
         ]
     if rec.matrix:
         # a sibling as fast or faster on as few programs refutes "too few": the grid is not the
@@ -65,9 +65,9 @@ def small_grid(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
             keys.append("dram_throughput_pct")
         detail = {"matmul": True, **{k: ev[k] for k in keys if k != "wave_fill_pct"}}
         return Reason(Cause.SMALL_GRID, keys, {"matmul": True}), [
-            NextStep(Action.MORE_PROGRAMS, keys, detail)
+            Advice(Action.MORE_PROGRAMS, keys, detail)
         ]
-    return Reason(Cause.SMALL_GRID, keys), [NextStep(Action.MORE_PROGRAMS, keys)]
+    return Reason(Cause.SMALL_GRID, keys), [Advice(Action.MORE_PROGRAMS, keys)]
 
 
 # Most specific first: the first cause found gives the first next step. The tail, occupancy and

@@ -17,7 +17,7 @@ import pandas as pd
 from profkit import stats
 from profkit import thresholds as th
 from profkit.explain.evidence import Evidence, timed
-from profkit.explain.model import Action, NextStep
+from profkit.explain.model import Action, Advice
 from profkit.explain.record import LaunchRecord
 
 # launch and traffic facts compared with a sibling, most telling first: (field, kind). A traffic
@@ -106,7 +106,7 @@ def _moves_as_much(row: Mapping, other: Mapping) -> bool:
 
 def sibling_step(
     rec: LaunchRecord, found: tuple[Mapping, stats.MedianRatio], ev: Evidence, same: str
-) -> tuple[list[str], NextStep]:
+) -> tuple[list[str], Advice]:
     """Record the sibling in the evidence and build the step that points at it; `same` is what
     the two share ("bytes" or "flops"). Returns the evidence keys and the step."""
     other, c = found
@@ -134,7 +134,7 @@ def sibling_step(
         # the facts held by both and found alike: with no difference, the gap is in the code
         "compared": [] if differs else facts_in_common(rec, theirs),
     }
-    return keys, NextStep(Action.MATCH_SIBLING, keys, detail)
+    return keys, Advice(Action.MATCH_SIBLING, keys, detail)
 
 
 def facts_in_common(rec: LaunchRecord, other: LaunchRecord) -> list[str]:

@@ -10,11 +10,11 @@ from __future__ import annotations
 from profkit import thresholds as th
 from profkit.explain.context import Context, Said
 from profkit.explain.evidence import Evidence
-from profkit.explain.model import Action, Cause, NextStep, Reason
+from profkit.explain.model import Action, Advice, Cause, Reason
 from profkit.explain.record import LaunchRecord
 
 # stall reason -> the step that addresses it
-NEXT_STEPS: dict[str, Action] = {
+ADVICE_TEXT: dict[str, Action] = {
     "long_scoreboard": Action.HIDE_LATENCY,  # waiting on global/local memory
     "lg_throttle": Action.WIDER_LOADS,  # the global-memory queue is full of small requests
     "barrier": Action.FEWER_BARRIERS,
@@ -31,7 +31,7 @@ NEXT_STEPS: dict[str, Action] = {
 
 
 def known_stalls(rec: LaunchRecord) -> dict[str, float]:
-    return {r: rec.stalls[r] for r in [*NEXT_STEPS, "not_selected"] if r in rec.stalls}
+    return {r: rec.stalls[r] for r in [*ADVICE_TEXT, "not_selected"] if r in rec.stalls}
 
 
 def dominant_stall(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
@@ -51,12 +51,12 @@ def dominant_stall(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None
     if rec.matrix and reason in ("barrier", "long_scoreboard"):
         # in a tiled tl.dot loop these are the waits for the next stage's tiles, not a
         # reduction's barriers: the remedy is a deeper pipeline, not fewer block-wide syncs
-        return Reason(Cause.STALL, keys, detail), [NextStep(Action.DEEPER_PIPELINE, keys, detail)]
-    if NEXT_STEPS.get(reason, Action.OPEN_NCU) == Action.OPEN_NCU:
+        return Reason(Cause.STALL, keys, detail), [Advice(Action.DEEPER_PIPELINE, keys, detail)]
+    if ADVICE_TEXT.get(reason, Action.OPEN_NCU) == Action.OPEN_NCU:
         return Reason(Cause.STALL, keys, detail), [
-            NextStep(Action.OPEN_NCU, keys, {"section": "WarpStateStats"})
+            Advice(Action.OPEN_NCU, keys, {"section": "WarpStateStats"})
         ]
-    return Reason(Cause.STALL, keys, detail), [NextStep(NEXT_STEPS[reason], keys, detail)]
+    return Reason(Cause.STALL, keys, detail), [Advice(ADVICE_TEXT[reason], keys, detail)]
 
 
 def stall_share(rec: LaunchRecord, reason: str) -> float | None:

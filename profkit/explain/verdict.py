@@ -18,11 +18,11 @@ from profkit import stats
 from profkit.explain.evidence import Evidence, as_bool, num, text, timed, where
 from profkit.explain.model import (
     Action,
+    Advice,
     BaselineComparison,
     Cause,
     Finding,
     Kind,
-    NextStep,
     Reason,
     Verdict,
 )
@@ -61,7 +61,7 @@ def loop_outcome(c: BaselineComparison) -> str | None:
 def verdicts(
     kernel: str,
     rows: list[dict],
-    steps: Mapping[tuple[str, str], list[NextStep]],
+    steps: Mapping[tuple[str, str], list[Advice]],
     samples: pd.DataFrame | None,
     mode: str = "gpu",
     on_device: bool = True,
@@ -92,7 +92,7 @@ def _verdict(
     variant: str,
     lab: list[dict],
     base: list[dict],
-    steps: Mapping[tuple[str, str], list[NextStep]],
+    steps: Mapping[tuple[str, str], list[Advice]],
     samples: pd.DataFrame | None,
     mode: str,
     several: bool,
@@ -162,7 +162,7 @@ def _verdict(
     _sub_floor(comparisons, ev)
     _loop_split(f, comparisons, ev)
     _throttled(f, comparisons, [*lab, *base], ev)
-    f.next = _steps(variant, losses, comparisons, steps, on_device)
+    f.next = _advice(variant, losses, comparisons, steps, on_device)
     f.evidence = dict(ev)
     return f
 
@@ -234,7 +234,7 @@ def _failed(f: Finding, failed: list[dict], ev: Evidence, base: list[dict]) -> N
         keys.append("baseline_failed_cases")
     f.reasons = [Reason(cause, keys, {"suspect": "reference"} if suspect else {})]
     detail = {"suspect": "reference"} if suspect else {}
-    f.next = [NextStep(Action.FIX_CORRECTNESS, ["first_failure"], detail)]
+    f.next = [Advice(Action.FIX_CORRECTNESS, ["first_failure"], detail)]
 
 
 def _loop_split(f: Finding, comparisons: list[BaselineComparison], ev: Evidence) -> None:
@@ -273,19 +273,19 @@ def _loop_split(f: Finding, comparisons: list[BaselineComparison], ev: Evidence)
     )
 
 
-def _steps(
+def _advice(
     variant: str,
     losses: list[BaselineComparison],
     comparisons: list[BaselineComparison],
-    steps: Mapping[tuple[str, str], list[NextStep]],
+    steps: Mapping[tuple[str, str], list[Advice]],
     on_device: bool = True,
-) -> list[NextStep]:
+) -> list[Advice]:
     """The steps of the cases where it loses, worst loss first; with no loss, those of the case
     closest to losing. Each step says where it comes from. A loss in device time (measured by
     graph replay, the host not in it) is not told to cut the host cost: its CUDA-graph step says
     what reaches device time instead."""
     order = losses or sorted(comparisons, key=lambda c: -c.ratio)[:1]
-    out: list[NextStep] = []
+    out: list[Advice] = []
     for c in order:
         for step in steps.get((variant, c.where), []):
             if all(s.action != step.action for s in out):
@@ -297,5 +297,5 @@ def _steps(
                         detail["closest_x"] = 1 / c.ratio
                 elif on_device and step.action == Action.CUDA_GRAPH:
                     detail["device_loss"] = True
-                out.append(NextStep(step.action, step.because, detail))
+                out.append(Advice(step.action, step.because, detail))
     return out[:4]

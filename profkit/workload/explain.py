@@ -23,8 +23,8 @@ from profkit.explain.context import Context
 from profkit.explain.evidence import num
 from profkit.explain.kernel_family import family
 from profkit.explain.kinds import KernelKind, Owner
-from profkit.explain.model import Action, Finding, NextStep, Report, Unit
-from profkit.explain.phrases import next_step_text
+from profkit.explain.model import Action, Advice, Finding, Report, Unit
+from profkit.explain.phrases import advice_text
 from profkit.explain.record import LaunchRecord
 from profkit.explain.roofs import Device
 from profkit.explain.run import _no_counters, _Tables, case_finding
@@ -162,7 +162,7 @@ def headline(rows: list[dict], found: Mapping[str, Finding], manifest: Mapping) 
     if gap is not None and gap > first:
         said.append(
             f"the GPU is idle {gap:.0f}% of {where} (host gaps{under}): "
-            f"{next_step_text(NextStep(Action.CUDA_GRAPH, ['host_gap_pct']))}"
+            f"{advice_text(Advice(Action.CUDA_GRAPH, ['host_gap_pct']))}"
         )
     for kind, members in ranked[:HEADLINE_BUCKETS]:
         share_pct = sum(share(r) for r, _ in members)
@@ -180,7 +180,7 @@ def headline(rows: list[dict], found: Mapping[str, Finding], manifest: Mapping) 
                 text += f" ({profiled} of them profiled)"
         advised = [(r, f) for r, f in members if f is not None and f.next]
         if advised:
-            text += f": {next_step_text(max(advised, key=lambda m: _share(m[0]))[1].next[0])}"
+            text += f": {advice_text(max(advised, key=lambda m: _share(m[0]))[1].next[0])}"
         said.append(text)
     text = "; ".join(said)
     text = text[:1].upper() + text[1:] + "."

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 
 from profkit.explain.kernel_family import Family, family
-from profkit.explain.model import Action, NextStep
+from profkit.explain.model import Action, Advice
 
 
 class OpClass(StrEnum):
@@ -110,23 +110,23 @@ def optimizer_kind(row: Mapping) -> str:
     return " ".join(w for w in (how, which or "optimizer") if w) + ", multi-tensor kernels"
 
 
-def fix(row: Mapping, cls: OpClass) -> NextStep | None:
+def fix(row: Mapping, cls: OpClass) -> Advice | None:
     """The known fix for the group's class, or None where the catalogue's own steps stand."""
     op, dtype = str(row.get("op") or ""), str(row.get("dtype") or "")
     name = str(row.get("kernel_name") or "")
     if cls == OpClass.MATMUL and _UNALIGNED.search(name):
-        return NextStep(Action.ALIGN_GEMM, ["kernel_name"])
+        return Advice(Action.ALIGN_GEMM, ["kernel_name"])
     if cls == OpClass.OPTIMIZER:
         fused = op.startswith("aten::_fused_")
-        return NextStep(Action.OPTIMIZER_STATE if fused else Action.FUSED_OPTIMIZER, ["op"])
+        return Advice(Action.OPTIMIZER_STATE if fused else Action.FUSED_OPTIMIZER, ["op"])
     if cls == OpClass.LOSS:
-        return NextStep(Action.FUSED_LINEAR_CE, ["op"])
+        return Advice(Action.FUSED_LINEAR_CE, ["op"])
     if cls == OpClass.CAST and dtype in ("bfloat16", "float16"):
-        return NextStep(Action.WEIGHT_CASTS, ["op", "dtype"], {"dtype": dtype})
+        return Advice(Action.WEIGHT_CASTS, ["op", "dtype"], {"dtype": dtype})
     if cls == OpClass.CAST:
-        return NextStep(Action.FOLD_CASTS, ["op", "dtype"])
+        return Advice(Action.FOLD_CASTS, ["op", "dtype"])
     if cls == OpClass.NORM and family(str(row.get("kernel_name") or "")) == Family.ATEN_NORM:
-        return NextStep(Action.NORM_NEIGHBOURS, ["op"])
+        return Advice(Action.NORM_NEIGHBOURS, ["op"])
     if cls == OpClass.ACTIVATION:
-        return NextStep(Action.ACTIVATION_EPILOGUE, ["op"])
+        return Advice(Action.ACTIVATION_EPILOGUE, ["op"])
     return None

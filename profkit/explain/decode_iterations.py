@@ -37,7 +37,7 @@ def as_timed_frame(run: Run) -> pd.DataFrame:
     return pd.DataFrame(as_timed(run.cases.to_dict("records")), index=run.cases.index)
 
 
-def step_findings(
+def iteration_findings(
     kernel: str, rows: list[dict], manifest: Mapping, samples: pd.DataFrame | None = None
 ) -> list[Finding]:
     """One finding per variant, in the table's order; rows without a p99 are left out. samples:
@@ -77,7 +77,7 @@ def _variant_finding(
     ev.put("host_us", host)
     reasons = [
         Reason(
-            Cause.STEP_LATENCY,
+            Cause.ITERATION_LATENCY,
             ["step_p50_ms", "step_p95_ms", "step_p99_ms", "p95_over_p50_ratio"],
             {"cases": [_case_detail(r) for r in rows]},
         )
@@ -108,7 +108,7 @@ def _variant_finding(
         reasons.append(_padding(padded[0], manifest, ev, samples))
     return Finding(
         subject=f"{kernel} {variant}",
-        kind=Kind.STEPS,
+        kind=Kind.ITERATIONS,
         kernel=kernel,
         variant=variant,
         case=text(worst, "case"),
