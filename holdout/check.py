@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from profkit.explain import Kind
+from profkit.explain import FindingKind
 from profkit.explain.kernel_family import LIBRARY
 
 EXPECTED = Path(__file__).with_name("EXPECTED")
@@ -86,10 +86,12 @@ def misses(e: dict, f) -> list[str]:
 
 def case_findings(found, e: dict) -> list:
     if e.get("report"):  # a bare report: its longest launch
-        launches = [f for f in found if f.kind == Kind.LAUNCH]
+        launches = [f for f in found if f.kind == FindingKind.LAUNCH]
         key = lambda f: f.evidence.get("ncu_duration_ms") or 0.0  # noqa: E731
         return [max(launches, key=key)] if launches else []
-    return [f for f in found if f.kind == Kind.CASE and f.kernel == e["kernel"] and matches(f, e)]
+    return [
+        f for f in found if f.kind == FindingKind.CASE and f.kernel == e["kernel"] and matches(f, e)
+    ]
 
 
 def report_findings(path: Path) -> list:

@@ -14,7 +14,7 @@ from profkit.explain.context import Context
 from profkit.explain.diagnose import _CODE_STEPS, diagnose, fit_advice
 from profkit.explain.kernel_family import LIBRARY, Family
 from profkit.explain.kinds import KernelKind
-from profkit.explain.model import Action, Advice, Cause, Kind, Reason
+from profkit.explain.model import Action, Advice, Cause, FindingKind, Reason
 from profkit.explain.phrases import advice_text
 from profkit.explain.record import LaunchRecord
 
@@ -101,7 +101,7 @@ def test_a_memset_before_the_atomics_sets_neither_owner_nor_step() -> None:
     cases = [
         f
         for f in explained(SUM).findings
-        if f.kind == Kind.CASE and f.variant == "triton_atomic" and len(f.launches) == 2
+        if f.kind == FindingKind.CASE and f.variant == "triton_atomic" and len(f.launches) == 2
     ]
     assert cases
     for f in cases:

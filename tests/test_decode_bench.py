@@ -61,9 +61,9 @@ def test_bench_stores_a_decode_run(tmp_path, fake_ncu_on_path, monkeypatch):
     )
     assert fused["tail_by_bucket"] != dyn["tail_by_bucket"]  # its own timings, not a copy
     # explain reads each dynamic case's own manifest section
-    from profkit.explain import Kind, explain_run
+    from profkit.explain import FindingKind, explain_run
 
-    found = {f.variant: f for f in explain_run(run) if f.kind == Kind.ITERATIONS}
+    found = {f.variant: f for f in explain_run(run) if f.kind == FindingKind.ITERATIONS}
     for variant, section in (("dynamic", dyn), ("dynamic_fused", fused)):
         top = max(section["tail_by_bucket"], key=lambda b: b["tail_share"])
         ev = found[variant].evidence

@@ -15,7 +15,7 @@ import pytest
 from stored_runs import explained, run_path
 
 from profkit import store
-from profkit.explain import Cause, Kind, explain_run
+from profkit.explain import Cause, FindingKind, explain_run
 from profkit.explain.phrases import finding_text
 from profkit.stats import tail
 
@@ -74,7 +74,7 @@ def test_split_of_bucket_32_tail_against_its_own_stage_medians():
 
 def test_explain_quotes_the_split_and_the_inherent_mix():
     report = explained(RUN_ID)
-    f = next(f for f in report if f.kind == Kind.ITERATIONS and f.variant == "dynamic")
+    f = next(f for f in report if f.kind == FindingKind.ITERATIONS and f.variant == "dynamic")
     ev = f.evidence
     want = expected_split(32)
     assert ev["split_bucket"] == "32" and ev["split_tail_steps"] == 49
@@ -97,6 +97,8 @@ def test_stored_split_is_read_before_the_samples():
     stored = {"bucket": 8, "tail_steps": 3, "excess_ms": {"launch": 0.004, "copy_in": 0.001}}
     run.manifest["dynamic"]["tail_split"] = [stored | {"bucket": "all"}, stored]
     run.manifest["dynamic"]["inherent_mix_p95_over_p50"] = 1.111
-    f = next(f for f in explain_run(run) if f.kind == Kind.ITERATIONS and f.variant == "dynamic")
+    f = next(
+        f for f in explain_run(run) if f.kind == FindingKind.ITERATIONS and f.variant == "dynamic"
+    )
     assert f.evidence["split_bucket"] == "8" and f.evidence["split_stage1"] == "launch"
     assert f.evidence["inherent_mix_p95_over_p50_ratio"] == pytest.approx(1.111)

@@ -25,7 +25,7 @@ from profkit.explain import (
     Bottleneck,
     Cause,
     Finding,
-    Kind,
+    FindingKind,
     Unit,
     Verdict,
     classify,
@@ -100,7 +100,7 @@ def no_notebook(monkeypatch: pytest.MonkeyPatch) -> None:
 def one_case(**columns: object) -> Finding:
     """The finding for a single lab case (no baseline)."""
     report = explain_run(run_of([case(**columns)]))
-    return next(f for f in report if f.kind == Kind.CASE)
+    return next(f for f in report if f.kind == FindingKind.CASE)
 
 
 def causes(f: Finding) -> list[Cause]:
@@ -191,7 +191,7 @@ def test_a_latency_bound_case_at_the_same_size_copy_keeps_no_stream_steps(
 def test_a_launch_without_timing_is_at_the_roof_by_dram_peak() -> None:
     kernels = pd.DataFrame([{"launch": 0, "kernel_name": "k", **MEMORY}])
     (f,) = list(explain_launches(kernels, None))
-    assert f.kind == Kind.LAUNCH and Cause.AT_ROOF in causes(f)
+    assert f.kind == FindingKind.LAUNCH and Cause.AT_ROOF in causes(f)
     assert actions(f)[0] == Action.FEWER_BYTES
 
 
@@ -250,7 +250,9 @@ def test_reads_over_the_fewest_any_variant_reads_are_a_re_read(ratio: float, ext
         case("triton", **STREAM, dram_bytes_read=67.1e6 * ratio, dram_bytes_write=41e6),
         case("compile", baseline=True, **STREAM, dram_bytes_read=67.1e6, dram_bytes_write=41e6),
     ]
-    (f,) = [f for f in explain_run(run_of(rows)) if f.kind == Kind.CASE and f.variant == "triton"]
+    (f,) = [
+        f for f in explain_run(run_of(rows)) if f.kind == FindingKind.CASE and f.variant == "triton"
+    ]
     assert (Cause.EXTRA_READS in causes(f)) is extra
     if extra:
         assert actions(f)[0] == Action.REMOVE_EXTRA_READS
@@ -499,7 +501,7 @@ def test_a_chain_is_judged_by_where_its_time_goes_never_by_averages() -> None:
                memory_throughput_pct=74.7, dram_throughput_pct=74.7, sm_throughput_pct=18.0,
                dram_bytes=4 * 134217728.0)  # fmt: skip
     run = run_of([row], kernels=chain_kernels(row["case"]))
-    (f,) = [f for f in explain_run(run) if f.kind == Kind.CASE]
+    (f,) = [f for f in explain_run(run) if f.kind == FindingKind.CASE]
     assert len(f.launches) == 4
     assert sum(x.share_pct for x in f.launches) == pytest.approx(100.0)
     memory, latency = Bottleneck.MEMORY, Bottleneck.LATENCY
@@ -644,7 +646,7 @@ def test_persistent_kernel_and_library_shape_rules() -> None:
 
 def test_host_bound_case_is_a_finding_of_its_own() -> None:
     row = case(shape="1x4096", device_p50_ms=0.0016, host_us=38.0, loop_us=38.5, **LATENCY)
-    (h,) = [f for f in explain_run(run_of([row])) if f.kind == Kind.HOST]
+    (h,) = [f for f in explain_run(run_of([row])) if f.kind == FindingKind.HOST]
     assert h.bottleneck == Bottleneck.HOST and causes(h) == [Cause.HOST_BOUND]
     assert h.evidence["host_us"] == 38.0 and h.evidence["device_us"] == pytest.approx(1.6)
     assert actions(h) == [Action.CUDA_GRAPH]
@@ -655,7 +657,7 @@ def test_host_bound_case_is_a_finding_of_its_own() -> None:
 @pytest.mark.parametrize("columns", [{"host_us": 10.0}, {}])
 def test_no_host_finding_when_the_gpu_is_slower_or_the_run_is_schema_1(columns: dict) -> None:
     row = case(device_p50_ms=0.05, **LATENCY, **columns)
-    assert not [f for f in explain_run(run_of([row])) if f.kind == Kind.HOST]
+    assert not [f for f in explain_run(run_of([row])) if f.kind == FindingKind.HOST]
 
 
 def test_the_verdict_keeps_gpu_and_eager_loop_comparisons_apart() -> None:
@@ -665,7 +667,7 @@ def test_the_verdict_keeps_gpu_and_eager_loop_comparisons_apart() -> None:
         case("native", baseline=True, shape="1x4096", device_p50_ms=0.0042,
              device_iqr_ms=0.00001, host_us=16.0, loop_us=16.0),
     ]  # fmt: skip
-    (v,) = [f for f in explain_run(run_of(rows)) if f.kind == Kind.VERDICT]
+    (v,) = [f for f in explain_run(run_of(rows)) if f.kind == FindingKind.VERDICT]
     assert v.verdict == Verdict.WIN  # decided on device time
     (split,) = [r for r in v.reasons if r.detail.get("split")]
     assert v.evidence["split_gpu_ratio_x"] == pytest.approx(2.625)
@@ -677,7 +679,7 @@ def test_the_verdict_keeps_gpu_and_eager_loop_comparisons_apart() -> None:
 
 
 def verdict_of(rows: list[dict], **kw: object) -> Finding:
-    (v,) = [f for f in explain_run(run_of(rows, **kw)) if f.kind == Kind.VERDICT]
+    (v,) = [f for f in explain_run(run_of(rows, **kw)) if f.kind == FindingKind.VERDICT]
     return v
 
 
@@ -723,7 +725,9 @@ def test_incorrect_variant_is_never_a_win() -> None:
     v = verdict_of(rows)
     assert v.verdict == Verdict.NOT_A_WIN and causes(v) == [Cause.INCORRECT]
     assert actions(v) == [Action.FIX_CORRECTNESS]
-    (f,) = [f for f in explain_run(run_of(rows)) if f.kind == Kind.CASE and f.variant == "triton"]
+    (f,) = [
+        f for f in explain_run(run_of(rows)) if f.kind == FindingKind.CASE and f.variant == "triton"
+    ]
     assert f.bottleneck is None and causes(f) == [Cause.INCORRECT]
 
 
@@ -736,16 +740,16 @@ def test_an_interpret_run_is_a_correctness_run() -> None:
     for r in rows:
         r["device_p50_ms"] = NAN
     report = explain_run(run_of(rows, manifest={"mode": "interpret"}))
-    (v,) = [f for f in report if f.kind == Kind.VERDICT]
+    (v,) = [f for f in report if f.kind == FindingKind.VERDICT]
     assert v.verdict == Verdict.CORRECTNESS_ONLY
     assert finding_text(v) == "Correctness run: 2/2 correct, no timing."
-    assert not [f for f in report if f.kind == Kind.CASE]  # correct cases are not failures
+    assert not [f for f in report if f.kind == FindingKind.CASE]  # correct cases are not failures
 
 
 def test_timing_only_claims_no_bottleneck() -> None:
     report = explain_run(run_of([case(pct_peak_bw=96.0)], status="no_permission",
                                 reason="ERR_NVGPUCTRPERM"))  # fmt: skip
-    (f,) = [f for f in report if f.kind == Kind.CASE]
+    (f,) = [f for f in report if f.kind == FindingKind.CASE]
     assert f.bottleneck is None and causes(f)[0] == Cause.NO_COUNTERS
     assert f.evidence["counters_reason"] == "ERR_NVGPUCTRPERM"
 
@@ -775,19 +779,19 @@ def test_history_says_what_changed_and_rules_out_what_had_no_effect(tmp_path: Pa
     store_run(tmp_path, "rmsnorm-a", "2026-11-30T01:00:00", v1)
     newest = store.load(store_run(tmp_path, "rmsnorm-b", "2026-11-30T02:00:00", v2))
     report = explain_run(newest)
-    (h,) = [f for f in report if f.kind == Kind.HISTORY]
+    (h,) = [f for f in report if f.kind == FindingKind.HISTORY]
     assert h.evidence["previous_run"] == "rmsnorm-a"
     assert h.evidence["occupancy_before_pct"] == 45.6 and h.evidence["occupancy_after_pct"] == 89.7
     assert h.ruled_out[0]["action"] == "raise_occupancy"
-    (f,) = [f for f in report if f.kind == Kind.CASE]
+    (f,) = [f for f in report if f.kind == FindingKind.CASE]
     assert Cause.LOW_THEORETICAL_OCCUPANCY in causes(f)
     assert Action.RAISE_OCCUPANCY not in actions(f)  # never advised again
     # with the earlier run passed explicitly, the same
     again = explain_run(newest, [store.load(tmp_path / "rmsnorm-a")])
-    assert [f.evidence for f in again if f.kind == Kind.HISTORY] == [h.evidence]
+    assert [f.evidence for f in again if f.kind == FindingKind.HISTORY] == [h.evidence]
     # with no earlier run, the step is advised
     alone = explain_run(newest, [])
-    (f,) = [f for f in alone if f.kind == Kind.CASE]
+    (f,) = [f for f in alone if f.kind == FindingKind.CASE]
     assert Action.RAISE_OCCUPANCY in actions(f)
 
 
@@ -824,7 +828,7 @@ def test_json_is_versioned_and_keyed_by_identifiers() -> None:
 
 def test_every_number_in_a_case_text_is_in_its_evidence() -> None:
     for f in explain_run(mixed_run()):
-        if f.kind not in (Kind.CASE, Kind.HOST) or f.launches:
+        if f.kind not in (FindingKind.CASE, FindingKind.HOST) or f.launches:
             continue
         quoted = {format_value(k, v) for k, v in f.evidence.items()}
         for number in re.findall(r"\d[\d.]*(?: ?(?:ms|us|MB|GB|KB|GB/s|%|x))?", finding_text(f)):
@@ -900,7 +904,7 @@ def test_a_gemm_beside_a_small_reduction_is_judged_as_the_gemm() -> None:
         {"case": row["case"], "launch": 1, "kernel_name": "splitKreduce_kernel",
          "ncu_duration_ms": 0.1, **LATENCY},
     ])  # fmt: skip
-    (f,) = [f for f in explain_run(run_of([row], kernels=kernels)) if f.kind == Kind.CASE]
+    (f,) = [f for f in explain_run(run_of([row], kernels=kernels)) if f.kind == FindingKind.CASE]
     assert len(f.launches) == 2 and f.launches[0].family == "cutlass"
     assert f.bottleneck == Bottleneck.COMPUTE and f.unit == Unit.FMA
     assert Cause.FP32_GEMM_ON_FMA in causes(f) and actions(f)[0] == Action.USE_TF32
@@ -923,7 +927,7 @@ def test_the_detail_view_lists_roofs_hierarchy_pipes_and_stalls() -> None:
 
 def case_of(rows: list[dict], variant: str) -> Finding:
     report = explain_run(run_of(rows))
-    return next(f for f in report if f.kind == Kind.CASE and f.variant == variant)
+    return next(f for f in report if f.kind == FindingKind.CASE and f.variant == variant)
 
 
 def at_same_size_roof(variant: str, share: float, **columns: object) -> dict:
@@ -1094,11 +1098,11 @@ def test_a_loss_decided_on_throttled_cases_says_so() -> None:
     assert "(sw_power_cap; SM down to 1410 MHz)" in finding_text(v)
     (c,) = v.comparisons
     assert c.throttled and c.to_dict()["clock_notes"]["baseline"] is None
-    lab = next(f for f in report if f.kind == Kind.CASE and f.variant == "triton")
+    lab = next(f for f in report if f.kind == FindingKind.CASE and f.variant == "triton")
     assert Cause.THROTTLED in causes(lab) and lab.evidence["sm_clock_mhz"] == 1410.0
     said = "It ran throttled (sm clock 1410 of 1980 MHz; sw_power_cap, SM at 1410 MHz)"
     assert said in finding_text(lab)
-    base = next(f for f in report if f.kind == Kind.CASE and f.variant == "compile")
+    base = next(f for f in report if f.kind == FindingKind.CASE and f.variant == "compile")
     assert Cause.THROTTLED not in causes(base)
 
 

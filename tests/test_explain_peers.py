@@ -14,7 +14,7 @@ import pytest
 from stored_runs import run_path
 
 from profkit import store
-from profkit.explain import Action, Cause, Kind, explain_run
+from profkit.explain import Action, Cause, FindingKind, explain_run
 from profkit.explain import stalls as stall_rules
 from profkit.explain.phrases import advice_text
 from profkit.explain.record import LaunchRecord
@@ -35,7 +35,7 @@ def cases():
 
 def finding(variant: str, dtype: str, shape: str):
     subject = f"softmax {variant} {dtype} {shape}"
-    (f,) = [f for f in report() if f.kind == Kind.CASE and f.subject == subject]
+    (f,) = [f for f in report() if f.kind == FindingKind.CASE and f.subject == subject]
     return f
 
 
@@ -116,7 +116,7 @@ def test_a_faster_peer_asking_for_fewer_load_bytes_is_named_beside_the_cause() -
     (f,) = [
         f
         for f in explain_run(run)
-        if f.kind == Kind.CASE and f.subject == "add_rmsnorm triton bfloat16 16384x8192"
+        if f.kind == FindingKind.CASE and f.subject == "add_rmsnorm triton bfloat16 16384x8192"
     ]
     assert Cause.L2_REUSE in [r.cause for r in f.reasons]
     first = f.next[0]

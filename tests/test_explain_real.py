@@ -25,7 +25,7 @@ from profkit.explain import (
     Bottleneck,
     Cause,
     Finding,
-    Kind,
+    FindingKind,
     Unit,
     Verdict,
     explain_launches,
@@ -73,12 +73,12 @@ def row(run_id: str, variant: str, dtype: str, shape: str) -> pd.Series:
 
 def case_finding(run_id: str, variant: str, dtype: str, shape: str) -> Finding:
     subject = f"rmsnorm {variant} {dtype} {shape}"
-    (f,) = [f for f in findings(run_id) if f.kind == Kind.CASE and f.subject == subject]
+    (f,) = [f for f in findings(run_id) if f.kind == FindingKind.CASE and f.subject == subject]
     return f
 
 
 def verdict(run_id: str) -> Finding:
-    (v,) = [f for f in findings(run_id) if f.kind == Kind.VERDICT]
+    (v,) = [f for f in findings(run_id) if f.kind == FindingKind.VERDICT]
     return v
 
 
@@ -156,7 +156,7 @@ def test_native_re_read_is_found_from_dram_reads(run_id: str) -> None:
 @pytest.mark.parametrize("run_id", RUNS)
 def test_one_pass_kernels_are_never_called_re_readers(run_id: str) -> None:
     for f in findings(run_id):
-        if f.kind == Kind.CASE and f.variant in ("triton", "compile"):
+        if f.kind == FindingKind.CASE and f.variant in ("triton", "compile"):
             assert Cause.EXTRA_READS not in [x.cause for x in f.reasons], f.subject
 
 
@@ -207,7 +207,7 @@ def test_no_step_restates_slower(run_id: str) -> None:
 
 def test_library_baselines_get_library_advice() -> None:
     for f in findings(NEWEST):
-        if f.kind == Kind.CASE and f.variant in ("eager", "native"):
+        if f.kind == FindingKind.CASE and f.variant in ("eager", "native"):
             code_steps = {Action.RAISE_OCCUPANCY, Action.BYTES_IN_FLIGHT, Action.WIDER_LOADS,
                           Action.MORE_PROGRAMS, Action.WHOLE_WAVES}  # fmt: skip
             assert not code_steps & {s.action for s in f.next}, f.subject
@@ -217,7 +217,7 @@ def test_library_baselines_get_library_advice() -> None:
 
 
 def test_history_finds_the_occupancy_change_that_did_not_move_time() -> None:
-    (h,) = [f for f in findings(NEWEST) if f.kind == Kind.HISTORY]
+    (h,) = [f for f in findings(NEWEST) if f.kind == FindingKind.HISTORY]
     assert h.evidence["previous_run"] == OLDER
     where = h.evidence["tried_where"]
     dtype, shape = where.split()
@@ -232,12 +232,12 @@ def test_history_finds_the_occupancy_change_that_did_not_move_time() -> None:
             ) == ("float32 16384x8192", 45.6, 89.7)  # fmt: skip
     # and the step is never advised again for the lab kernel
     for f in findings(NEWEST):
-        if f.variant == LAB and f.kind in (Kind.CASE, Kind.VERDICT):
+        if f.variant == LAB and f.kind in (FindingKind.CASE, FindingKind.VERDICT):
             assert Action.RAISE_OCCUPANCY not in {s.action for s in f.next}, f.subject
 
 
 def test_the_oldest_run_has_no_history() -> None:
-    assert not [f for f in findings(OLDER) if f.kind == Kind.HISTORY]
+    assert not [f for f in findings(OLDER) if f.kind == FindingKind.HISTORY]
 
 
 def test_the_notebooks_ruled_out_steps_are_read() -> None:
@@ -435,7 +435,7 @@ VECTOR_ADD_H200 = "vector_add-20261130-162740-vm-98c9"
 
 
 def found(run_id: str, variant: str, dtype: str, shape: str) -> Finding:
-    (f,) = [f for f in findings(run_id) if f.kind == Kind.CASE and f.variant == variant
+    (f,) = [f for f in findings(run_id) if f.kind == FindingKind.CASE and f.variant == variant
             and f.dtype == dtype and f.shape == shape]  # fmt: skip
     return f
 
@@ -463,7 +463,7 @@ def test_no_case_at_the_roof_has_a_sibling_moving_as_much_measurably_faster() ->
     at_roof = [
         f
         for f in findings(RMSNORM_H200)
-        if f.kind == Kind.CASE and Cause.AT_ROOF in [r.cause for r in f.reasons]
+        if f.kind == FindingKind.CASE and Cause.AT_ROOF in [r.cause for r in f.reasons]
     ]
     assert at_roof
     for f in at_roof:
@@ -515,7 +515,7 @@ def test_no_lab_matmul_is_told_less_math_while_a_sibling_is_as_fast() -> None:
     df = cases(MATMUL_H200)
     pointed = 0
     for f in findings(MATMUL_H200):
-        if f.kind != Kind.CASE or Action.LESS_MATH not in [s.action for s in f.next]:
+        if f.kind != FindingKind.CASE or Action.LESS_MATH not in [s.action for s in f.next]:
             continue
         mine = row(MATMUL_H200, f.variant, f.dtype, f.shape)
         same = df[(df["dtype"] == f.dtype) & (df["shape"] == f.shape) & (df.variant != f.variant)]
@@ -523,7 +523,7 @@ def test_no_lab_matmul_is_told_less_math_while_a_sibling_is_as_fast() -> None:
             c = stats.compare_cases(mine, same.loc[i], run.samples)
             assert c.outcome not in ("slower", "noise"), (f.subject, same.loc[i, "variant"])
     for f in findings(MATMUL_H200):
-        pointed += f.kind == Kind.CASE and Action.MATCH_SIBLING in [s.action for s in f.next]
+        pointed += f.kind == FindingKind.CASE and Action.MATCH_SIBLING in [s.action for s in f.next]
     assert pointed >= 4
     f = found(MATMUL_H200, "triton", "bfloat16", "16384x4096x14336")
     assert f.next[0].action == Action.MATCH_SIBLING and f.next[0].detail["sibling"] == "cublas"
@@ -542,7 +542,9 @@ def test_throttled_matmul_cases_are_said_in_verdicts_and_cases() -> None:
     for r in df[~noted].itertuples():
         f = found(MATMUL_H200, r.variant, r.dtype, r.shape)
         assert Cause.THROTTLED not in [x.cause for x in f.reasons]
-    v = next(f for f in findings(MATMUL_H200) if f.kind == Kind.VERDICT and f.variant == "triton")
+    v = next(
+        f for f in findings(MATMUL_H200) if f.kind == FindingKind.VERDICT and f.variant == "triton"
+    )
     (why,) = [x for x in v.reasons if x.cause == Cause.THROTTLED]
     assert v.evidence["throttled_comparisons"] == sum(c.throttled for c in v.comparisons) == 14
     assert v.evidence["throttle_reasons"] == "sw_power_cap"
@@ -563,7 +565,7 @@ def test_ties_with_intervals_clear_of_one_are_counted_apart() -> None:
     """vector_add ties torch.add at 15 of 15 by the floor, but from 2^26 up every interval
     excludes 1 on the slow side (0.4-1.2%): the verdict says so rather than hide it."""
     run = store.load(run_path(VECTOR_ADD_H200))
-    v = next(f for f in findings(VECTOR_ADD_H200) if f.kind == Kind.VERDICT)
+    v = next(f for f in findings(VECTOR_ADD_H200) if f.kind == FindingKind.VERDICT)
     slower = [c for c in v.comparisons if c.outcome == "noise" and c.ci_low > 1]
     assert v.tally["torch"]["noise"] == 15 and len(slower) >= 6
     assert v.evidence["ties_slower_cases"] == len(slower)
@@ -603,7 +605,7 @@ def test_a_latency_bound_stream_at_the_same_size_copy_gets_no_latency_advice() -
     run = store.load(run_path(VADD))
     df = run.cases
     pct = 100 * df.gbps / df.copy_gbps_same_size
-    by_case = {f.case: f for f in explain_run(run) if f.kind == Kind.CASE and f.reasons}
+    by_case = {f.case: f for f in explain_run(run) if f.kind == FindingKind.CASE and f.reasons}
     checked = 0
     for r, share in zip(df.itertuples(), pct, strict=True):
         f = by_case.get(r.case)

@@ -20,7 +20,7 @@ from rich.console import Console
 from stored_runs import run_path
 
 from profkit import store
-from profkit.explain import Cause, Kind, explain_run
+from profkit.explain import Cause, FindingKind, explain_run
 from profkit.explain.decode_iterations import iteration_findings
 from profkit.explain.phrases import finding_text
 from profkit.explain.render import render_terminal, to_json, to_markdown
@@ -38,7 +38,7 @@ def decode():
 
 def step_of(variant: str):
     _, report = decode()
-    found = [f for f in report if f.kind == Kind.ITERATIONS and f.variant == variant]
+    found = [f for f in report if f.kind == FindingKind.ITERATIONS and f.variant == variant]
     assert len(found) == 1
     return found[0]
 
@@ -55,7 +55,7 @@ def manifest() -> dict:
 
 def test_one_step_finding_per_variant_in_the_run():
     _, report = decode()
-    got = [f.variant for f in report if f.kind == Kind.ITERATIONS]
+    got = [f.variant for f in report if f.kind == FindingKind.ITERATIONS]
     assert got == list(dict.fromkeys(cases()["variant"]))
 
 
@@ -151,7 +151,7 @@ def test_json_steps_findings_serialise():
 def test_runs_without_step_columns_get_no_step_findings():
     report = explain_run(store.load(RMSNORM))
     assert store.load(RMSNORM).kind == store.CAPTURE
-    assert [f for f in report if f.kind == Kind.ITERATIONS] == []
+    assert [f for f in report if f.kind == FindingKind.ITERATIONS] == []
     assert report.notes == {}
 
 

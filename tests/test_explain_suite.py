@@ -18,7 +18,7 @@ import pytest
 from stored_runs import DATA_RUNS
 
 from profkit import store
-from profkit.explain import Kind, explain_run
+from profkit.explain import FindingKind, explain_run
 from profkit.explain.phrases import advice_text, finding_text
 
 ROOT = Path(__file__).parents[1]
@@ -86,7 +86,7 @@ def problems(e: dict, run: store.Run, found: tuple) -> list[str]:
     """How explain's findings on `run` miss expectation `e` (empty: it reaches the conclusion).
     A cause whose counters the run lacks raises pytest.skip, naming them."""
     if "verdict" in e or "outcome" in e:
-        (v,) = [f for f in found if f.kind == Kind.VERDICT and f.variant == e["variant"]]
+        (v,) = [f for f in found if f.kind == FindingKind.VERDICT and f.variant == e["variant"]]
         if "verdict" in e:
             return (
                 []
@@ -96,7 +96,7 @@ def problems(e: dict, run: store.Run, found: tuple) -> list[str]:
         outcomes = [c.outcome for c in v.comparisons if e["dtype"] in ("*", c.dtype)]
         ok = outcomes and all(o == e["outcome"] for o in outcomes)
         return [] if ok else [f"outcomes {outcomes} at {e['dtype']}: {finding_text(v)}"]
-    cases = [f for f in found if f.kind == Kind.CASE and _matches(f, e)]
+    cases = [f for f in found if f.kind == FindingKind.CASE and _matches(f, e)]
     if not cases:
         return [f"no case of {e['kernel']} {e['variant']} {e.get('dtype')} {e.get('shape')}"]
     out = []
@@ -111,7 +111,7 @@ def problems(e: dict, run: store.Run, found: tuple) -> list[str]:
         steps = {str(s.action) for s in f.next}
         said = f"{f.subject}: {finding_text(f)} | next: {[advice_text(s) for s in f.next]}"
         if e.get("host"):
-            hosted = [h for h in found if h.kind == Kind.HOST and h.case == f.case]
+            hosted = [h for h in found if h.kind == FindingKind.HOST and h.case == f.case]
             if not hosted or str(hosted[0].next[0].action) != "cuda_graph":
                 out.append(f"not called host-bound: {said}")
         checks = [

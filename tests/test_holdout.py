@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from profkit import store
-from profkit.explain import Action, Bottleneck, Cause, Kind, Unit
+from profkit.explain import Action, Bottleneck, Cause, FindingKind, Unit
 from profkit.explain.model import Advice, Finding, Reason
 from profkit.spec import format_shape, load_module_specs
 
@@ -164,7 +164,7 @@ def test_the_checker_fails_each_way_it_should() -> None:
          "first_step": ["fewer_bytes", "library_options"], "not_steps": ["fuse"]}  # fmt: skip
 
     def finding(family: str = "aten_norm", **kw) -> Finding:
-        base = dict(subject="ho_x v", kind=Kind.CASE, kernel="ho_x", variant="v", case="c",
+        base = dict(subject="ho_x v", kind=FindingKind.CASE, kernel="ho_x", variant="v", case="c",
                     dtype="bfloat16", shape="64", bottleneck=Bottleneck.MEMORY, unit=Unit.DRAM,
                     reasons=[Reason(Cause.AT_ROOF)], next=[Advice(Action.FEWER_BYTES)],
                     evidence={"family": family})  # fmt: skip

@@ -16,7 +16,7 @@ from profkit import peaks, store
 from profkit.dashboard import roofline
 from profkit.explain import explain_run
 from profkit.explain.evidence import Evidence
-from profkit.explain.model import Kind
+from profkit.explain.model import FindingKind
 from profkit.explain.record import LaunchRecord
 from profkit.explain.render import facts
 from profkit.explain.roofs import Device, compute_roof, pipe_roof, roof_pipe
@@ -161,7 +161,7 @@ def test_a_gpu_not_in_the_table_gets_measured_roofs_only_and_says_so() -> None:
 def test_explain_takes_the_int8_label() -> None:
     imma = {"tensor_any_pct": 85.0, "tensor_pipe_pct": 0.2, "tensor_imma_pct": 84.0}
     row = case(dtype="int8", **COMPUTE, **GEMM, **imma, fma_pipe_pct=3.0, sm_clock_mhz=1900.0)
-    f = next(f for f in explain_run(run_of([row])) if f.kind == Kind.CASE)
+    f = next(f for f in explain_run(run_of([row])) if f.kind == FindingKind.CASE)
     assert f.evidence["roof_pipe"] == "tensor_int8" and "int8" in f.subject
 
 

@@ -183,10 +183,10 @@ def test_a_liger_launch_gets_what_a_liger_user_can_change() -> None:
 
 def test_liger_launches_in_the_h200_peer_run_are_named_and_advised_as_liger() -> None:
     from profkit import store
-    from profkit.explain import Kind, explain_run
+    from profkit.explain import FindingKind, explain_run
 
     run = store.load(Path(__file__).parent / "data" / "peers" / "rmsnorm-20261202-023438-vm-1e156f")
-    cases = [f for f in explain_run(run) if f.kind == Kind.CASE and f.variant == "liger"]
+    cases = [f for f in explain_run(run) if f.kind == FindingKind.CASE and f.variant == "liger"]
     assert len(cases) == 24
     # one launch per case, named as Liger's
     liger = run.kernels[run.kernels.case.str.contains(".liger.", regex=False)]
@@ -195,5 +195,5 @@ def test_liger_launches_in_the_h200_peer_run_are_named_and_advised_as_liger() ->
     # the decode shapes' small grids: a launch-shape cause, whose remedy is Liger's call
     small = [f for f in cases if f.shape == "16x8192"]
     assert small and all(Action.LIBRARY_OPTIONS in [s.action for s in f.next] for f in small)
-    lab = [f for f in explain_run(run) if f.kind == Kind.CASE and f.variant == "triton"]
+    lab = [f for f in explain_run(run) if f.kind == FindingKind.CASE and f.variant == "triton"]
     assert Action.LIBRARY_OPTIONS not in {s.action for f in lab for s in f.next}

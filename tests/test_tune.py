@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from profkit import store
-from profkit.explain import Action, Advice, Cause, Finding, Kind, Reason
+from profkit.explain import Action, Advice, Cause, Finding, FindingKind, Reason
 from profkit.spec import Variant, tunables_problem
 from profkit.tune import loop, steps, why
 from profkit.tune.space import Space
@@ -45,7 +45,7 @@ def test_space_names_round_trip_and_shipped_joins_the_grid():
 def _finding(reasons, actions) -> Finding:
     return Finding(
         "x",
-        Kind.CASE,
+        FindingKind.CASE,
         "k",
         variant="g012",
         reasons=[Reason(c) for c in reasons],

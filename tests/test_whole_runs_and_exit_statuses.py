@@ -511,7 +511,7 @@ def test_a_device_time_loss_is_not_told_to_cut_the_host_cost() -> None:  # item 
     short, host-bound case (its launch-cost step)."""
     from test_explain import mixed_run
 
-    from profkit.explain.model import Action, Kind
+    from profkit.explain.model import Action, FindingKind
     from profkit.explain.phrases import advice_text
     from profkit.explain.run import explain_run
 
@@ -519,7 +519,8 @@ def test_a_device_time_loss_is_not_told_to_cut_the_host_cost() -> None:  # item 
     told = [
         advice_text(s)
         for v in report
-        if v.kind == Kind.VERDICT and v.evidence.get("measure", "device time") == "device time"
+        if v.kind == FindingKind.VERDICT
+        and v.evidence.get("measure", "device time") == "device time"
         for s in v.next
         if s.action == Action.CUDA_GRAPH
     ]

@@ -22,7 +22,7 @@ import pytest
 os.environ["TRITON_INTERPRET"] = "1"  # before the zoo's modules are imported below
 
 from profkit import store  # noqa: E402
-from profkit.explain import Action, Bottleneck, Cause, Kind, Unit  # noqa: E402
+from profkit.explain import Action, Bottleneck, Cause, FindingKind, Unit  # noqa: E402
 from profkit.explain.model import Advice, Finding, Reason  # noqa: E402
 from profkit.explain.phrases import finding_text
 from profkit.spec import format_shape, load_module_specs  # noqa: E402
@@ -174,7 +174,11 @@ def _matches(f: Finding, e: dict) -> bool:
 
 def problems(e: dict, found: tuple) -> list[str]:
     """How explain's findings miss expectation e (empty: it reaches the expert's conclusion)."""
-    cases = [f for f in found if f.kind == Kind.CASE and f.kernel == e["kernel"] and _matches(f, e)]
+    cases = [
+        f
+        for f in found
+        if f.kind == FindingKind.CASE and f.kernel == e["kernel"] and _matches(f, e)
+    ]
     if not cases:
         return [f"no case finding for {_id(e)}"]
     out = []
@@ -186,7 +190,7 @@ def problems(e: dict, found: tuple) -> list[str]:
             f"{f.subject}: {finding_text(f)} | next: {steps} | not measured: {unjudged or 'none'}"
         )
         if e.get("host"):
-            host = [h for h in found if h.kind == Kind.HOST and h.case == f.case]
+            host = [h for h in found if h.kind == FindingKind.HOST and h.case == f.case]
             if not host or not host[0].next or str(host[0].next[0].action) != "cuda_graph":
                 out.append(f"not called host-bound: {said}")
         firsts = _firsts(e)
@@ -232,7 +236,7 @@ def test_the_checker_fails_each_way_it_should() -> None:
          "not_causes": ["uncoalesced"], "not_steps": ["coalesce"]}  # fmt: skip
 
     def finding(**kw) -> Finding:
-        base = dict(subject="zoo_x v", kind=Kind.CASE, kernel="zoo_x", variant="v", case="c",
+        base = dict(subject="zoo_x v", kind=FindingKind.CASE, kernel="zoo_x", variant="v", case="c",
                     dtype="float32", shape="64", bottleneck=Bottleneck.MEMORY, unit=Unit.DRAM,
                     reasons=[Reason(Cause.AT_ROOF)],
                     next=[Advice(Action.FEWER_BYTES)])  # fmt: skip

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from profkit import store
-from profkit.explain import Kind, explain_run
+from profkit.explain import FindingKind, explain_run
 from profkit.explain.as_json import finding_dict
 
 EXPECTED = Path(__file__).with_name("EXPECTED")
@@ -44,7 +44,7 @@ def misses(e: dict, f, found) -> list[str]:
     if set(e.get("not_steps", [])) & set(steps):
         out.append(f"not {sorted(set(e['not_steps']) & set(steps))}")
     if e.get("host"):
-        host = [h for h in found if h.kind == Kind.HOST and h.case == f.case]
+        host = [h for h in found if h.kind == FindingKind.HOST and h.case == f.case]
         if not host or not host[0].next or str(host[0].next[0].action) != "cuda_graph":
             out.append("host-bound")
     return out
@@ -71,7 +71,7 @@ def main(runs_dir: Path, out_dir: Path | None) -> None:
                 json.dumps([finding_dict(f) for f in found])
             )
         for f in found:
-            if f.kind != Kind.CASE:
+            if f.kind != FindingKind.CASE:
                 continue
             mine = [e for e in expected if e["kernel"] == kernel and e["variant"] == f.variant
                     and e.get("dtype", "*") in ("*", f.dtype)

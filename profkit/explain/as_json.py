@@ -9,7 +9,7 @@ from profkit.explain.model import (
     SCHEMA_VERSION,
     Advice,
     Finding,
-    Kind,
+    FindingKind,
     Launch,
     Reason,
     Report,
@@ -50,7 +50,7 @@ def finding_dict(f: Finding) -> dict:
     }
     if f.launches:
         out["launches"] = [launch_dict(launch) for launch in f.launches]
-    if f.kind == Kind.VERDICT:
+    if f.kind == FindingKind.VERDICT:
         out["comparisons"] = [c.to_dict() for c in f.comparisons]
         out["tally"] = f.tally
     return out

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 import pandas as pd
 
 from profkit.explain.evidence import Evidence, num, text
-from profkit.explain.model import Cause, Finding, Kind, Reason
+from profkit.explain.model import Cause, Finding, FindingKind, Reason
 from profkit.stats.tail import dynamic_tail
 from profkit.store import DECODE, Run
 
@@ -108,7 +108,7 @@ def _variant_finding(
         reasons.append(_padding(padded[0], manifest, ev, samples))
     return Finding(
         subject=f"{kernel} {variant}",
-        kind=Kind.ITERATIONS,
+        kind=FindingKind.ITERATIONS,
         kernel=kernel,
         variant=variant,
         case=text(worst, "case"),

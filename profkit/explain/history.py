@@ -21,7 +21,7 @@ from profkit import thresholds as th
 from profkit.errors import ProfkitError
 from profkit.explain.decode_iterations import as_timed_frame
 from profkit.explain.evidence import Evidence, as_bool, timed, where
-from profkit.explain.model import Action, Finding, Kind
+from profkit.explain.model import Action, Finding, FindingKind
 from profkit.explain.record import LaunchRecord
 from profkit.store import Run, is_run, load
 
@@ -144,7 +144,7 @@ def history_finding(
         )
     finding = Finding(
         subject=f"{run.manifest.get('kernel', '')} {variant} since {previous.run_id}",
-        kind=Kind.HISTORY,
+        kind=FindingKind.HISTORY,
         kernel=str(run.manifest.get("kernel", "")),
         variant=variant,
         evidence=dict(ev),

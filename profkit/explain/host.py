@@ -7,7 +7,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from profkit.explain.evidence import Evidence, num
-from profkit.explain.model import Action, Advice, Bottleneck, Cause, Finding, Kind, Reason, Unit
+from profkit.explain.model import (
+    Action,
+    Advice,
+    Bottleneck,
+    Cause,
+    Finding,
+    FindingKind,
+    Reason,
+    Unit,
+)
 
 
 def host_finding(row: Mapping, subject: str) -> Finding | None:
@@ -25,7 +34,7 @@ def host_finding(row: Mapping, subject: str) -> Finding | None:
         keys.append("loop_us")
     return Finding(
         subject=subject,
-        kind=Kind.HOST,
+        kind=FindingKind.HOST,
         kernel=str(row["kernel"]),
         variant=str(row["variant"]),
         case=str(row.get("case") or "") or None,

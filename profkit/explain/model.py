@@ -17,7 +17,7 @@ from enum import StrEnum
 SCHEMA_VERSION = 2
 
 
-class Kind(StrEnum):
+class FindingKind(StrEnum):
     VERDICT = "verdict"  # one per lab variant of a kernel, across the sweep
     CASE = "case"  # one per case (kernel, variant, dtype, shape)
     HOST = "host"  # a case whose host cost per call exceeds its device time
@@ -280,7 +280,7 @@ class BaselineComparison:
 @dataclass
 class Finding:
     subject: str
-    kind: Kind
+    kind: FindingKind
     kernel: str
     variant: str | None = None
     case: str | None = None  # the case (NVTX range) name: the row of cases.csv/kernels.csv

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from profkit import stats
 from profkit.explain.evidence import format_value
 from profkit.explain.kernel_family import FUSED_OPS
-from profkit.explain.model import Action, Advice, Cause, Finding, Kind, Reason, Verdict
+from profkit.explain.model import Action, Advice, Cause, Finding, FindingKind, Reason, Verdict
 
 _STALL_WORDS = {
     "long_scoreboard": "global memory (long scoreboard)",
@@ -989,18 +989,18 @@ _FACT_WORDS = {
 
 
 def finding_text(f: Finding) -> str:
-    if f.kind == Kind.VERDICT:
+    if f.kind == FindingKind.VERDICT:
         return verdict_text(f)
     ev = f.evidence
     parts = []
-    if f.kind == Kind.CASE and _has(ev, "device_p50_ms"):
+    if f.kind == FindingKind.CASE and _has(ev, "device_p50_ms"):
         lead = say("p50 {device_p50_ms}", ev)
         if _has(ev, "achieved_tflops") and str(ev.get("roof_pipe", "")).startswith("tensor"):
             lead += say(", {achieved_tflops}", ev)
         parts.append(lead + ".")
-    if f.kind == Kind.LAUNCH and _has(ev, "ncu_duration_ms"):
+    if f.kind == FindingKind.LAUNCH and _has(ev, "ncu_duration_ms"):
         parts.append(say("ncu measured {ncu_duration_ms}.", ev))
-    if f.kind == Kind.HISTORY:
+    if f.kind == FindingKind.HISTORY:
         return history_text(f)
     if _has(ev, "memory_queue_stall_share_pct", "sol_bottleneck"):
         # why memory-bound where ncu's SOL line says otherwise
@@ -1009,7 +1009,7 @@ def finding_text(f: Finding) -> str:
             "of the stalls wait on full memory queues, {queue_level} at {queue_level_pct}.",
             ev,
         ))  # fmt: skip
-    if f.kind == Kind.ITERATIONS:
+    if f.kind == FindingKind.ITERATIONS:
         parts.append(f"{STEP_LATENCY_WORDS[0].upper()}{STEP_LATENCY_WORDS[1:]}.")
     parts += [reason_text(r, ev) for r in f.reasons]
     return " ".join(p for p in parts if p)

@@ -20,7 +20,7 @@ from profkit.dtypes import DTYPE_ALIASES
 from profkit.explain import source_render
 from profkit.explain.as_json import report_dict
 from profkit.explain.hotlines import SourceLines
-from profkit.explain.model import Finding, Kind, Report, Unit, Verdict
+from profkit.explain.model import Finding, FindingKind, Report, Unit, Verdict
 from profkit.explain.phrases import advice_text, finding_text, reason_text
 
 _VERDICT_STYLE = {
@@ -55,9 +55,9 @@ def by_kernel(findings: Iterable[Finding]) -> dict[str, list[Finding]]:
 
 
 def label(f: Finding) -> str:
-    if f.kind == Kind.VERDICT:
+    if f.kind == FindingKind.VERDICT:
         return str(f.verdict or "no verdict")
-    if f.kind == Kind.ITERATIONS:
+    if f.kind == FindingKind.ITERATIONS:
         return "step latency"
     if f.bottleneck is None:
         return "no bottleneck claim"
@@ -237,10 +237,10 @@ GLOSSARY = {
 
 
 def _footer(findings: list[Finding]) -> list[str]:
-    if not any(f.kind != Kind.LAUNCH for f in findings):
+    if not any(f.kind != FindingKind.LAUNCH for f in findings):
         return []
     said = []
-    if any(f.kind == Kind.VERDICT and f.verdict == Verdict.ACTIVE_TRACK for f in findings):
+    if any(f.kind == FindingKind.VERDICT and f.verdict == Verdict.ACTIVE_TRACK for f in findings):
         said.append(GLOSSARY["ACTIVE TRACK"])
     if any(f.ruled_out for f in findings):
         said.append(GLOSSARY["withheld"])
@@ -267,19 +267,19 @@ def _select(group: list[Finding], case: str | None, variant: str | None) -> list
             text = " ".join(x for x in (f.case, f.subject) if x).replace(".", " ").lower()
             wanted = {DTYPE_ALIASES.get(w, w) for w in case.replace(".", " ").lower().split()}
             words = set(text.split())
-            return f.kind != Kind.VERDICT and wanted <= words
+            return f.kind != FindingKind.VERDICT and wanted <= words
         return True
 
     return [f for f in group if keep(f)]
 
 
 def _summary(out: _Out, group: list[Finding], hot: SourceLines | None = None) -> None:
-    verdicts = [f for f in group if f.kind == Kind.VERDICT]
-    cases = [f for f in group if f.kind == Kind.CASE]
+    verdicts = [f for f in group if f.kind == FindingKind.VERDICT]
+    cases = [f for f in group if f.kind == FindingKind.CASE]
     _advice(out, group)
     if not verdicts:  # a bare report: one line per launch
         for f in group:
-            if f.kind != Kind.ITERATIONS:
+            if f.kind != FindingKind.ITERATIONS:
                 _launch_line(out, f)
                 _hot_line(out, hot, f)
         return
@@ -293,7 +293,7 @@ def _summary(out: _Out, group: list[Finding], hot: SourceLines | None = None) ->
         out.priority = _P_VERDICT
         out.para(finding_text(v))
         history = next(
-            (f for f in group if f.kind == Kind.HISTORY and f.variant == v.variant), None
+            (f for f in group if f.kind == FindingKind.HISTORY and f.variant == v.variant), None
         )
         out.priority = _P_HISTORY
         if history is not None:
@@ -304,7 +304,7 @@ def _summary(out: _Out, group: list[Finding], hot: SourceLines | None = None) ->
         _hot_line(out, hot, _largest(list(mine.values()), hot))
         out.priority = _P_BASE
         _baselines(out, group, v)
-        hosted = [f for f in group if f.kind == Kind.HOST and f.variant == v.variant]
+        hosted = [f for f in group if f.kind == FindingKind.HOST and f.variant == v.variant]
         out.priority = _P_HOST
         if hosted:
             worst = max(hosted, key=lambda f: f.evidence.get("host_over_device_x") or 0)
@@ -328,17 +328,17 @@ def _summary(out: _Out, group: list[Finding], hot: SourceLines | None = None) ->
 def _advice(out: _Out, group: list[Finding]) -> None:
     """Step-latency runs: each variant's distribution and where its tail comes from, then the
     profiled steps (cases with a per-launch drill-down): their reading and largest launches."""
-    if not any(f.kind == Kind.ITERATIONS for f in group):
+    if not any(f.kind == FindingKind.ITERATIONS for f in group):
         return
     for f in group:
-        if f.kind == Kind.ITERATIONS:
+        if f.kind == FindingKind.ITERATIONS:
             out.priority = _P_HEAD
             out.head(f.subject, label(f), "cyan")
             out.priority = _P_VERDICT
             out.para(finding_text(f))
     out.priority = _P_LAUNCHES
     for f in group:
-        if f.kind == Kind.CASE and f.launches:
+        if f.kind == FindingKind.CASE and f.launches:
             out.head(f.subject, label(f), "cyan")
             out.para(next((t for r in f.reasons if (t := reason_text(r, f.evidence))), ""))
             top = sorted(f.launches, key=lambda x: -(x.share_pct or 0.0))[:_TOP_LAUNCHES]
@@ -372,12 +372,12 @@ def _losses(out: _Out, v: Finding, mine: dict) -> None:
 
 def _baselines(out: _Out, group: list[Finding], v: Finding) -> None:
     """What the baselines do at the largest case: the fused/unfused picture in a few lines."""
-    cases = [f for f in group if f.kind == Kind.CASE]
+    cases = [f for f in group if f.kind == FindingKind.CASE]
     lab = [f for f in cases if f.variant == v.variant and f.evidence.get("device_p50_ms")]
     if not lab:
         return
     big = max(lab, key=lambda f: f.evidence.get("device_p50_ms") or 0)
-    lab_names = {x.variant for x in group if x.kind == Kind.VERDICT}
+    lab_names = {x.variant for x in group if x.kind == FindingKind.VERDICT}
     for f in cases:
         if (f.dtype, f.shape) != (big.dtype, big.shape):
             continue
@@ -407,7 +407,7 @@ def withheld_text(item: dict) -> str:
 def _withheld(group: list[Finding], variant: str | None) -> list[dict]:
     seen: dict[str, dict] = {}
     for f in group:
-        if f.variant == variant and f.kind in (Kind.HISTORY, Kind.CASE):
+        if f.variant == variant and f.kind in (FindingKind.HISTORY, FindingKind.CASE):
             for item in f.ruled_out:
                 seen.setdefault(item["action"], item)
     return list(seen.values())
@@ -428,7 +428,7 @@ def _launch_line(out: _Out, f: Finding) -> None:
 def _hot_line(out: _Out, hot: SourceLines | None, f: Finding | None) -> None:
     said = source_render.headline(hot, f, detail=False) if f is not None else None
     if said:
-        where = f" at {f.dtype} {f.shape}" if f is not None and f.kind == Kind.CASE else ""
+        where = f" at {f.dtype} {f.shape}" if f is not None and f.kind == FindingKind.CASE else ""
         out.para(said, first=f"source{where}: ")
 
 
@@ -442,7 +442,7 @@ def _full(
     out: _Out, f: Finding, rules: bool, hot: SourceLines | None = None, asked: bool = False
 ) -> None:
     style = _VERDICT_STYLE.get(f.verdict) or _BOTTLENECK_STYLE.get(str(f.bottleneck), "dim")
-    out.head(f.subject, label(f).upper() if f.kind == Kind.VERDICT else label(f), style)
+    out.head(f.subject, label(f).upper() if f.kind == FindingKind.VERDICT else label(f), style)
     out.para(finding_text(f))
     for label_, line in facts(f.evidence):
         out.para(line, indent=4, first=f"{label_}: ", style="dim")
@@ -457,7 +457,7 @@ def _full(
         if dram is not None and sm is not None:
             bits += f", DRAM {dram:.0f}%, SM {sm:.0f}%"
         out.para(f"{share:>4} {launch.name} [{launch.family}]: {bits}", indent=4)
-    if f.kind in (Kind.CASE, Kind.LAUNCH):
+    if f.kind in (FindingKind.CASE, FindingKind.LAUNCH):
         said = source_render.headline(hot, f, detail=asked)  # "not measured": --case only
         if said:
             out.para(said, first="source: ")
@@ -561,15 +561,15 @@ def to_markdown(
             if rows:  # a table (a profile's time per op class): kept as laid out
                 lines += ["```", *rows, "```", ""]
         for f in group:
-            if f.kind == Kind.VERDICT:
+            if f.kind == FindingKind.VERDICT:
                 lines += [f"**{f.subject}: {label(f)}.** {finding_text(f)}", ""]
                 lines += [f"- *Next:* {advice_text(s)}" for s in f.next]
                 lines.append("")
-            elif f.kind == Kind.HISTORY:
+            elif f.kind == FindingKind.HISTORY:
                 lines += [f"*History:* {finding_text(f)}", ""]
-            elif f.kind == Kind.ITERATIONS:
+            elif f.kind == FindingKind.ITERATIONS:
                 lines += [f"**{f.subject}: {label(f)}.** {finding_text(f)}", ""]
-            elif verbose or f.kind in (Kind.HOST, Kind.LAUNCH) or f.reasons:
+            elif verbose or f.kind in (FindingKind.HOST, FindingKind.LAUNCH) or f.reasons:
                 lines.append(f"- **{f.subject}** ({label(f)}): {finding_text(f)}")
                 if f.next:
                     lines.append(f"  - *Next:* {advice_text(f.next[0])}")

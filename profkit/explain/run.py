@@ -33,7 +33,7 @@ from profkit.explain.model import (
     Advice,
     Cause,
     Finding,
-    Kind,
+    FindingKind,
     Reason,
     Report,
 )
@@ -186,7 +186,7 @@ class _Tables:
 def case_finding(row: Mapping, ctx: Context, tables: _Tables, no_counters: str | None) -> Finding:
     f = Finding(
         subject=_subject(row),
-        kind=Kind.CASE,
+        kind=FindingKind.CASE,
         kernel=str(row["kernel"]),
         variant=str(row["variant"]),
         case=text(row, "case"),
@@ -378,7 +378,7 @@ def explain_launches(
         launch = num(row, "launch")
         f = Finding(
             subject=name,
-            kind=Kind.LAUNCH,
+            kind=FindingKind.LAUNCH,
             kernel=text(row, "kernel") or name,
             variant=text(row, "variant"),
             case=text(row, "case"),

@@ -22,7 +22,7 @@ from profkit.explain.model import (
     BaselineComparison,
     Cause,
     Finding,
-    Kind,
+    FindingKind,
     Reason,
     Verdict,
 )
@@ -101,7 +101,7 @@ def _verdict(
     ev = Evidence()
     f = Finding(
         subject=f"{kernel} {variant}" if several else kernel,
-        kind=Kind.VERDICT,
+        kind=FindingKind.VERDICT,
         kernel=kernel,
         variant=variant,
     )

@@ -28,7 +28,7 @@ from rich.console import Console
 
 from profkit import store
 from profkit.errors import ProfkitError
-from profkit.explain import Finding, Kind, explain_run
+from profkit.explain import Finding, FindingKind, explain_run
 from profkit.spec import KernelSpec, Shape, find_spec, format_shape
 from profkit.tune import steps, why
 from profkit.tune.space import Space, describe, spec_file
@@ -207,7 +207,7 @@ def _finding(m: Measured) -> Finding | None:
     or one with neither a cause nor a step)."""
     report = explain_run(m.run, history_runs=[])
     for f in report.findings:
-        if f.kind == Kind.CASE and f.variant == m.name:
+        if f.kind == FindingKind.CASE and f.variant == m.name:
             return None if not f.reasons and not f.next else f
     return None
 
