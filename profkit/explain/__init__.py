@@ -32,12 +32,21 @@ from profkit.explain.model import (
     Verdict,
     plain,
 )
-from profkit.explain.run import explain_launches, explain_run
+from profkit.explain.run import (
+    CaseTables,
+    case_finding,
+    explain_launches,
+    explain_run,
+    why_no_counters,
+)
 
 plain_value = plain
 
 __all__ = [
     "SCHEMA_VERSION",
+    "CaseTables",
+    "case_finding",
+    "why_no_counters",
     "Action",
     "Bottleneck",
     "Cause",

@@ -56,11 +56,11 @@ def explain_run(
     mode = str(run.manifest.get("mode") or ("interpret" if _interpreted(run) else "gpu"))
     report = Report(source=run.run_id, mode=mode)
     device = Device.of(run.manifest)
-    no_counters = _no_counters(run)
+    no_counters = why_no_counters(run)
     cases = run.cases.astype({"dtype": str, "shape": str, "variant": str, "kernel": str})
     earlier = history.history_runs(run, history_runs, loaded)
     notebook_dir = _notebook_dir()
-    tables = _Tables(launches.by_case(run.kernels), ncu_rules.by_launch(run.rules))
+    tables = CaseTables(launches.by_case(run.kernels), ncu_rules.by_launch(run.rules))
     for kernel, group in cases.groupby("kernel", sort=False):
         rows = group.to_dict("records")
         notebook = history.notebook_ruled_out(str(kernel), notebook_dir)
@@ -133,7 +133,8 @@ def _interpreted(run: Run) -> bool:
     return bool((run.manifest.get("options") or {}).get("interpret"))
 
 
-def _no_counters(run: Run) -> str | None:
+def why_no_counters(run: Run) -> str | None:
+    """Why a timing-only run has no counters (its counter pass's reason); None where it has them."""
     counters = run.manifest.get("counters") or {}
     if not run.timing_only:
         return None
@@ -178,12 +179,18 @@ def _subject(row: Mapping) -> str:
 
 
 @dataclass(frozen=True)
-class _Tables:
+class CaseTables:
+    """What a case's finding reads beside its row: its launches and their NVIDIA rule results."""
+
     launches: dict[str, list[dict]]  # case -> its launches (kernels.csv rows)
     rules: dict[int, list[dict]]  # launch -> its quoted rule results (rules.csv rows)
 
 
-def case_finding(row: Mapping, ctx: Context, tables: _Tables, no_counters: str | None) -> Finding:
+def case_finding(
+    row: Mapping, ctx: Context, tables: CaseTables, no_counters: str | None
+) -> Finding:
+    """One case's finding: bottleneck, unit, causes and advice, from its row and its launches
+    (profkit.workload explains a profile's kernel groups through it too)."""
     f = Finding(
         subject=_subject(row),
         kind=FindingKind.CASE,

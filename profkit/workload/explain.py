@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from profkit.explain import launches, ncu_rules
+from profkit.explain import CaseTables, case_finding, launches, ncu_rules, why_no_counters
 from profkit.explain.context import Context
 from profkit.explain.evidence import num
 from profkit.explain.kernel_family import family
@@ -27,7 +27,6 @@ from profkit.explain.model import Action, Advice, Finding, Report, Unit
 from profkit.explain.phrases import advice_text
 from profkit.explain.record import LaunchRecord
 from profkit.explain.roofs import Device
-from profkit.explain.run import _no_counters, _Tables, case_finding
 from profkit.store import Run
 from profkit.workload import pace
 from profkit.workload.op_class import OpClass, fix, label, op_class
@@ -68,8 +67,10 @@ def explain_profile(run: Run) -> Report:
     device = Device.of(run.manifest)
     by_case = launches.by_case(run.kernels)
     # one profiled launch stands for its group: a group's launches are one kernel, not a chain
-    tables = _Tables({c: rows[:1] for c, rows in by_case.items()}, ncu_rules.by_launch(run.rules))
-    no_counters = _no_counters(run)
+    tables = CaseTables(
+        {c: rows[:1] for c, rows in by_case.items()}, ncu_rules.by_launch(run.rules)
+    )
+    no_counters = why_no_counters(run)
     rows = run.cases.sort_values("rank").to_dict("records")
     found: dict[str, Finding] = {}
     for row in explained(run, rows):
