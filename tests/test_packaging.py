@@ -16,13 +16,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACKED_LIMIT = 15_000_000  # bytes (issue 21): runs and pages stay out of git
-# in the venv: the unit tier of the files whose tests start processes that find python3 or profkit
-# on PATH, or make a nested venv (the wheel check), where a venv differs from the system Python;
-# not this test itself, nor ruff (a lint of the tree, the same from any environment)
-IN_VENV = (
-    "-m unit tests/test_packaging.py tests/test_readme_commands_and_first_runs.py"
-    " -k 'not fresh_venv and not ruff'"
-)
+# in the venv: the unit tier of this file, whose wheel check makes a nested venv and runs profkit
+# from it (where a venv differs from the system Python); not this test itself, nor ruff (a lint of
+# the tree, the same from any environment)
+IN_VENV = "-m unit tests/test_packaging.py -k 'not fresh_venv and not ruff'"
 PURELIB = "import sysconfig; print(sysconfig.get_path('purelib'))"
 
 
@@ -60,9 +57,8 @@ def test_the_readme_test_command_passes_in_a_fresh_venv(tmp_path: Path) -> None:
     """Issue 35: a user runs the README's test command inside a venv, whose packages are the
     venv's own, not the base interpreter's. The venv here holds this interpreter's packages as
     links in its own site-packages (offline and instant, as if installed there); the command runs
-    install.sh (a no-op when all is in place), then the unit tier of the tests that start
-    processes, the wheel check among them (it failed in a venv: its nested venv saw the base
-    interpreter's packages, not the venv's)."""
+    install.sh (a no-op when all is in place), then the unit tier of this file: the wheel check
+    (it failed in a venv: its nested venv saw the base interpreter's packages, not the venv's)."""
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     purelib = subprocess.run([str(venv / "bin" / "python"), "-c", PURELIB], capture_output=True,
