@@ -408,42 +408,14 @@ def capture(
     callback=_positive_seconds,
     help="seconds each round's counter pass may run",
 )
-def tune(
-    kernel,
-    variant,
-    shape,
-    dtype,
-    budget,
-    restrict,
-    from_file,
-    out,
-    interpret,
-    cluster,
-    workers,
-    seed,
-    ncu_timeout,
-) -> int:
+def tune(**opts) -> int:
     """Tune KERNEL's variant: counters propose configurations, a sweep measures them, explain says
     why the winner wins; stored as a run of kind tune."""
     from profkit.store import default_root
     from profkit.tune.command import tune_command
 
-    _sweep_stale(Path(out) if out else default_root())
-    run = tune_command(
-        kernel,
-        variant,
-        shape,
-        dtype,
-        budget,
-        restrict,
-        from_file,
-        out,
-        interpret,
-        cluster,
-        workers,
-        seed,
-        ncu_timeout,
-    )
+    _sweep_stale(Path(opts["out"]) if opts["out"] else default_root())
+    run = tune_command(**opts)  # the options by name, as tune_command takes them
     return _correctness_status(run.cases, run.cases[~run.cases.correct.astype(bool)])
 
 
