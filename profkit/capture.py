@@ -397,7 +397,7 @@ def _memory_limit(interpret: bool) -> tuple[int, str]:
     return torch.cuda.get_device_properties(0).total_memory, "the GPU's memory"
 
 
-def _check_shapes(spec: KernelSpec, opts: CaptureOptions) -> None:
+def check_shapes(spec: KernelSpec, opts: CaptureOptions) -> None:
     """A shape the spec's bytes/flops model cannot take (e.g. 1-D for a 2-D kernel), or whose
     tensors cannot fit in memory, is an input error, reported before any work, not a traceback or
     a sweep of failed cases."""
@@ -478,7 +478,7 @@ def run_capture(spec: KernelSpec, opts: CaptureOptions, console: Console | None 
                 "no CUDA GPU here: capture needs one (use --interpret to check "
                 "correctness through Triton's interpreter on the CPU)"
             )
-    _check_shapes(spec, opts)
+    check_shapes(spec, opts)
     for name, why in opts.skipped.items():  # said once the sweep is known to be valid
         console.print(f"note: {spec.name} variant {name} skipped: {why}", markup=False)
     try:

@@ -499,12 +499,12 @@ def run_cluster_capture(
     console: Console | None = None,
 ) -> list[Path]:
     """Every kernel's sweep spread over the cluster; one stored run per kernel."""
-    from profkit.capture import _check_shapes
+    from profkit.capture import check_shapes
 
     console = console or Console(stderr=True)
     for spec, opts in jobs:
         check_names(spec)
-        _check_shapes(spec, opts)
+        check_shapes(spec, opts)
     groups = [g for spec, opts in jobs for g in split(spec, opts)]
     interpret = any(opts.interpret for _, opts in jobs)
     with _ctrl_c_deferred() as interrupted:

@@ -165,17 +165,17 @@ def test_a_shape_of_the_wrong_rank_is_refused(tmp_path: Path, no_gpu: None) -> N
     ],
 )
 def test_a_shape_is_checked_by_the_spec_s_own_rank(kernel: str, shape: tuple, ok: bool) -> None:
-    from profkit.capture import CaptureOptions, _check_shapes
+    from profkit.capture import CaptureOptions, check_shapes
     from profkit.errors import ProfkitError
     from profkit.spec import find_spec, format_shape
 
     spec = find_spec(kernel)
     opts = CaptureOptions(spec.dtypes[:1], (shape,), (spec.variants[0].name,), Path("."), True)
     if ok:
-        _check_shapes(spec, opts)
+        check_shapes(spec, opts)
     else:  # by the spec's own model where it refuses the shape, else by the rank of its sweeps
         with pytest.raises(ProfkitError, match=f"does not take shape '{format_shape(shape)}'"):
-            _check_shapes(spec, opts)
+            check_shapes(spec, opts)
 
 
 # --- the reference first, from pristine inputs ---------------------------------------------------

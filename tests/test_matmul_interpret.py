@@ -10,7 +10,7 @@ import pytest
 
 os.environ["TRITON_INTERPRET"] = "1"  # before the kernel module is (re)loaded below
 
-from profkit.capture import CaptureOptions, _check_shapes  # noqa: E402
+from profkit.capture import CaptureOptions, check_shapes  # noqa: E402
 from profkit.errors import ProfkitError  # noqa: E402
 from profkit.measure.correctness import check  # noqa: E402
 from profkit.spec import find_spec, parse_shape  # noqa: E402
@@ -88,7 +88,7 @@ def test_a_two_dimensional_shape_is_an_input_error():
         dtypes=("float16",), shapes=((64, 64),), variants=("triton",), root=".", interpret=True
     )
     with pytest.raises(ProfkitError, match="does not take shape '64x64'.*takes MxNxK shapes"):
-        _check_shapes(SPEC, opts)
+        check_shapes(SPEC, opts)
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ import pytest
 
 os.environ["TRITON_INTERPRET"] = "1"  # before the kernel module is (re)loaded below
 
-from profkit.capture import CaptureOptions, _check_shapes  # noqa: E402
+from profkit.capture import CaptureOptions, check_shapes  # noqa: E402
 from profkit.errors import ProfkitError  # noqa: E402
 from profkit.measure.correctness import check  # noqa: E402
 from profkit.spec import find_spec  # noqa: E402
@@ -68,7 +68,7 @@ def test_a_one_dimensional_shape_is_an_input_error():
         dtypes=("float32",), shapes=((4096,),), variants=("torch",), root=".", interpret=True
     )
     with pytest.raises(ProfkitError, match="softmax takes 2-D shapes"):
-        _check_shapes(SPEC, opts)
+        check_shapes(SPEC, opts)
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import pytest
 
 os.environ["TRITON_INTERPRET"] = "1"  # before the kernel module is (re)loaded below
 
-from profkit.capture import CaptureOptions, _check_shapes  # noqa: E402
+from profkit.capture import CaptureOptions, check_shapes  # noqa: E402
 from profkit.errors import ProfkitError  # noqa: E402
 from profkit.measure.correctness import check  # noqa: E402
 from profkit.spec import find_spec  # noqa: E402
@@ -151,7 +151,7 @@ def test_a_three_dimensional_shape_is_an_input_error():
         dtypes=("float32",), shapes=((2, 3, 4),), variants=("torch",), root=".", interpret=True
     )
     with pytest.raises(ProfkitError, match="sum takes 1-D .N. or 2-D .ROWSxCOLS. shapes"):
-        _check_shapes(SPEC, opts)
+        check_shapes(SPEC, opts)
 
 
 def test_default_sweep_has_every_size_the_goals_name():

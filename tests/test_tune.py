@@ -228,6 +228,8 @@ def test_bad_input_is_one_line(tmp_path):
         (["tune", "rmsnorm", "--set", "nope=1"], ("no tunable 'nope'",)),
         (["tune", "rmsnorm", "--variant", "eager"], ("declares no tunables",)),
         (["tune", "softmax", "--shape", "256x65536", "--interpret"], ("split-row design",)),
+        # the shape is checked as capture checks it, before the first line of work is printed
+        (["tune", "rmsnorm", "--shape", "2x8x4", "--interpret"], ("(3-D)", "2-D shapes")),
     ]:
         one_line_error(CliRunner().invoke(cli, [*args, "--out", str(tmp_path)]), *words)
 

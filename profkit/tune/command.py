@@ -42,6 +42,7 @@ def tune_command(
     if interpret:
         os.environ["TRITON_INTERPRET"] = "1"  # before the kernel's module imports triton
     from profkit import store
+    from profkit.capture import CaptureOptions, check_shapes
     from profkit.spec import find_spec, format_shape, normalize_dtype, parse_shape
     from profkit.tune.loop import TuneOptions, default_budget, run_tune
     from profkit.tune.space import space_of, tunable_variant
@@ -53,6 +54,8 @@ def tune_command(
         case_shape = parse_shape(shape)
     else:
         case_shape = spec.interpret_shapes[0] if interpret else spec.shapes[0]
+    # the shape checked as capture checks it (rank, bytes model, memory), before any word of work
+    check_shapes(spec, CaptureOptions((dt,), (case_shape,), (v.name,), Path("."), interpret))
     space = space_of(spec, v, case_shape, dt, parse_set(restrict))
     if not interpret and not cluster:
         import torch
