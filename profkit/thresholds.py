@@ -3,7 +3,7 @@
 Sources are either Nsight Compute's own guided-analysis rules (the Python rule files shipped in its
 `sections/` folder: SpeedOfLight's SOLBottleneck, LaunchStats' TailEffect, Occupancy's
 AchievedOccupancy), NVIDIA documentation, measurements on the project's H200
-(../shared/notes/gpu-facts.md and the runs committed under profiles/), or a stated profkit choice
+(docs/gpu-facts.md and the runs kept under tests/data/), or a stated profkit choice
 with the reason for it. Percentages are percent (0-100), times are milliseconds, like the columns
 they are compared with.
 """
@@ -30,9 +30,9 @@ SMALL_GRID_WAVES = 1.0
 # Without timing (a launch from a report), at or above this share of DRAM peak the kernel streams
 # about as fast as the GPU can: no launch configuration change will help, only fewer bytes. ncu's
 # peak is the DRAM's (4.8 TB/s on the H200); a device copy reaches only about 88% of it (4.22-4.25
-# TB/s, gpu-facts.md). A Triton vector add reached 89.5% there, torch.compile's RMSNorm 85.9-87.6%
-# at 16384x8192 (97-99.6% of the measured copy, profiles/rmsnorm-20261130-014917-vm-4bc5).
-# profkit choice: 85, just under those.
+# TB/s, docs/gpu-facts.md). A Triton vector add reached 89.5% there, torch.compile's RMSNorm
+# 85.9-87.6% at 16384x8192 (97-99.6% of the measured copy,
+# tests/data/runs/rmsnorm-20261130-014917-vm-4bc5). profkit choice: 85, just under those.
 NEAR_PEAK_DRAM_PCT = 85.0
 # memory_throughput_pct (busiest memory unit) this many points above dram_throughput_pct means the
 # pressure is on L1/L2/shared memory rather than DRAM. profkit choice: the same 10-point gap ncu's
@@ -43,18 +43,18 @@ CACHE_BOUND_GAP_PCT = 10.0
 # reading x twice) is 1.5x the minimum on paper, but writes still in L2 at the kernel's end lower
 # the count: F.rms_norm, whose DRAM reads are 1.7-2.0x its input (x read twice), measured
 # 1.33-1.48x the minimum at 16384x8192 on the H200 while the one-pass kernels measured 0.95-0.99x
-# (profiles/rmsnorm-20261130-014917-vm-4bc5). profkit choice: 1.25, between the two.
+# (tests/data/runs/rmsnorm-20261130-014917-vm-4bc5). profkit choice: 1.25, between the two.
 EXCESS_DRAM_BYTES_RATIO = 1.25
 # DRAM bytes measured by ncu under this multiple of the spec's minimum bytes: part of the data never
 # crossed DRAM during the kernel (the L2 still held written lines at its end), so DRAM throughput
 # understates the memory traffic. On the H200 the RMSNorm reads count exactly the input while
 # about 26 MB of writes stay in the 60 MB L2: 0.95-0.99x the minimum at 16384x8192, 0.6-0.8x at
-# 4096x4096-4096x8192 (profiles/rmsnorm-20261130-014917-vm-4bc5). profkit choice: 0.9.
+# 4096x4096-4096x8192 (tests/data/runs/rmsnorm-20261130-014917-vm-4bc5). profkit choice: 0.9.
 L2_RESIDENT_BYTES_RATIO = 0.9
 
 # --- Compute-bound detail -------------------------------------------------------------------------
 # tensor_pipe_pct at or above this: the kernel is bound on the Tensor Cores. ncu SOL's 80% "high
-# throughput" line; cuBLAS bf16 GEMMs run the pipe at 94.9-96.9% on the H200 (gpu-facts.md).
+# throughput" line; cuBLAS bf16 GEMMs run the pipe at 94.9-96.9% on the H200 (docs/gpu-facts.md).
 TENSOR_BUSY_PCT = 80.0
 # tensor_pipe_pct below this: the Tensor Cores do a negligible share of the work, so a compute-bound
 # kernel is bound on the FMA/ALU pipes. profkit choice.
@@ -63,9 +63,9 @@ TENSOR_IDLE_PCT = 10.0
 # tensor_pipe_pct under this: the kernel issues (almost) no MMA instructions at all, so its math is
 # on the FMA pipe; at or above it, it runs on the Tensor Cores and is judged against their roof.
 # profkit choice: 1%, above the pipe's idle noise (0.1-0.5% on the RMSNorm kernels,
-# profiles/rmsnorm-20261130-014917-vm-4bc5). The pipe also counts HFMA2.MMA constant moves (up
-# to 4.1% in kernels with no MMA, softmax run a879b0): explain's LaunchRecord.mma_kind
-# also asks it to out-work the FMA pipe.
+# tests/data/runs/rmsnorm-20261130-014917-vm-4bc5). The pipe also counts HFMA2.MMA constant moves
+# (up to 4.1% in kernels with no MMA, softmax run a879b0): explain's LaunchRecord.mma_kind also asks
+# it to out-work the FMA pipe.
 TENSOR_UNUSED_PCT = 1.0
 # A pipe at or above this share of its peak does real work (not idle noise): the FP64 pipe's
 # roof is the one a kernel off the Tensor Cores is judged against when its FP64 pipe is in use this
@@ -120,10 +120,11 @@ SHORT_KERNEL_MS = 0.005
 
 # --- Timing ---------------------------------------------------------------------------------------
 # Whether two timings differ is decided in profkit/stats (95% interval of the ratio of medians and
-# the unstable width, with their sources there), under these practical floors:
-# A gap smaller than this share of the baseline is "noise" even when the interval excludes 1: two
-# back-to-back captures of the same code on the H200 moved single cases by a few percent
-# (profiles/, issue 7's reproducibility goal asks for 5%). profkit choice: 2%.
+# the unstable width, with their sources there), under these practical floors: A gap smaller than
+# this share of the baseline is "noise" even when the interval excludes 1: two back-to-back captures
+# of the same code on the H200 moved single cases by a few percent
+# (docs/measurements/timing-repro-h200-20261130.md; issue 7's reproducibility goal asks for 5%).
+# profkit choice: 2%.
 PRACTICAL_FLOOR_PCT = 2.0
 # A gap smaller than this many microseconds is "noise" at any size: the same code timed in two
 # processes back to back on the H200 moved by up to 0.8 us at 3-13 us cases (TLB and launch
@@ -138,8 +139,8 @@ CLOCK_MISMATCH_SHARE = 0.03
 # over p50), the kernel moves its bytes about as fast as a device copy, so only fewer bytes can
 # help. The measured copy is the practical roof (about 88% of ncu's DRAM peak on the H200), and
 # torch.compile's RMSNorm reaches 98.6-99.6% of it at 16384x8192 on the H200
-# (profiles/rmsnorm-20261130-014917-vm-4bc5), so under 95% a measurable margin is left. profkit
-# choice: 95.
+# (tests/data/runs/rmsnorm-20261130-014917-vm-4bc5), so under 95% a measurable margin is left.
+# profkit choice: 95.
 NEAR_COPY_CEILING_PCT = 95.0
 
 # --- Roofs, pipes and the memory hierarchy (issue 9) ----------------------------------------------
@@ -152,7 +153,7 @@ NEAR_SAME_SIZE_COPY_PCT = 95.0
 # A case's DRAM reads at or above this multiple of the model's reads (or of the fewest read by any
 # variant of the same case, which is the measured one-pass floor) re-read their input. F.rms_norm at
 # bf16 4096x8192 reads 99.5 MB against 67.1 MB (1.48x), the one-pass kernels 1.00x
-# (profiles/rmsnorm-20261130-014917-vm-4bc5). profkit choice: 1.25, between the two.
+# (tests/data/runs/rmsnorm-20261130-014917-vm-4bc5). profkit choice: 1.25, between the two.
 EXTRA_READS_RATIO = 1.25
 # Global-load sectors fetched at or above this multiple of the bytes the model reads: most of every
 # 32-byte sector is thrown away (strided or scattered access). A coalesced stream fetches 1.0x.
@@ -162,7 +163,7 @@ UNCOALESCED_SECTOR_RATIO = 2.0
 # the model's bytes instead, which also counts deliberate re-reads served by L2 and cannot see the
 # access width: F.rms_norm (x read twice, vectorized) read 2.3-3.5x there and was called
 # uncoalesced, a false alarm; the strided copy of the explain suite (lane i reads x[8i]) read 4.5x
-# (profiles/suite_strided-20261130-163645-vm-8ce3). profkit choice: 4, above the re-reads.
+# (tests/data/runs/suite_strided-20261130-163645-vm-8ce3). profkit choice: 4, above the re-reads.
 UNCOALESCED_MODEL_RATIO = 4.0
 # Shared-memory bank conflicts at or above this share of the shared wavefronts: at least one access
 # in three replays (NVIDIA's SharedMemoryConflicts rule flags any excess wavefronts; profkit asks

@@ -103,3 +103,16 @@ def test_the_analysis_half_reads_the_store_and_the_statistics_only() -> None:
         if a in ANALYSIS and b not in ANALYSIS_READS and b not in ANALYSIS
     )
     assert not wider, "\n".join(wider)
+
+
+def test_every_source_the_thresholds_cite_is_in_the_repository() -> None:
+    """Issue 32: thresholds.py cites its sources as files; each is inside the repository (a run
+    kept under tests/data, a measurement note under docs/), never one beside it."""
+    import re
+
+    text = (PACKAGE / "thresholds.py").read_text()
+    assert "../" not in text and "profiles/" not in text
+    cited = re.findall(r"\b((?:docs|tests|profkit|kernels|zoo|holdout|jobs)/[\w./-]*\w)", text)
+    assert cited
+    missing = sorted({c for c in cited if not (PACKAGE.parent / c).exists()})
+    assert not missing, missing
