@@ -12,11 +12,12 @@ from profkit.dashboard.page import KindView, write_page
 from profkit.explain import Report, explain_run
 from profkit.store import PROFILE, TUNE, Run
 from profkit.tune.dashboard import tune_sections
+from profkit.tune.loop import explain_tune
 from profkit.workload.dashboard import profile_sections
 from profkit.workload.explain import explain_profile
 
 # a run kind's own findings and views; a kind not listed is explained and drawn as a capture
-EXPLAINERS: dict[str, Callable[[Run], Report]] = {PROFILE: explain_profile}
+EXPLAINERS: dict[str, Callable[[Run], Report]] = {PROFILE: explain_profile, TUNE: explain_tune}
 VIEWS: dict[str, KindView] = {
     PROFILE: KindView(profile_sections),
     TUNE: KindView(tune_sections, verdicts=False),

@@ -19,7 +19,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -28,7 +28,7 @@ from rich.console import Console
 
 from profkit import store
 from profkit.errors import ProfkitError
-from profkit.explain import Finding, FindingKind, explain_run
+from profkit.explain import Finding, FindingKind, Report, explain_run
 from profkit.spec import KernelSpec, Shape, find_spec, format_shape
 from profkit.tune import steps, why
 from profkit.tune.space import Space, describe, spec_file
@@ -327,3 +327,13 @@ def tune_record(run: store.Run) -> dict | None:
         return json.loads((run.path / TUNE_FILE).read_text())
     except (OSError, ValueError) as exc:
         raise ProfkitError(f"{run.path}: {TUNE_FILE} is unreadable ({exc})") from exc
+
+
+def explain_tune(run: store.Run) -> Report:
+    """A tune run's findings: every configuration is the tuned variant, the user's own code (the
+    shipped one is its reference, not a library baseline): runs stored while the shipped
+    configuration was flagged `baseline` read the same as runs stored since. No verdict against
+    a baseline: the path (run_summary) says how each configuration compares with the shipped."""
+    report = explain_run(replace(run, cases=run.cases.assign(baseline=False)), history_runs=[])
+    report.verdicts = []
+    return report
