@@ -268,3 +268,20 @@ def test_atomics_at_scattered_addresses_are_uncoalesced_not_contended() -> None:
     assert catalogue.found(outcomes, Cause.ATOMIC_CONTENTION) is None
     # L2 under its high-throughput line: the atomics are not what it spends its time on
     assert catalogue.found(catalogue.evaluate(replace(rec, l2_pct=50.0)), Cause.UNCOALESCED) is None
+
+
+def test_sectors_that_hit_in_l1_are_not_uncoalesced() -> None:
+    # ATen's layer norm (bf16 8192x4096, the hold-out's H200 capture): 2.5x the ideal sectors,
+    # but 75.6% of them hit in L1 (0.61x the ideal reach L2) while L1 is 54.5% busy, and DRAM
+    # reads its 67.9 MB for a 67.1 MB input: no coalescing loss to fix
+    kernels = Path(__file__).parent / "data/holdout/ho_layer_norm-20261204-152721-vm-87af1b"
+    with (kernels / "kernels.csv").open() as fh:
+        row = next(r for r in csv.DictReader(fh) if r["variant"] == "aten")
+    norm = LaunchRecord.of({k: v for k, v in row.items() if v != ""})
+    assert norm.ld_sectors_over_ideal == pytest.approx(2.5, abs=0.01)
+    assert Cause.UNCOALESCED not in found(norm)
+    # the same sectors missing L1, or with L1 the busy unit: uncoalesced
+    assert Cause.UNCOALESCED in found(replace(norm, l1_hit_pct=0.0))
+    assert Cause.UNCOALESCED in found(replace(norm, l1_pct=85.0))
+    # a strided transpose's 8x still misses L1 at a third of hits (8 x 0.67 = 5.3x)
+    assert Cause.UNCOALESCED in found(replace(record("p.transpose"), l1_hit_pct=33.0))

@@ -134,3 +134,23 @@ def test_a_library_convolution_or_attention_gets_whole_op_advice_not_gemm_tiles(
         assert "another backend for the op" in advice_text(step)
     (gemm,), _ = fit_advice(steps, Family.CUTLASS, {}, KernelKind.GEMM)
     assert "whole_op" not in gemm.detail and "batching small GEMMs" in advice_text(gemm)
+
+
+def test_a_chain_of_library_launches_is_not_told_to_fuse() -> None:
+    # catalogue's library_chain: a chain whose launches are all library code gets the library's
+    # remedy (another backend, option or formulation); fusing is for chains the user can fuse
+    kept, _ = _resolve(Action.FUSE, (), library_chain="cublas")
+    assert [s.action for s in kept] == [Action.LIBRARY_OPTIONS]
+    assert "nothing of the user's to fuse" in advice_text(kept[0])
+    assert _resolve(Action.FUSE, ())[0][0].action == Action.FUSE  # an unmarked chain's stands
+    # stored: torch.sum's two ATen reduce launches (2^30 elements) are the library's; the user's
+    # Triton chains (tree, and atomics after ATen's memset) are still told to fuse
+    chains = [f for f in explained(SUM).findings if f.kind == FindingKind.CASE and f.launches]
+    chains = [f for f in chains if len(f.launches) > 1]
+    library = [f for f in chains if f.variant == "torch"]
+    assert library and all(
+        Action.FUSE not in {s.action for s in f.next}
+        and any(s.detail.get("library_chain") for s in f.next)
+        for f in library
+    )
+    assert any(Action.FUSE in {s.action for s in f.next} for f in chains if f.variant != "torch")

@@ -125,3 +125,18 @@ def test_a_faster_peer_asking_for_fewer_load_bytes_is_named_beside_the_cause() -
     assert named["global_ld_bytes_requested"]["sibling"] == liger.global_ld_bytes_requested
     # Liger holds fewer warps (75% theoretical against 100%): not a reason it is faster
     assert "theoretical_occupancy_pct" not in named and "achieved_occupancy_pct" not in named
+
+
+PEER_RMSNORM = "rmsnorm-20261202-023438-vm-1e156f"  # torch's native RMSNorm beside Liger's
+
+
+def test_atens_norm_sectors_served_by_l1_are_no_coalescing_loss() -> None:
+    # torch's rms_norm runs ATen's vectorized_layer_norm_kernel: 2.0x the ideal sectors, 56-71%
+    # of them L1 hits (under 0.9x reach L2), L1 at most 54% busy: not uncoalesced. Where DRAM
+    # reads the input again (fp16 4096x8192: 98.9 MB for 67.1 MB), that re-read is said instead
+    native = [f for f in explain_run(store.load(run_path(PEER_RMSNORM)))
+              if f.kind == FindingKind.CASE and f.variant == "native"]  # fmt: skip
+    assert len(native) == 24
+    assert not any(r.cause == Cause.UNCOALESCED for f in native for r in f.reasons)
+    (big,) = [f for f in native if f.dtype == "float16" and f.shape == "4096x8192"]
+    assert Cause.EXTRA_READS in {r.cause for r in big.reasons}

@@ -858,6 +858,13 @@ def advice_text(step: Advice) -> str:
             "give the scatter locality: sort or bucket the indices (combining duplicates before "
             "the atomics), so a warp's updates share L2 sectors"
         )
+    elif step.action == Action.LIBRARY_OPTIONS and d.get("library_chain"):
+        # a chain of library launches only (catalogue.CONFLICTS' library_chain)
+        text = (
+            "its launches are all library code (a fused library op is the fused form already), "
+            "so there is nothing of the user's to fuse: gains come from the op's options (chunk "
+            "sizes, precision), another formulation of it, or another backend for it"
+        )
     elif step.action == Action.LIBRARY_OPTIONS and d.get("instead_of") == "fuse":
         # a library sort or scan (catalogue.CONFLICTS): a whole pass, another formulation
         text = (

@@ -26,7 +26,7 @@ from profkit.explain.evidence import (
     where,
 )
 from profkit.explain.kernel_family import Family, family
-from profkit.explain.kinds import KernelKind, operand_dtype
+from profkit.explain.kinds import KernelKind, Owner, operand_dtype, owner
 from profkit.explain.memory import chain_traffic, dram_level
 from profkit.explain.model import (
     Action,
@@ -314,6 +314,13 @@ def _chain(
     aten = sum(x.share_pct or 0.0 for x in f.launches if x.family == Family.ATEN_ELEMENTWISE)
     lib = Family.ATEN_ELEMENTWISE if aten >= th.STEP_LAUNCH_SHARE_PCT else fam
     steps, withheld = fit_advice(steps, lib if not lab else fam, ctx.ruled_out)
+    if lib != Family.ATEN_ELEMENTWISE and all(
+        owner(Family(x.family)) == Owner.LIBRARY for x in f.launches
+    ):
+        # every launch is library code (cuBLAS, Liger...) with ATen's eager elementwise ops
+        # holding little time: nothing here is the user's to fuse (catalogue's library_chain)
+        steps = [Advice(s.action, s.because, {**s.detail, "library_chain": str(fam)})
+                 if s.action == Action.FUSE else s for s in steps]  # fmt: skip
     # and the declared conflicts, against the launch holding the most time (atomics, a sort)
     steps, conflicts = catalogue.resolve(
         steps, f.reasons, LaunchRecord.of(top_row, Family(top.family))
