@@ -19,8 +19,8 @@ from profkit.workload.explain import explain_profile
 # a run kind's own findings and views; a kind not listed is explained and drawn as a capture
 EXPLAINERS: dict[str, Callable[[Run], Report]] = {PROFILE: explain_profile, TUNE: explain_tune}
 VIEWS: dict[str, KindView] = {
-    PROFILE: KindView(profile_sections),
-    TUNE: KindView(tune_sections, verdicts=False),
+    PROFILE: profile_sections,
+    TUNE: tune_sections,  # no verdict blocks above it: explain_tune gives a tune run none
 }
 
 

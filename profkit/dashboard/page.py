@@ -12,7 +12,7 @@ import os
 import secrets
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 
@@ -45,15 +45,9 @@ from profkit.explain import Finding
 from profkit.explain.decode_iterations import as_timed_frame
 from profkit.store import Run
 
-
-@dataclass(frozen=True)
-class KindView:
-    """A run kind's own page (profkit.run_kinds.VIEWS): its sections, (run, id prefix) -> (title,
-    html) per view in page order, and whether the verdict blocks stand above them (a tune run has
-    no baseline to judge against: its path says how each configuration compares)."""
-
-    sections: Callable[[Run, str], list[tuple[str, str]]]
-    verdicts: bool = True
+# a run kind's own views (profkit.run_kinds.VIEWS): (run, id prefix) -> (title, html) per view,
+# in page order
+KindView = Callable[[Run, str], list[tuple[str, str]]]
 
 
 PLOTLY_ASSET = "plotly.min.js"
@@ -171,7 +165,7 @@ def _run_sections(
     capture's."""
     own = views.get(run.kind)
     if own is not None:
-        return own.sections(run, prefix)
+        return own(run, prefix)
     out: list[tuple[str, str]] = []
     step_run = iteration_latency.applies(run)
     # a step-latency run measures no call's device time: its speedups are over step latency
@@ -468,10 +462,7 @@ def build_dashboard(
     for i, run in enumerate(runs):
         prefix = f"run{i}"
         sections = _run_sections(run, prefix, views)
-        own = views.get(run.kind)
         verdicts = findings_view.verdict_blocks(findings.get(run.run_id, ()))
-        if own is not None and not own.verdicts:
-            verdicts = ""
         nav.append(f"<a href='#{prefix}'>{esc(run.run_id)}</a>")
         level = 3 if several else 2
         body.append(
