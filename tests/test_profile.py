@@ -5,6 +5,7 @@ launches and their match to a real ncu report (counter_pass), on hand-checkable 
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 from workload_export import CAST, COPY, FILL, MEAN, MUL, RSQRT, hand_export
 
@@ -319,8 +320,30 @@ def test_the_gate_profiles_exactly_the_chosen_launches_inside_their_op_calls() -
     assert sel.gate == (("aten::copy", 0), ("aten::mul", 0), ("aten::rsqrt", 0))
     assert list(sel.sequence["name"]) == [COPY, MUL, RSQRT] and sel.count == 3
     assert sel.argv() == [*GATE_ARGV, "regex:^(?:elementwise_kernel|unrolled_elementwise_kernel|"
-                          "vectorized_elementwise_kernel)$"]  # fmt: skip
-    assert "--launch-skip" not in sel.argv() and "--launch-count" not in sel.argv()
+                          "vectorized_elementwise_kernel)$", "--filter-mode", "per-launch-config",
+                          "--launch-count", "1"]  # fmt: skip
+    assert "--launch-skip" not in sel.argv()
+
+
+def _chunks(grids: list[str], chosen: dict[int, str]) -> pd.DataFrame:
+    n = len(grids)
+    return pd.DataFrame({"order": range(n), "name": ["multi_tensor_apply_kernel"] * n,
+                         "grid": grids, "block": ["512x1x1"] * n,
+                         "case": [chosen.get(i) for i in range(n)]})  # fmt: skip
+
+
+def test_the_gate_profiles_one_launch_per_configuration_of_a_multi_tensor_call() -> None:
+    """Fused AdamW launches one kernel in chunks, most on one grid: ncu's per-launch-config filter
+    profiles the first of each configuration, not every chunk (the GPT's 6 extra launches)."""
+    grids = ["320x1x1"] * 6 + ["57x1x1"]
+    seq, per = counter_pass.first_per_config(_chunks(grids, {0: "adamw"}))
+    assert per == 1 and list(seq["order"]) == [0, 6]
+    # a chosen launch deeper in its configuration raises the count for every configuration
+    seq, per = counter_pass.first_per_config(_chunks(grids, {2: "adamw"}))
+    assert per == 3 and list(seq["order"]) == [0, 1, 2, 6]
+    # two chosen launches of one configuration (two GEMMs on one grid): both kept
+    seq, per = counter_pass.first_per_config(_chunks(["4x4x1", "4x4x1"], {0: "a", 1: "b"}))
+    assert per == 2 and list(seq["case"]) == ["a", "b"]
 
 
 def test_the_gate_opens_on_the_call_a_dispatch_mode_sees() -> None:

@@ -6,10 +6,13 @@ inside another such call), named by the op and its call number from where the fi
 opens. The counter pass's child counts those calls as they happen, on every thread (autograd's
 included: dispatch modes follow the engine there), and starts the CUDA profiler only for the
 duration of the chosen calls (ncu --profile-from-start off); ncu's name filter keeps the chosen
-kernels among what those calls launch. So ncu profiles the chosen launches and, at most, other
-launches of the chosen kernels inside the same calls (a multi-tensor op's chunks), all known in
-advance. Where a chosen launch has no such op (Triton kernels of a compiled graph, CUDA graphs),
-the window below is used instead.
+kernels among what those calls launch, and its per-launch-config filter (`--filter-mode
+per-launch-config --launch-count N`) the first N launches of each launch configuration among them:
+a multi-tensor op's chunks (fused AdamW's 7 launches of one kernel, most on one grid) cost one
+launch each grid, not one each chunk. So ncu profiles the chosen launches and, at most, launches of
+other configurations of the chosen kernels inside the same calls, all known in advance. Where a
+chosen launch has no such op (Triton kernels of a compiled graph, CUDA graphs), the window below
+is used instead.
 
 The window:
 The launches are picked from the timing pass, not by NVTX filters: NVTX push/pop ranges belong to
@@ -67,6 +70,9 @@ class Selection:
     # the gate: (aten op, call number from the first measured step) of each chosen launch's call;
     # then the sequence is exactly what ncu profiles, and start/skip/count are not used
     gate: tuple[tuple[str, int], ...] | None = None
+    # with the gate: ncu's --launch-count per launch configuration (kernel, grid, block), the most
+    # chosen launches that share one
+    per_config: int = 1
 
     def argv(self) -> list[str]:
         pattern = "|".join(regex_escape(n) for n in self.names)
@@ -79,6 +85,10 @@ class Selection:
                 "function",
                 "--kernel-name",
                 f"regex:^(?:{pattern})$",
+                "--filter-mode",
+                "per-launch-config",
+                "--launch-count",
+                str(self.per_config),
             ]
         started = ["--profile-from-start", "off"] if self.start is not None else []
         return [
@@ -216,9 +226,29 @@ def _gate(window: Selection, acts: pd.DataFrame, ops: pd.DataFrame, opened_us: f
     named = kernels["name"].map(lambda n: short_name(n, 10**6)).isin(window.names)
     sequence = kernels[under & named].copy()
     sequence["case"] = sequence["order"].map(window.chosen.set_index("order")["case"])
-    sequence = sequence.reset_index(drop=True)
+    sequence, per = first_per_config(sequence)
     gate = tuple(sorted(set(trigger.values())))
-    return replace(window, sequence=sequence, skip=0, count=len(sequence), gate=gate)
+    return replace(
+        window, sequence=sequence, skip=0, count=len(sequence), gate=gate, per_config=per
+    )
+
+
+def first_per_config(sequence: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """What ncu profiles of the gated launches (in launch order; `case` set on the chosen ones)
+    under its per-launch-config filter, and that filter's count: the first `per` launches of each
+    configuration, `per` reaching the deepest chosen launch within its own."""
+    config = sequence.apply(launch_config, axis=1)
+    nth = sequence.groupby(config, sort=False).cumcount()
+    per = int(nth[sequence["case"].notna()].max()) + 1
+    return sequence[nth < per].reset_index(drop=True), per
+
+
+def launch_config(launch: pd.Series) -> tuple[str, str, str]:
+    """A launch's configuration as ncu's per-launch-config filter tells them apart: its function,
+    grid and block (shared memory, also part of it there, is not in the export: a kernel whose
+    launches differ only there is profiled more often than predicted, and matched by name and
+    grid)."""
+    return (short_name(launch["name"], 10**6), str(launch["grid"]), str(launch["block"]))
 
 
 @functools.cache
