@@ -2,7 +2,7 @@
 jobs/profile_gpt.toml).
 
     python3 jobs/profile_check.py RUN_DIR --plain-s SECONDS --out CHECK.json
-        [--plain-log LOG] [--pace-pct 15] [--counter-x 2] [--no-agreement]
+        [--plain-log LOG] [--profile-log LOG] [--pace-pct 15] [--counter-x 2] [--no-agreement]
 
 - timing pass at most 3x the program's own run time (SECONDS: the program run alone, wall);
 - agreement: each top group's share of device time within 5 points of the share ncu's own
@@ -10,7 +10,8 @@ jobs/profile_gpt.toml).
   measured region, the launches matched to the timing pass's by launch order;
 - the pace pass: a step's length without the profiler within 15% (--pace-pct) of the length the
   program reports for its last steps when run alone (--plain-log: its "last K steps: X ms per
-  step" line; each of its steps ends synchronized);
+  step" line; each of its steps ends synchronized); with --profile-log, also against the line
+  the program printed in the pace pass's own run (an INFO line, no goal);
 - the counter pass (issue 33): ok, the top groups the ones profiled, each with a launch matched,
   launches profiled against launches used, and (--counter-x) its wall time at most X times the
   program's own.
@@ -87,6 +88,23 @@ def ncu_shares(run: store.Run, timeout_s: float) -> tuple[pd.DataFrame, dict]:
     return pd.DataFrame({"ncu_ms": by, "ncu_share_pct": 100 * by / total}), info
 
 
+def same_run(block: dict, profile_log: str) -> dict:
+    """The pace pass against the step clock the program printed in that same run (its output
+    follows profkit's "pace pass: the program again" line): the measurement alone, without the
+    run-to-run drift of a step (a host-bound step moved 28% between runs of one job)."""
+    tail = profile_log.split("pace pass: the program again", 1)[-1]
+    found = re.search(r"last (\d+) steps: ([\d.]+) ms per step", tail)
+    if found is None:
+        return {}
+    own = float(found[2])
+    diff = 100 * (block["period_ms"] - own) / own
+    print(
+        f"INFO pace pass against the clock the program printed in that run: {own:.3f} ms "
+        f"({diff:+.1f}%)"
+    )
+    return {"same_run_step_ms": own, "same_run_diff_pct": round(diff, 2)}
+
+
 def pace_check(run: store.Run, plain_log: str, goal_pct: float) -> tuple[bool, dict]:
     block = run.manifest.get("pace") or {}
     found = re.search(r"last (\d+) steps: ([\d.]+) ms per step", plain_log)
@@ -109,6 +127,7 @@ def main() -> int:
     p.add_argument("run", type=Path)
     p.add_argument("--plain-s", type=float, required=True, help="the program's own wall time")
     p.add_argument("--plain-log", type=Path, help="the program's own output, run alone")
+    p.add_argument("--profile-log", type=Path, help="profkit profile's output, the program's in it")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--top", type=int, default=10)
     p.add_argument("--ncu-timeout", type=float, default=240)
@@ -131,6 +150,8 @@ def main() -> int:
     if args.plain_log is not None:
         good, out["pace"] = pace_check(run, args.plain_log.read_text(), args.pace_pct)
         ok &= good
+        if args.profile_log is not None and good is not None and "period_ms" in out["pace"]:
+            out["pace"].update(same_run(out["pace"], args.profile_log.read_text()))
     ok &= counter_check(run, args, out)
     args.out.write_text(json.dumps(out, indent=2) + "\n")
     return 0 if ok else 1

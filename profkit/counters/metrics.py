@@ -33,6 +33,33 @@ class Metric:
     group: str = ""
 
 
+# Warp-state stall reasons: the counters' names (WarpStateStats: 4 replay passes for the 14 on
+# the H200) and PC sampling's (one pass; "no_instruction" is "no_instructions" there)
+STALL_REASONS: tuple[str, ...] = (
+    "long_scoreboard",
+    "short_scoreboard",
+    "barrier",
+    "mio_throttle",
+    "lg_throttle",
+    "math_pipe_throttle",
+    "wait",
+    "not_selected",
+    "membar",
+    "branch_resolving",
+    "no_instruction",
+    "tex_throttle",
+    "drain",
+    "sleeping",
+)
+STALL_COLUMNS = frozenset(f"stall_{reason}" for reason in STALL_REASONS)
+SAMPLE_COUNT = "smsp__pcsamp_sample_count"
+SAMPLED_STALLS: dict[str, str] = {
+    reason: "smsp__pcsamp_warps_issue_stalled_"
+    + ("no_instructions" if reason == "no_instruction" else reason)
+    for reason in STALL_REASONS
+}
+
+
 METRICS: tuple[Metric, ...] = (
     Metric(
         "ncu_duration_ms",
@@ -429,22 +456,7 @@ METRICS: tuple[Metric, ...] = (
             f"share of active warps' cycles stalled on {reason.replace('_', ' ')} (WarpStateStats)",
             verified=False,
         )
-        for reason in (
-            "long_scoreboard",
-            "short_scoreboard",
-            "barrier",
-            "mio_throttle",
-            "lg_throttle",
-            "math_pipe_throttle",
-            "wait",
-            "not_selected",
-            "membar",
-            "branch_resolving",
-            "no_instruction",
-            "tex_throttle",
-            "drain",
-            "sleeping",
-        )
+        for reason in STALL_REASONS
     ),
 )
 
@@ -457,6 +469,20 @@ DEFAULT_SECTIONS: tuple[str, ...] = (
     "MemoryWorkloadAnalysis",
 )
 
+
+# `profkit profile`'s counter pass, which runs once per chosen launch of a whole program: the stall
+# shares from PC sampling (14 replay passes a launch against 19 with the counters and
+# ComputeWorkloadAnalysis/MemoryWorkloadAnalysis on the H200, 2026-12-04: docs/measurements/
+# h200-20261204-s12). Sampled shares matched the counters within 4 points there (long scoreboard
+# 90.3% sampled against 89.7% counted on an elementwise kernel; barrier 32.7% against 30.6% on a
+# cuBLAS GEMM). Those two sections only add rule messages; SpeedOfLight, Occupancy and LaunchStats
+# cost no pass beyond the metrics.
+PROFILE_METRICS: tuple[str, ...] = (
+    *(m.ncu for m in METRICS if m.column[:-4] not in STALL_COLUMNS),
+    SAMPLE_COUNT,
+    *SAMPLED_STALLS.values(),
+)
+PROFILE_SECTIONS: tuple[str, ...] = ("SpeedOfLight", "Occupancy", "LaunchStats")
 
 # Derived columns: dram_bytes = read + write; shared_mem_bytes = static + dynamic;
 # kernel_count = kernel launches in the case (per-kernel rows have 1).

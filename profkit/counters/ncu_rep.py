@@ -27,7 +27,7 @@ from typing import Any
 
 import pandas as pd
 
-from profkit.counters.metrics import METRICS
+from profkit.counters.metrics import METRICS, SAMPLE_COUNT, SAMPLED_STALLS
 from profkit.counters.ncu import find_ncu
 from profkit.counters.sourcelines import LINE_COLUMNS, report_lines
 from profkit.errors import ProfkitError
@@ -193,10 +193,24 @@ def _kernel_row(action: Any, launch: int) -> dict[str, Any]:
     row["kernel_name"] = action.name(action.NameBase_FUNCTION)
     for m in METRICS:
         row[m.column] = _number(action.metric_by_name(m.ncu)) * m.scale
+    _sampled_stalls(action, row)
     row["dram_bytes"] = row["dram_bytes_read"] + row["dram_bytes_write"]
     row["shared_mem_bytes"] = row["shared_mem_static_bytes"] + row["shared_mem_dynamic_bytes"]
     row["kernel_count"] = 1
     return row
+
+
+def _sampled_stalls(action: Any, row: dict[str, Any]) -> None:
+    """Where the stall counters were not collected but PC sampling was (the profile pass), each
+    reason's share of the samples, the estimate of the share of active warps' cycles the counter
+    measures (each sample is one active warp's state)."""
+    samples = _number(action.metric_by_name(SAMPLE_COUNT))
+    if not samples > 0:  # NaN too: not sampled
+        return
+    for reason, name in SAMPLED_STALLS.items():
+        column = f"stall_{reason}_pct"
+        if math.isnan(row.get(column, math.nan)):
+            row[column] = 100.0 * _number(action.metric_by_name(name)) / samples
 
 
 def _nvtx_stacks(action: Any) -> dict[str, list[str]]:
