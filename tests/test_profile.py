@@ -320,8 +320,7 @@ def test_the_gate_profiles_exactly_the_chosen_launches_inside_their_op_calls() -
     assert sel.gate == (("aten::copy", 0), ("aten::mul", 0), ("aten::rsqrt", 0))
     assert list(sel.sequence["name"]) == [COPY, MUL, RSQRT] and sel.count == 3
     assert sel.argv() == [*GATE_ARGV, "regex:^(?:elementwise_kernel|unrolled_elementwise_kernel|"
-                          "vectorized_elementwise_kernel)$", "--filter-mode", "per-launch-config",
-                          "--launch-count", "1"]  # fmt: skip
+                          "vectorized_elementwise_kernel)$", "--launch-count", "3"]  # fmt: skip
     assert "--launch-skip" not in sel.argv()
 
 
@@ -344,6 +343,15 @@ def test_the_gate_profiles_one_launch_per_configuration_of_a_multi_tensor_call()
     # two chosen launches of one configuration (two GEMMs on one grid): both kept
     seq, per = counter_pass.first_per_config(_chunks(["4x4x1", "4x4x1"], {0: "a", 1: "b"}))
     assert per == 2 and list(seq["case"]) == ["a", "b"]
+
+
+def test_the_gate_ends_profiling_after_the_last_chosen_launch() -> None:
+    """Where the chunks follow the last chosen launch (the optimizer ends a step), a global launch
+    count keeps fewer than the per-configuration filter: the chosen first chunk alone."""
+    grids = ["8x1x1", "320x1x1", "320x1x1", "57x1x1"]
+    seq = counter_pass.up_to_last_chosen(_chunks(grids, {0: "gemm", 1: "adamw"}))
+    assert list(seq["order"]) == [0, 1]
+    assert len(counter_pass.first_per_config(_chunks(grids, {0: "gemm", 1: "adamw"}))[0]) == 3
 
 
 def test_the_gate_opens_on_the_call_a_dispatch_mode_sees() -> None:

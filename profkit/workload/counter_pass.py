@@ -6,11 +6,13 @@ inside another such call), named by the op and its call number from where the fi
 opens. The counter pass's child counts those calls as they happen, on every thread (autograd's
 included: dispatch modes follow the engine there), and starts the CUDA profiler only for the
 duration of the chosen calls (ncu --profile-from-start off); ncu's name filter keeps the chosen
-kernels among what those calls launch, and its per-launch-config filter (`--filter-mode
-per-launch-config --launch-count N`) the first N launches of each launch configuration among them:
-a multi-tensor op's chunks (fused AdamW's 7 launches of one kernel, most on one grid) cost one
-launch each grid, not one each chunk. So ncu profiles the chosen launches and, at most, launches of
-other configurations of the chosen kernels inside the same calls, all known in advance. Where a
+kernels among what those calls launch. A call may launch more of them than the one chosen (fused
+AdamW: 7 chunks of one kernel, the first chosen); of two filters, the one that keeps fewer is
+asked for: ncu's launch count, which ends profiling after the last chosen launch (the optimizer's
+later chunks, at the end of a step), or its per-launch-config filter (`--filter-mode
+per-launch-config --launch-count N`), the first N launches of each launch configuration (chunks
+on one grid cost one launch). So ncu profiles the chosen launches and, at most, other launches of
+the chosen kernels inside the same calls, all known in advance. Where a
 chosen launch has no such op (Triton kernels of a compiled graph, CUDA graphs), the window below
 is used instead.
 
@@ -72,8 +74,8 @@ class Selection:
     # then the sequence is exactly what ncu profiles, and start/skip/count are not used
     gate: tuple[tuple[str, int], ...] | None = None
     # with the gate: ncu's --launch-count per launch configuration (kernel, grid, block), the most
-    # chosen launches that share one
-    per_config: int = 1
+    # chosen launches that share one; None: `count`, over all the gated launches
+    per_config: int | None = None
 
     def argv(self) -> list[str]:
         pattern = "|".join(regex_escape(n) for n in self.names)
@@ -86,10 +88,16 @@ class Selection:
                 "function",
                 "--kernel-name",
                 f"regex:^(?:{pattern})$",
-                "--filter-mode",
-                "per-launch-config",
-                "--launch-count",
-                str(self.per_config),
+                *(
+                    ["--launch-count", str(self.count)]
+                    if self.per_config is None
+                    else [
+                        "--filter-mode",
+                        "per-launch-config",
+                        "--launch-count",
+                        str(self.per_config),
+                    ]
+                ),
             ]
         started = ["--profile-from-start", "off"] if self.start is not None else []
         return [
@@ -227,11 +235,21 @@ def _gate(window: Selection, acts: pd.DataFrame, ops: pd.DataFrame, opened_us: f
     named = kernels["name"].map(lambda n: short_name(n, 10**6)).isin(window.names)
     sequence = kernels[under & named].copy()
     sequence["case"] = sequence["order"].map(window.chosen.set_index("order")["case"])
-    sequence, per = first_per_config(sequence)
+    by_config, per = first_per_config(sequence)
+    by_count = up_to_last_chosen(sequence)
+    per_config = per if len(by_config) < len(by_count) else None
+    sequence = by_config if per_config is not None else by_count
     gate = tuple(sorted(set(trigger.values())))
     return replace(
-        window, sequence=sequence, skip=0, count=len(sequence), gate=gate, per_config=per
+        window, sequence=sequence, skip=0, count=len(sequence), gate=gate, per_config=per_config
     )
+
+
+def up_to_last_chosen(sequence: pd.DataFrame) -> pd.DataFrame:
+    """What ncu profiles of the gated launches under a global launch count that ends with the
+    last chosen one."""
+    last = int(sequence.index[sequence["case"].notna()].max())
+    return sequence.iloc[: last + 1].reset_index(drop=True)
 
 
 def first_per_config(sequence: pd.DataFrame) -> tuple[pd.DataFrame, int]:
