@@ -248,7 +248,8 @@ def _gate(window: Selection, acts: pd.DataFrame, ops: pd.DataFrame, opened_us: f
 def up_to_last_chosen(sequence: pd.DataFrame) -> pd.DataFrame:
     """What ncu profiles of the gated launches under a global launch count that ends with the
     last chosen one."""
-    last = int(sequence.index[sequence["case"].notna()].max())
+    chosen = sequence["case"].notna().to_numpy()
+    last = int(chosen.nonzero()[0].max())
     return sequence.iloc[: last + 1].reset_index(drop=True)
 
 
