@@ -16,6 +16,7 @@ SOFTMAX = "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float,
 LN = "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float, false>(int, float, float const*, float const*, float const*, float*, float*, float*)"  # noqa: E501
 GELU = "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(c10::BFloat16)#1}, std::array<char*, 2ul>>(int)"  # noqa: E501
 ADD = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, std::array<char*, 3ul>>(int)"  # noqa: E501
+SUM = "void at::native::reduce_kernel<128, 4, at::native::ReduceOp<c10::BFloat16, at::native::func_wrapper_t<float, at::native::sum_functor<c10::BFloat16, float, c10::BFloat16>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>, unsigned int, c10::BFloat16, 4, 4>>(at::native::ReduceOp<c10::BFloat16, at::native::func_wrapper_t<float, at::native::sum_functor<c10::BFloat16, float, c10::BFloat16>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>, unsigned int, c10::BFloat16, 4, 4>)"  # noqa: E501
 STEP = "Optimizer.step#AdamW.step"
 
 
@@ -80,6 +81,19 @@ def test_a_whole_op_is_told_its_neighbours_not_to_fuse_it_away(r: dict) -> None:
     said = advice_text(fix(r, op_class(r)))
     assert "fuse it away" not in said
     assert "neighbours" in said or "epilogue" in said
+
+
+def test_backwards_sums_are_named_as_broadcasts_gradients_and_told_where_they_fold() -> None:
+    r = row(SUM, "aten::sum", "backward")
+    assert (
+        label(r, op_class(r)) == "backward sums (aten::sum: broadcasts' gradients, such as biases')"
+    )
+    said = advice_text(fix(r, op_class(r)))
+    assert "bias-gradient epilogue" in said and "bias=False" in said and "fuse it away" not in said
+    forward = row(SUM, "aten::sum", "forward")  # a sum the model asked for: no bias story
+    assert (
+        fix(forward, op_class(forward)) is None and label(forward, op_class(forward)) == "reduction"
+    )
 
 
 def test_classes_without_a_known_fix_keep_the_catalogues_steps() -> None:

@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 
 from profkit import store
+from profkit.counters.metrics import SAMPLE_COUNT, STALL_REASONS
 from profkit.explain import Action
 from profkit.explain.phrases import advice_text
 from profkit.workload.explain import explain_profile
 from profkit.workload.op_class import OpClass, op_class
 
-RUN = Path(__file__).parent / "data" / "workloads" / "gpt_train-20261204-162328-vm-933086"
+RUN = Path(__file__).parent / "data" / "workloads" / "gpt_train-20261204-182454-vm-8851ca"
 # the catalogue's generic advice for library code, which an op fused already must not get
 FUSE_AWAY = "fuse it away"
 
@@ -34,14 +35,16 @@ def top(run: store.Run) -> list[dict]:
 
 
 def test_the_gate_profiled_the_launches_it_predicted(run: store.Run, top: list[dict]) -> None:
-    """ncu profiled what the gate predicted, matched by launch order: the 10 chosen launches and
-    the fused AdamW call's 6 other launches of its kernel (304 passes, 30.8 s; the window had
-    taken 251 launches, 4,769 passes, 197.8 s). The run's timing export (1.5 MB) is left out of
-    the stored copy (store.EVIDENCE_ONLY) to keep the tree small; the gate's derivation from an
-    export is tested on hand-built ones (test_profile.py)."""
+    """ncu profiled what the gate predicted, matched by launch order: the 10 chosen launches, the
+    fused AdamW call's later chunks cut by the launch count (140 passes, 27.2 s; session 11's
+    window took 251 launches, 4,769 passes, 197.8 s; its gate 16 launches, 304 passes). The
+    run's timing export (1.5 MB) is left out of the stored copy (store.EVIDENCE_ONLY) to keep the
+    tree small; the gate's derivation from an export is tested on hand-built ones
+    (test_profile.py)."""
     c = run.manifest["counters"]
     assert c["status"] == "ok" and c["selection"] == "gate" and c["matched_by"] == "launch order"
-    assert (c["kernels_profiled"], c["launches_expected"], c["launches_used"]) == (16, 16, 10)
+    assert (c["kernels_profiled"], c["launches_expected"], c["launches_used"]) == (10, 10, 10)
+    assert c["passes"] == 140
     assert c["groups"] == [r["case"] for r in top]
     assert sorted(run.kernels["case"]) == sorted(r["case"] for r in top)
     assert len(c["gate_calls"]) == 10 and run.verified
@@ -103,4 +106,15 @@ def test_the_headline_table_gives_the_step_per_op_class(run: store.Run) -> None:
     idle = float(table[-1].split()[-1].rstrip("%"))
     assert shares == sorted(shares, reverse=True) and classes[0] == "matmul"
     assert 90 < sum(shares) + idle < 105  # the step alone: kernels, and the GPU's idle share
-    assert "Counter pass: ncu profiled 16 launches to use 10 (the top 10 groups, gate" in head
+    assert "Counter pass: ncu profiled 10 launches to use 10 (the top 10 groups, gate" in head
+
+
+def test_the_stall_shares_were_sampled_in_one_pass(run: store.Run) -> None:
+    """The counter pass asked for PC sampling, not the 14 stall counters (metrics.PROFILE_METRICS),
+    and each profiled launch's stall shares came from the samples: as shares of one sample
+    count they sum to at most 100% (the rest: warps selected to issue)."""
+    asked = run.manifest["counters"]["metrics"]
+    assert SAMPLE_COUNT in asked and not any("warp_issue_stalled" in m for m in asked)
+    stalls = run.kernels[[f"stall_{r}_pct" for r in STALL_REASONS]]
+    assert stalls.notna().all().all()
+    assert ((stalls.sum(axis=1) > 50) & (stalls.sum(axis=1) <= 100.0 + 1e-6)).all()

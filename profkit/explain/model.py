@@ -163,6 +163,7 @@ class Action(StrEnum):
     NORM_NEIGHBOURS = "norm_neighbours"  # a norm, one kernel already: fuse with its neighbours
     ACTIVATION_EPILOGUE = "activation_epilogue"  # an activation: into the matmul's epilogue
     ALIGN_GEMM = "align_gemm"  # a GEMM on CUTLASS's unaligned fallback: pad the odd dimension
+    BIAS_GRADS = "bias_grads"  # backward's sums (bias gradients): into the GEMM, compile, no bias
 
 
 @dataclass

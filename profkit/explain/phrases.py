@@ -733,6 +733,11 @@ ADVICE_TEXT: dict[Action, str] = {
     "alignment-1 fallback far from the Tensor Cores' rate: pad the dimension that is not a "
     "multiple of 8 elements to a multiple of 64 (in a language model's output head, the "
     "vocabulary: 50,257 to 50,304, as nanoGPT does), and the GEMM gets cuBLAS's aligned kernels",
+    Action.BIAS_GRADS: "backward's sums over the batch are broadcasts' gradients, in a "
+    "transformer mostly the Linear layers' bias gradients, each its own small reduction: fold "
+    "them into the weight-gradient GEMM (cuBLASLt's bias-gradient epilogue, as TransformerEngine's "
+    "Linear does), let torch.compile fuse them with their neighbours, or drop the biases (nanoGPT "
+    "trains GPT-2 with bias=False, which it finds a bit better and faster)",
     Action.OPTIMIZER_STATE: "the optimizer is fused already (one multi-tensor kernel streams "
     "parameters, gradients and both moments once per step): gains come from precision (bf16 "
     "parameters or moments, 8-bit optimizer state), a lower-traffic optimizer state (factored "

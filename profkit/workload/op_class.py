@@ -91,7 +91,16 @@ def label(row: Mapping, cls: OpClass) -> str:
     if cls == OpClass.CAST:
         dtype = str(row.get("dtype") or "")
         return f"dtype casts to {dtype} (copy_)" if dtype in _DTYPE_WORDS else "copies (copy_)"
+    if _backward_sum(row, cls):
+        return "backward sums (aten::sum: broadcasts' gradients, such as biases')"
     return str(cls)
+
+
+def _backward_sum(row: Mapping, cls: OpClass) -> bool:
+    """A reduction autograd runs in backward as aten::sum: the gradient of a broadcast (a bias
+    added to every row sums the rows' gradients). Which broadcast, the trace does not say."""
+    ranges = str(row.get("range") or "").split(" > ")
+    return cls == OpClass.REDUCTION and row.get("op") == "aten::sum" and "backward" in ranges
 
 
 # CUTLASS names its kernels by the operands' alignment in elements: align8 is 16 bytes of bf16;
@@ -129,4 +138,6 @@ def fix(row: Mapping, cls: OpClass) -> Advice | None:
         return Advice(Action.NORM_NEIGHBOURS, ["op"])
     if cls == OpClass.ACTIVATION:
         return Advice(Action.ACTIVATION_EPILOGUE, ["op"])
+    if _backward_sum(row, cls):
+        return Advice(Action.BIAS_GRADS, ["op", "range"])
     return None
