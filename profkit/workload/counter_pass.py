@@ -322,7 +322,7 @@ def run(
 ) -> ncu.CounterPass:
     """ncu over the selection's window; the report and log go into the run's folder. ncu hands
     its environment to the program: for its run, ours is the child's. Each replay pass costs
-    about 47 ms of a training step's run on the H200, so the metric set is the lean one
+    about 57 ms in a GPT-2 training step on the H200, so the metric set is the lean one
     (metrics.PROFILE_METRICS: stall shares sampled, 14 passes a launch instead of 19)."""
     with child_environ():
         return ncu.run_counter_pass(
