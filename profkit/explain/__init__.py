@@ -13,7 +13,7 @@ latencies), hotlines and source_render (source lines), run (a stored run -> a Re
 (words), render and as_json (terminal, markdown, JSON). Pure pandas: no torch, no GPU.
 """
 
-from profkit.explain.diagnose import classify
+from profkit.explain.bottleneck import classify
 from profkit.explain.evidence import as_bool, format_value
 from profkit.explain.model import (
     SCHEMA_VERSION,

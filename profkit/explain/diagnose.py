@@ -20,26 +20,15 @@ from dataclasses import dataclass, field, replace
 from profkit import stats
 from profkit import thresholds as th
 from profkit.explain import catalogue, compute, memory, shape, stalls
+from profkit.explain.bottleneck import bottleneck
 from profkit.explain.context import Context, Said
 from profkit.explain.evidence import Evidence
 from profkit.explain.kernel_family import FUSED_OPS, GEMM, LIBRARY, Family
 from profkit.explain.kinds import MATRIX, KernelKind, Owner
 from profkit.explain.model import Action, Advice, Bottleneck, Cause, Reason, Unit
 from profkit.explain.record import LaunchRecord
-from profkit.explain.roofs import busiest_pipe, compute_roof, memory_roof
+from profkit.explain.roofs import compute_roof, memory_roof
 from profkit.explain.siblings import sibling_step
-
-
-def classify(memory_pct: float, sm_pct: float) -> Bottleneck:
-    """Nsight Compute's SOLBottleneck decision: memory, compute, latency or balanced."""
-    if memory_pct >= th.HIGH_THROUGHPUT_PCT or sm_pct >= th.HIGH_THROUGHPUT_PCT:
-        return Bottleneck.COMPUTE if sm_pct >= memory_pct else Bottleneck.MEMORY
-    if memory_pct < th.LATENCY_BOUND_PCT and sm_pct < th.LATENCY_BOUND_PCT:
-        return Bottleneck.LATENCY
-    # counters carry float noise (65.3 - 55.3 = 9.99...): compare the gap at micro-point resolution
-    if round(abs(sm_pct - memory_pct), 6) >= th.SOL_GAP_PCT:
-        return Bottleneck.COMPUTE if sm_pct > memory_pct else Bottleneck.MEMORY
-    return Bottleneck.BALANCED
 
 
 @dataclass
@@ -56,33 +45,12 @@ class Diagnosis:
 
 def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
     """None when the row has no throughput counters."""
-    mem, mem_key = rec.memory_pct, "memory_throughput_pct"
-    if mem is None:
-        mem, mem_key = rec.dram_pct, "dram_throughput_pct"
-    sm = rec.sm_pct
-    if mem is None or sm is None:
+    ev = Evidence()
+    kind = bottleneck(rec, ev)
+    if kind is None:
         return None
     # the device's SM count and the case's read floor, which the catalogue's tests read
     rec = replace(rec, sm_count=ctx.device.sm_count or rec.sm_count, read_floor=ctx.read_floor)
-    ev = Evidence()
-    ev.put(mem_key, mem)
-    ev.put("sm_throughput_pct", sm)
-    kind = classify(mem, sm)
-    tensor = rec.tensor_pct
-    if tensor is not None and tensor >= th.TENSOR_BUSY_PCT and kind != Bottleneck.COMPUTE:
-        # a Tensor pipe this busy is the limit: the L1/shared traffic that ncu's SOL weighs above
-        # the SM's is the MMAs' own operand feed, not a separate memory bound
-        ev.put("sol_bottleneck", str(kind))
-        kind = Bottleneck.COMPUTE
-    if kind == Bottleneck.LATENCY and _memory_queues_full(rec, ev):
-        ev.put("sol_bottleneck", str(kind))
-        kind = Bottleneck.MEMORY
-    if kind != Bottleneck.COMPUTE and _matmul_on_its_math(rec, ev):
-        ev.put("sol_bottleneck", str(kind))
-        kind = Bottleneck.COMPUTE
-    if kind in (Bottleneck.COMPUTE, Bottleneck.BALANCED) and _waits_on_memory(rec, ev):
-        ev.put("sol_bottleneck", str(kind))
-        kind = Bottleneck.MEMORY
     compute_roof(rec, ctx.dtype, ctx.device, ev)
     memory_roof(rec, ctx.device, ev)
     memory.hierarchy_facts(rec, ev)
@@ -218,59 +186,6 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
     diagnosis.steps, under = worth_taking(diagnosis.steps, kind, ev, rec.device_p50_ms, ctx)
     diagnosis.ruled_out += under
     return diagnosis
-
-
-def _memory_queues_full(rec: LaunchRecord, ev: Evidence) -> bool:
-    """Under ncu's latency line on both SOL lines, yet a memory level at its high-throughput line
-    and the warps waiting on full memory queues: the memory system refuses more requests, so it
-    is the bound (a kernel short of loads in flight never fills those queues). ncu's SOL memory
-    line does not count all of L2's work: a random 4-byte gather ran L2 at 87.6% under 59.85%."""
-    queued = rec.stall_share("lg_throttle", "mio_throttle")
-    levels = [(LaunchRecord.column(f), getattr(rec, f)) for f in ("l1_pct", "l2_pct")]
-    levels = [(c, v) for c, v in levels if v is not None]
-    if queued is None or not levels:
-        return False
-    col, busy = max(levels, key=lambda x: x[1])
-    if queued < th.MEMORY_QUEUE_STALL_SHARE or busy < th.HIGH_THROUGHPUT_PCT:
-        return False
-    ev.put("queue_level", col.split("_")[0].upper())
-    ev.put("queue_level_pct", busy)
-    ev.put("memory_queue_stall_share_pct", queued * 100)
-    return True
-
-
-def _matmul_on_its_math(rec: LaunchRecord, ev: Evidence) -> bool:
-    """A user's matrix product whose time goes to its math, though SOL's lines say latency,
-    balanced or memory: its Tensor pipe at or over ncu's latency line (the zoo's tl.dot GEMMs:
-    62% and 60% busy, their warps at block barriers between K tiles), or, issuing no MMAs, its
-    memory line from L1/shared well above DRAM (the FMA loop's own operand feed: the zoo's ieee
-    fp32 tl.dot, L1 86% and DRAM 1%). Library GEMMs keep SOL's reading: their shapes decide."""
-    if rec.kind != KernelKind.GEMM or rec.owner == Owner.LIBRARY:
-        return False
-    tensor = rec.tensor_pct
-    if rec.mma_kind is not None:
-        return tensor is not None and tensor >= th.LATENCY_BOUND_PCT
-    l1, l2, dram = rec.l1_pct, rec.l2_pct, rec.dram_pct
-    if l1 is None or dram is None or rec.memory_pct is None:
-        return False
-    return l1 >= (l2 or 0.0) and rec.memory_pct - dram >= th.CACHE_BOUND_GAP_PCT
-
-
-def _waits_on_memory(rec: LaunchRecord, ev: Evidence) -> bool:
-    """SOL's SM line at or over the memory line, yet no pipe near its busy line (the SM line is
-    the schedulers' issue rate: index math and conversions) while the warps wait mostly on global
-    memory: the time goes to memory (ATen's layer norm: SM 73% from issue, ALU 40%, long
-    scoreboard 56% of the stalls; Liger's GEGLU at 91% of the copy rate, "balanced")."""
-    pipe, stall = busiest_pipe(rec), rec.dominant_stall
-    if pipe is None or stall is None or pipe[2] >= th.PIPE_BUSY_PCT:
-        return False
-    if (rec.tensor_pct or 0.0) >= th.TENSOR_BUSY_PCT or rec.matrix:
-        return False  # a matrix product's SOL is its MMAs' feed: its own rules read it
-    if stall[0] != "long_scoreboard" or stall[2] < th.DOMINANT_STALL_SHARE:
-        return False
-    ev.put("stall_long_scoreboard_pct", stall[1])
-    ev.put("stall_share_pct", stall[2] * 100)
-    return True
 
 
 def _tensor_short(rec: LaunchRecord, ev: Evidence) -> Said | None:
