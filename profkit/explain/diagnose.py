@@ -17,14 +17,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from profkit import stats
 from profkit import thresholds as th
 from profkit.explain import catalogue, compute, memory, shape, stalls
 from profkit.explain.bottleneck import bottleneck
 from profkit.explain.context import Context, Said
 from profkit.explain.evidence import Evidence
-from profkit.explain.kernel_family import FUSED_OPS, GEMM, LIBRARY, Family
-from profkit.explain.kinds import MATRIX, KernelKind, Owner
+from profkit.explain.filters import STREAM_STEPS, keep
+from profkit.explain.kinds import Owner
 from profkit.explain.model import Action, Advice, Bottleneck, Cause, Reason, Unit
 from profkit.explain.record import LaunchRecord
 from profkit.explain.roofs import compute_roof, memory_roof
@@ -94,7 +93,7 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
         ]
         if any(s and s[0].cause == Cause.AT_ROOF for s in found):
             # at the copy roof only fewer bytes help: the other causes stay as facts
-            found = [s if s and s[0].cause == Cause.AT_ROOF else _without(s, _STREAM_STEPS)
+            found = [s if s and s[0].cause == Cause.AT_ROOF else _without(s, STREAM_STEPS)
                      for s in found]  # fmt: skip
         # short of the roof, or near it while a sibling streams the same bytes faster
         short = any(s and s[0].cause in _SHORT for s in found)
@@ -167,7 +166,7 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
     if kind in (Bottleneck.LATENCY, Bottleneck.BALANCED):
         roof = memory.at_size_roof(rec, ctx, ev)
         if roof:  # a copy of the same bytes is no faster: its stalls and shape are a copy's too
-            found = [roof, *(_without(s, _STREAM_STEPS) for s in found)]
+            found = [roof, *(_without(s, STREAM_STEPS) for s in found)]
     refuted = catalogue.refuted(outcomes)
     said: list[Said] = []
     for s in found:  # one reason per cause (a small grid is both a shape and a matmul cause)
@@ -180,11 +179,7 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
     diagnosis = Diagnosis(kind, unit, [r for r, _ in said], evidence=ev)
     diagnosis.not_measured = catalogue.not_measured(outcomes)
     steps = [step for _, steps in said for step in steps]
-    diagnosis.steps, diagnosis.ruled_out = fit_advice(steps, rec.family, ctx.ruled_out, rec.kind)
-    diagnosis.steps, conflicts = catalogue.resolve(diagnosis.steps, diagnosis.reasons, rec)
-    diagnosis.ruled_out += conflicts
-    diagnosis.steps, under = worth_taking(diagnosis.steps, kind, ev, rec.device_p50_ms, ctx)
-    diagnosis.ruled_out += under
+    diagnosis.steps, diagnosis.ruled_out = keep(steps, diagnosis.reasons, rec, ev, ctx)
     return diagnosis
 
 
@@ -217,92 +212,7 @@ def _dense(rec: LaunchRecord) -> bool:
     return bool(flops and min_bytes) and flops / min_bytes >= th.MATMUL_INTENSITY_FLOP_PER_BYTE
 
 
-def headroom_us(ev: Mapping, ms: float | None) -> float | None:
-    """Device time a case (of `ms` device time) could save by reaching its roof. A case has two
-    floors, its bytes at the same-size copy's rate (else the large copy's) and its work at the
-    pipe's peak at its clock: it can gain at most the distance to the higher one, whatever ncu's
-    SOL calls its bound (softmax fp16 4096x4096, "compute-bound" on a 38%-busy LSU pipe at 95% of
-    a same-size copy, has 1 us to gain, not 17). None where the case has no timing or no roof."""
-    copy = ev.get("pct_of_same_size_copy_pct", ev.get("pct_of_copy_pct"))
-    pipe = ev.get("pct_of_pipe_roof_pct")
-    shares = [s for s in (copy, pipe) if s is not None]
-    if not ms or not shares:
-        return None
-    return max(0.0, ms * 1e3 * (1 - min(max(shares), 100.0) / 100))
-
-
-def sibling_gap_us(ctx: Context, ms: float | None) -> float | None:
-    """Device time a sibling doing the same work measurably faster shows can be saved."""
-    found = ctx.siblings and (
-        ctx.siblings.faster_same_bytes() or ctx.siblings.same_flops_not_slower()
-    )
-    if not found or not ms or found[1].ratio <= 1:
-        return None
-    return ms * 1e3 * (1 - 1 / found[1].ratio)
-
-
-def worth_taking(
-    steps: list[Advice], kind: Bottleneck | None, ev: Evidence, ms: float | None, ctx: Context
-) -> tuple[list, list]:
-    """Each tuning step states the gain it can bring (to the roof, or to a faster sibling);
-    where that gain is under the practical floor the step is withheld, and the case says that
-    only fewer bytes help."""
-    gains = [g for g in (headroom_us(ev, ms), sibling_gap_us(ctx, ms)) if g is not None]
-    if not gains or not ms:
-        return steps, []
-    gain = max(gains)
-    ev.put("headroom_us", gain)
-    floor = max(stats.PRACTICAL_FLOOR_US, ms * 1e3 * stats.PRACTICAL_FLOOR_PCT / 100)
-    kept, withheld = [], []
-    for step in steps:
-        if step.action not in _TUNING:
-            kept.append(step)
-        elif gain < floor:
-            withheld.append({"action": str(step.action), "why": "under_floor", "gain_us": gain})
-        else:
-            kept.append(Advice(step.action, step.because, {**step.detail, "gain_us": gain}))
-    if withheld and not kept:
-        kept.append(Advice(Action.FEWER_BYTES, ["headroom_us"], {"under_floor": True}))
-    return kept, withheld
-
-
 _SHORT = (Cause.SHORT_OF_ROOF, Cause.SIBLING_FASTER)
-# what would make a stream faster per byte: moot for one already as fast as a same-size copy
-_STREAM_STEPS = frozenset(
-    {
-        Action.HIDE_LATENCY,
-        Action.BYTES_IN_FLIGHT,
-        Action.MORE_PROGRAMS,
-        Action.WHOLE_WAVES,
-        Action.RAISE_OCCUPANCY,
-        Action.BALANCE_WORK,
-        Action.WIDER_LOADS,
-        Action.ILP,
-    }
-)
-
-# Steps that make the kernel itself faster towards its roof: each is worth taking only where the gap
-# to that roof clears the practical floor (profkit.stats: 2% and 1 us of device time). CUDA
-# graphs are not among them: they remove the launch, which no device-time roof measures.
-_TUNING = _STREAM_STEPS | frozenset(
-    {
-        Action.FEWER_BARRIERS,
-        Action.SHARED_PRESSURE,
-        Action.COALESCE,
-        Action.PAD_SHARED,
-        Action.FEED_TENSOR,
-        Action.DEEPER_PIPELINE,
-        Action.CUT_INSTRUCTIONS,
-        Action.CHEAPER_MATH,
-        Action.UNIFORM_BRANCHES,
-        Action.CUT_SPILLS,
-        Action.PRIVATIZE_ATOMICS,
-        Action.INDEX_LOCALITY,
-        Action.LARGER_PROGRAMS,
-        Action.LESS_SHARED,
-        Action.RELAX_ATOMICS,
-    }
-)
 
 
 def _without(said: Said | None, actions: frozenset) -> Said | None:
@@ -390,71 +300,3 @@ def _open(section: str) -> Said:
     return Reason(Cause.NO_CAUSE_SEEN, [], {"section": section}), [
         Advice(Action.OPEN_NCU, [], {"section": section})
     ]
-
-
-# Steps that change a kernel's own code: not the user's to take for a library kernel.
-_CODE_STEPS = frozenset(
-    {
-        Action.RAISE_OCCUPANCY,
-        Action.BALANCE_WORK,
-        Action.MORE_PROGRAMS,
-        Action.WHOLE_WAVES,
-        Action.BYTES_IN_FLIGHT,
-        Action.WIDER_LOADS,
-        Action.COALESCE,
-        Action.HIDE_LATENCY,
-        Action.FEWER_BARRIERS,
-        Action.SHARED_PRESSURE,
-        Action.ILP,
-        Action.PAD_SHARED,
-        Action.USE_TENSOR_CORES,
-        Action.FEED_TENSOR,
-        Action.LESS_MATH,
-        Action.CUT_INSTRUCTIONS,
-        Action.REMOVE_EXTRA_READS,
-        Action.DEEPER_PIPELINE,
-        Action.CUT_SPILLS,
-        Action.PRIVATIZE_ATOMICS,
-        Action.UNIFORM_BRANCHES,
-        Action.LARGER_PROGRAMS,
-        Action.LESS_SHARED,
-        Action.RELAX_ATOMICS,
-    }
-)
-
-
-def fit_advice(
-    steps: list[Advice],
-    family: Family | None,
-    ruled_out: Mapping[Action, str],
-    kind: KernelKind | None = None,
-) -> tuple[list[Advice], list[dict]]:
-    """Library kernels get library advice, by their owner's family and their kind (a matrix
-    product's is its inputs and options, a whole fused op's another backend too); ruled-out
-    steps are withheld; no step twice."""
-    out: list[Advice] = []
-    withheld: list[dict] = []
-    whole_op = kind in (KernelKind.ATTENTION, KernelKind.CONVOLUTION) and family not in FUSED_OPS
-    for step in steps:
-        if family == Family.INDUCTOR and step.action in _CODE_STEPS:
-            step = Advice(Action.COMPILER_OPTIONS, step.because, {"instead_of": str(step.action)})
-        if family in LIBRARY and step.action in _CODE_STEPS:
-            detail = {"library": str(family)}
-            if family == Family.LIGER:  # Triton code the user calls, not tunes
-                action = Action.LIBRARY_OPTIONS
-            elif kind == KernelKind.ATTENTION:  # a whole fused op: another backend or option
-                action = Action.LIBRARY_OPTIONS
-                detail["whole_op"] = str(kind)
-            elif family in GEMM or family in FUSED_OPS or kind in MATRIX:
-                action = Action.LIBRARY_SHAPES
-                if whole_op:  # CUTLASS's fmha or convolutions: a whole op, not a bare GEMM
-                    detail["whole_op"] = str(kind)
-            else:
-                action = Action.FUSE
-            step = Advice(action, step.because, detail)
-        if step.action in ruled_out:
-            withheld.append({"action": str(step.action), "why": ruled_out[step.action]})
-            continue
-        if all(s.action != step.action for s in out):
-            out.append(step)
-    return out, withheld

@@ -15,7 +15,7 @@ import pandas as pd
 from profkit import thresholds as th
 from profkit.explain import catalogue, decode_iterations, history, host, launches, ncu_rules
 from profkit.explain.context import Context
-from profkit.explain.diagnose import diagnose, fit_advice
+from profkit.explain.diagnose import diagnose
 from profkit.explain.evidence import (
     Evidence,
     as_bool,
@@ -25,6 +25,7 @@ from profkit.explain.evidence import (
     timed,
     where,
 )
+from profkit.explain.filters import fit_advice
 from profkit.explain.kernel_family import Family, family
 from profkit.explain.kinds import KernelKind, Owner, operand_dtype, owner
 from profkit.explain.memory import chain_traffic, dram_level
