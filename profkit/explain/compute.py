@@ -18,7 +18,7 @@ from profkit.explain.kinds import KernelKind, Owner
 from profkit.explain.model import Action, Advice, Cause, Reason, Unit
 from profkit.explain.record import LaunchRecord
 from profkit.explain.roofs import PIPES, busiest_pipe
-from profkit.explain.siblings import sibling_step
+from profkit.explain.siblings import match
 
 
 def pipe_facts(rec: LaunchRecord, ev: Evidence) -> None:
@@ -56,9 +56,8 @@ def pipe_detail(
             # a sibling doing the same FLOPs in the same or less time: less math is not the gap
             found = ctx.siblings.same_flops_not_slower() if ctx.siblings else None
             if found is not None:
-                more, step = sibling_step(rec, found, ev, "flops")
                 said = "faster" if found[1].outcome == "slower" else "same"
-                return Reason(Cause.TENSOR_BUSY, [key, *more], {"sibling": said}), [step]
+                return Reason(Cause.TENSOR_BUSY, [key], {"sibling": said}), [match("flops")]
             return Reason(Cause.TENSOR_BUSY, [key]), [Advice(Action.LESS_MATH, [key])]
         if rec.mma_kind is None and gemm and library:
             if ctx.dtype == "float32":

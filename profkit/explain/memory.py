@@ -15,7 +15,7 @@ from profkit.explain.evidence import Evidence
 from profkit.explain.model import Action, Advice, Cause, Reason, Unit
 from profkit.explain.record import SECTOR_BYTES, LaunchRecord
 from profkit.explain.roofs import MEMORY_LEVELS, memory_roof, near_copy_line
-from profkit.explain.siblings import sibling_step
+from profkit.explain.siblings import match
 
 
 def busy_level(rec: LaunchRecord, ev: Evidence) -> Unit | None:
@@ -68,10 +68,8 @@ def dram_level(
         return None
     if at_roof:
         # a sibling moving as many bytes measurably faster: the copy is not the roof here
-        found = ctx.siblings.faster_same_bytes() if ctx.siblings else None
-        if found is not None:
-            more, step = sibling_step(rec, found, ev, "bytes")
-            return Reason(Cause.SIBLING_FASTER, [*keys, *more]), [step]
+        if ctx.siblings and ctx.siblings.faster_same_bytes() is not None:
+            return Reason(Cause.SIBLING_FASTER, keys), [match("bytes")]
         step = Advice(Action.FUSE if chain else Action.FEWER_BYTES, keys)
         return Reason(Cause.AT_ROOF, keys), [step]
     return Reason(Cause.SHORT_OF_ROOF, keys), []

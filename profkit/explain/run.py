@@ -41,7 +41,7 @@ from profkit.explain.model import (
 from profkit.explain.record import LaunchRecord
 from profkit.explain.roofs import Device, device_of_row, memory_roof
 from profkit.explain.shape import launch_overhead
-from profkit.explain.siblings import Siblings
+from profkit.explain.siblings import Siblings, quote
 from profkit.explain.verdict import verdicts
 from profkit.lab import lab_dir
 from profkit.store import DECODE, Run
@@ -353,6 +353,7 @@ def _timing_only(f: Finding, row: Mapping, ctx: Context, ev: Evidence, reason: s
     rec = LaunchRecord.of(row)
     memory_roof(rec, ctx.device, ev)
     said = dram_level(replace(rec, dram_pct=None), ctx, ev)
+    said = quote([said], rec, ctx.siblings, ev)[0] if said else None
     if said and said[0].cause == Cause.AT_ROOF:
         f.reasons.append(said[0])
         f.next = said[1]

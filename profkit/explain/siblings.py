@@ -17,7 +17,7 @@ import pandas as pd
 from profkit import stats
 from profkit import thresholds as th
 from profkit.explain.evidence import Evidence, timed
-from profkit.explain.model import Action, Advice
+from profkit.explain.model import Action, Advice, Reason
 from profkit.explain.record import LaunchRecord
 
 # launch and traffic facts compared with a sibling, most telling first: (field, kind). A traffic
@@ -102,6 +102,34 @@ def _moves_as_much(row: Mapping, other: Mapping) -> bool:
         return True
     model, their_model = me.model_bytes, them.model_bytes
     return _same(model, their_model) or bool(model and their_model and their_model >= model)
+
+
+def match(same: str) -> Advice:
+    """The step a cause's story chooses where a sibling sharing `same` ("bytes" or "flops") is
+    faster: quote fills in which sibling and what differs."""
+    return Advice(Action.MATCH_SIBLING, [], {"same": same})
+
+
+def quote(
+    said: list[tuple[Reason, list[Advice]]], rec: LaunchRecord, siblings: Siblings | None,
+    ev: Evidence,
+) -> list[tuple[Reason, list[Advice]]]:  # fmt: skip
+    """Each step a story chose as match(...), pointed at its sibling: the fastest sharing its
+    bytes (Siblings.faster_same_bytes) or its FLOPs (same_flops_not_slower); the sibling's keys
+    are quoted by the cause's reason too."""
+    out = []
+    for reason, steps in said:
+        quoted = []
+        for step in steps:
+            if step.action == Action.MATCH_SIBLING and "sibling" not in step.detail and siblings:
+                same = step.detail["same"]
+                found = (siblings.faster_same_bytes() if same == "bytes"
+                         else siblings.same_flops_not_slower())  # fmt: skip
+                more, step = sibling_step(rec, found, ev, same)
+                reason = Reason(reason.cause, [*reason.keys, *more], reason.detail)
+            quoted.append(step)
+        out.append((reason, quoted))
+    return out
 
 
 def sibling_step(
