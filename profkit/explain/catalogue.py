@@ -52,9 +52,6 @@ class Entry:
     # first); None: the bottleneck's story places it
     rank: int | None = None
 
-    def applies(self, rec: LaunchRecord) -> bool:
-        return not self.kinds or rec.kind in self.kinds
-
     def remedy(self, kind: KernelKind) -> Action | None:
         """The kind's remedy, else its nearest kind's (profkit.explain.kinds.FALLBACK), else ANY."""
         for k in (kind, FALLBACK.get(kind), KernelKind.ANY):
@@ -578,17 +575,24 @@ CATALOGUE: tuple[Entry, ...] = (
 )
 
 
-def _measured(rec: LaunchRecord, needs: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(n for n in needs if getattr(rec, n) is None)
+class Outcomes(list):
+    """Every entry's Outcome on one record, in catalogue order, with what the engine reads of
+    them decided once by evaluate: the first found outcome per cause, the causes found entries
+    refute (Entry.refutes), and the causes that could not be judged (once each: pipes share one)."""
+
+    found: dict[Cause, Outcome]
+    refuted: frozenset[Cause]
+    not_measured: list[str]
 
 
-def evaluate(rec: LaunchRecord) -> list[Outcome]:
-    """Every entry's outcome on one record, in catalogue order."""
-    out = []
+def evaluate(rec: LaunchRecord) -> Outcomes:
+    """Every entry that applies to the record's kind (Entry.kinds), judged once: not measured
+    where a counter it needs is missing, else found or absent by its test."""
+    out = Outcomes()
     for entry in CATALOGUE:
-        if not entry.applies(rec):
+        if entry.kinds and rec.kind not in entry.kinds:
             continue
-        missing = _measured(rec, entry.needs)
+        missing = tuple(n for n in entry.needs if getattr(rec, n) is None)
         if missing:
             out.append(Outcome(entry, "not measured", missing=missing))
             continue
@@ -599,40 +603,36 @@ def evaluate(rec: LaunchRecord) -> list[Outcome]:
             continue
         minor = entry.minor(rec) if result and entry.minor else None
         out.append(Outcome(entry, "found" if result else "absent", result or {}, minor=minor))
+    out.found = {}
+    for o in out:
+        if o.status == "found":
+            out.found.setdefault(o.entry.cause, o)
+    out.refuted = frozenset(c for o in out.found.values() for c in o.entry.refutes)
+    out.not_measured = list(
+        dict.fromkeys(str(o.entry.cause) for o in out if o.status == "not measured")
+    )
     return out
 
 
-def specific(outcomes: list[Outcome], kernel: KernelKind, ev: Evidence) -> list[Said | None]:
-    """The ranked entries (Entry.rank), in their declared order: each found one said with its
-    kind's remedy, None in the place of one not found."""
-    ranked = sorted((e for e in CATALOGUE if e.rank is not None), key=lambda e: e.rank)
-    return [said(outcomes, e.cause, kernel, ev) for e in ranked]
+# the entries said before any story from the SOL lines, in their declared order (Entry.rank)
+RANKED = tuple(sorted((e for e in CATALOGUE if e.rank is not None), key=lambda e: e.rank))
 
 
-def refuted(outcomes: list[Outcome]) -> frozenset[Cause]:
-    """The causes a found entry refutes (Entry.refutes): their stories are not told beside it."""
-    return frozenset(c for o in outcomes if o.status == "found" for c in o.entry.refutes)
+def found(outcomes: Outcomes, cause: Cause) -> Outcome | None:
+    return outcomes.found.get(cause)
 
 
-def not_measured(outcomes: list[Outcome]) -> list[str]:
-    """The causes that could not be judged, once each (pipes share one cause)."""
-    return list(dict.fromkeys(str(o.entry.cause) for o in outcomes if o.status == "not measured"))
-
-
-def found(outcomes: list[Outcome], cause: Cause) -> Outcome | None:
-    return next((o for o in outcomes if o.status == "found" and o.entry.cause == cause), None)
-
-
-def unit_of(outcomes: list[Outcome], cause: Cause) -> Unit | None:
+def unit_of(outcomes: Outcomes, cause: Cause) -> Unit | None:
     """The unit a found specific cause (a ranked entry) limits, where its entry names one."""
-    hit = found(outcomes, cause)
+    hit = outcomes.found.get(cause)
     return hit.entry.unit if hit is not None and hit.entry.rank is not None else None
 
 
-def said(outcomes: list[Outcome], cause: Cause, kernel: KernelKind, ev: Evidence) -> Said | None:
-    """A cause found on the record, with its evidence and its kind's remedy."""
-    hit = found(outcomes, cause)
-    if hit is None or cause in refuted(outcomes):  # refuted: neither said nor quoted
+def said(outcomes: Outcomes, cause: Cause, kernel: KernelKind, ev: Evidence) -> Said | None:
+    """A cause found on the record and not refuted, with its evidence and its kind's remedy
+    (Entry.remedy); None for one not found, or refuted (neither said nor quoted)."""
+    hit = outcomes.found.get(cause)
+    if hit is None or cause in outcomes.refuted:
         return None
     evidence = {**hit.evidence, **(hit.minor or {})}
     for key, value in evidence.items():
@@ -643,14 +643,6 @@ def said(outcomes: list[Outcome], cause: Cause, kernel: KernelKind, ev: Evidence
     action = hit.entry.remedy(kernel)
     detail = {"pipe": str(hit.entry.unit)} if cause == Cause.PIPE_BUSY else dict(hit.detail)
     return Reason(cause, keys, detail), [Advice(action, keys, detail)] if action else []
-
-
-def busy_pipe(outcomes: list[Outcome], kernel: KernelKind, ev: Evidence) -> Said | None:
-    """The busiest non-tensor pipe at its peak (each pipe is its own entry)."""
-    for hit in outcomes:
-        if hit.status == "found" and hit.entry.cause == Cause.PIPE_BUSY:
-            return said([hit], Cause.PIPE_BUSY, kernel, ev)
-    return None
 
 
 # --- conflicts: a step that would contradict a cause found beside it ----------------------------
@@ -713,14 +705,21 @@ def resolve(
     steps: list[Advice], reasons: list[Reason], rec: LaunchRecord
 ) -> tuple[list[Advice], list[dict]]:
     """Each step against CONFLICTS: a step that contradicts a found cause (or the record) is
-    withheld, with its reason, or replaced by the step that answers that cause."""
+    withheld, with its reason, or replaced by the step that answers that cause. A conflict with a
+    detail key holds only for a step carrying it; one naming no cause, kind or test is that
+    detail alone."""
     found = {r.cause for r in reasons}
     kept: list[Advice] = []
     withheld: list[dict] = []
     for step in steps:
         hit = next(
-            (c for c in CONFLICTS if c.action == step.action and _holds(c, step, found, rec)), None
-        )
+            (c for c in CONFLICTS
+             if c.action == step.action and (c.detail is None or c.detail in step.detail)
+             and (bool(c.causes & found) or rec.kind in c.kinds
+                  or (c.test is not None and c.test(rec))
+                  or not (c.causes or c.kinds or c.test) and c.detail is not None)),
+            None,
+        )  # fmt: skip
         if hit is None:
             kept.append(step)
         elif hit.instead is not None:
@@ -730,11 +729,3 @@ def resolve(
         else:
             withheld.append({"action": str(step.action), "why": hit.why})
     return kept, withheld
-
-
-def _holds(c: Conflict, step: Advice, found: set[Cause], rec: LaunchRecord) -> bool:
-    if c.detail is not None and c.detail not in step.detail:
-        return False
-    if not (c.causes or c.kinds or c.test):  # the step's detail alone decides
-        return c.detail is not None
-    return bool(c.causes & found) or rec.kind in c.kinds or (c.test is not None and c.test(rec))

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from profkit import thresholds as th
 from profkit.explain import catalogue, shape
-from profkit.explain.catalogue import Outcome
 from profkit.explain.context import Context, Said
 from profkit.explain.evidence import Evidence
 from profkit.explain.kinds import KernelKind, Owner
@@ -39,7 +38,7 @@ def pipe_unit(rec: LaunchRecord, ev: Evidence) -> Unit | None:
 
 
 def pipe_detail(
-    rec: LaunchRecord, ctx: Context, ev: Evidence, outcomes: list[Outcome]
+    rec: LaunchRecord, ctx: Context, ev: Evidence, outcomes: catalogue.Outcomes
 ) -> Said | None:
     """A matrix product's pipes: the Tensor pipe busy, under-fed or unused, else the busiest
     other pipe at its peak (the catalogue's pipe entries, with a GEMM's remedy)."""
@@ -89,4 +88,4 @@ def pipe_detail(
             ):
                 keys = [key] + (["pct_of_pipe_roof_pct"] if roof is not None else [])
                 return Reason(Cause.TENSOR_UNDERFED, keys), [Advice(Action.FEED_TENSOR, keys)]
-    return catalogue.busy_pipe(outcomes, KernelKind.GEMM, ev)
+    return catalogue.said(outcomes, Cause.PIPE_BUSY, KernelKind.GEMM, ev)

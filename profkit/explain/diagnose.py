@@ -57,7 +57,7 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
     unit, said = story.tell(kind, rec, ctx, ev, outcomes)
     said = quote(said, rec, ctx.siblings, ev)
     diagnosis = Diagnosis(kind, unit, [r for r, _ in said], evidence=ev)
-    diagnosis.not_measured = catalogue.not_measured(outcomes)
+    diagnosis.not_measured = outcomes.not_measured
     steps = [step for _, steps in said for step in steps]
     diagnosis.steps, diagnosis.ruled_out = keep(steps, diagnosis.reasons, rec, ev, ctx)
     return diagnosis

@@ -76,7 +76,7 @@ _ENTRIES = (Cause.TAIL, Cause.LOW_OCCUPANCY, Cause.LOW_THEORETICAL_OCCUPANCY, Ca
 
 
 def shape_causes(
-    rec: LaunchRecord, ctx: Context, ev: Evidence, outcomes: list[catalogue.Outcome]
+    rec: LaunchRecord, ctx: Context, ev: Evidence, outcomes: catalogue.Outcomes
 ) -> list[Said]:
     found = [launch_overhead(rec, ctx, ev), small_grid(rec, ctx, ev)]
     found += [catalogue.said(outcomes, c, rec.kind, ev) for c in _ENTRIES]

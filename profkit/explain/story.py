@@ -29,7 +29,7 @@ class Scene:
     rec: LaunchRecord
     ctx: Context
     ev: Evidence
-    outcomes: list[catalogue.Outcome]
+    outcomes: catalogue.Outcomes
     ranked: list[Said | None]
     coalescing: Said | None
 
@@ -42,10 +42,10 @@ class Scene:
 
 
 def tell(
-    kind: Bottleneck, rec: LaunchRecord, ctx: Context, ev: Evidence, outcomes: list
+    kind: Bottleneck, rec: LaunchRecord, ctx: Context, ev: Evidence, outcomes: catalogue.Outcomes
 ) -> tuple[Unit | None, list[Said]]:
     """The unit the launch is bound on and its causes, each with its steps, in order."""
-    ranked = catalogue.specific(outcomes, rec.kind, ev)  # by their declared rank
+    ranked = [catalogue.said(outcomes, e.cause, rec.kind, ev) for e in catalogue.RANKED]
     # coalescing against the ideal sectors of the requested bytes where measured; without them,
     # only a stream's sectors against its model's bytes (sectors per request cannot tell a
     # vectorized load from a scattered one)
@@ -58,10 +58,9 @@ def tell(
         roof = memory.at_size_roof(rec, ctx, ev)
         if roof:  # a copy of the same bytes is no faster: its stalls and shape are a copy's too
             found = [roof, *(_without(s, STREAM_STEPS) for s in found)]
-    refuted = catalogue.refuted(outcomes)
     said: list[Said] = []
     for s in found:  # one reason per cause (a small grid is both a shape and a matmul cause)
-        if s and s[0].cause not in refuted and all(s[0].cause != x[0].cause for x in said):
+        if s and s[0].cause not in outcomes.refuted and all(s[0].cause != x[0].cause for x in said):
             said.append(s)
     if unit is None and kind == Bottleneck.LATENCY and said:
         # no unit from the SOL lines: the leading cause's, where its entry names one (programs
@@ -122,7 +121,7 @@ def _compute(sc: Scene) -> tuple[Unit | None, list[Said | None]]:
         busy = _tensor_short(rec, ev)
     found = [
         *sc.ranked,
-        busy or catalogue.busy_pipe(sc.outcomes, rec.kind, ev) or sc.said(Cause.TENSOR_BUSY),
+        busy or sc.said(Cause.PIPE_BUSY) or sc.said(Cause.TENSOR_BUSY),
         sc.said(Cause.BANK_CONFLICTS),
         sc.said(Cause.ISSUE_BOUND),
         stalls.dominant_stall(rec, sc.ctx, ev),
