@@ -16,14 +16,8 @@ from profkit.explain.evidence import Evidence
 from profkit.explain.kinds import KernelKind, Owner
 from profkit.explain.model import Action, Advice, Cause, Reason, Unit
 from profkit.explain.record import LaunchRecord
-from profkit.explain.roofs import PIPES, busiest_pipe
+from profkit.explain.roofs import busiest_pipe
 from profkit.explain.siblings import match
-
-
-def pipe_facts(rec: LaunchRecord, ev: Evidence) -> None:
-    """Every pipe's utilization, recorded for the detail view (no decision)."""
-    for name, _ in PIPES:
-        ev.put(LaunchRecord.column(name), getattr(rec, name))
 
 
 def pipe_unit(rec: LaunchRecord, ev: Evidence) -> Unit | None:

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from profkit.explain import catalogue, compute, memory, stalls, story
+from profkit.explain import catalogue, story
 from profkit.explain.bottleneck import bottleneck
 from profkit.explain.context import Context
 from profkit.explain.evidence import Evidence
+from profkit.explain.facts import put_facts
 from profkit.explain.filters import keep
 from profkit.explain.model import Advice, Bottleneck, Reason, Unit
 from profkit.explain.record import LaunchRecord
-from profkit.explain.roofs import compute_roof, memory_roof
 from profkit.explain.siblings import quote
 
 
@@ -47,11 +47,7 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
         return None
     # the device's SM count and the case's read floor, which the catalogue's tests read
     rec = replace(rec, sm_count=ctx.device.sm_count or rec.sm_count, read_floor=ctx.read_floor)
-    compute_roof(rec, ctx.dtype, ctx.device, ev)
-    memory_roof(rec, ctx.device, ev)
-    memory.hierarchy_facts(rec, ev)
-    compute.pipe_facts(rec, ev)
-    stalls.stall_facts(rec, ev)
+    put_facts(rec, ctx, ev)  # the roofs and the detail view's figures
     outcomes = catalogue.evaluate(rec)
     ev.put("kernel_kind", str(rec.kind))
     unit, said = story.tell(kind, rec, ctx, ev, outcomes)

@@ -136,22 +136,3 @@ def uncoalesced(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
         ev.put("sectors_per_request_ratio", ld / requests)
         keys = list(dict.fromkeys([*keys, "sectors_per_request_ratio"]))
     return Reason(Cause.UNCOALESCED, keys), [Advice(Action.COALESCE, keys)]
-
-
-def hierarchy_facts(rec: LaunchRecord, ev: Evidence) -> None:
-    """Hit rates and throughput per level, recorded for the detail view (no decision)."""
-    for name in (
-        "l1_hit_pct",
-        "l2_hit_pct",
-        "l1_pct",
-        "l2_pct",
-        "dram_pct",
-        "dram_bytes_read",
-        "dram_bytes_write",
-    ):
-        ev.put(LaunchRecord.column(name), getattr(rec, name))
-    ld, req = rec.global_ld_sectors, rec.global_ld_requests
-    if ld is not None and req:
-        ev.put("sectors_per_request_ratio", ld / req)
-    for name in ("inst_executed", "global_ld_inst", "global_st_inst"):  # the instruction mix
-        ev.put(name, getattr(rec, name))

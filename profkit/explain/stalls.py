@@ -65,11 +65,5 @@ def stall_share(rec: LaunchRecord, reason: str) -> float | None:
     return rec.stall_share(reason) if reason in rec.stalls else None
 
 
-def stall_facts(rec: LaunchRecord, ev: Evidence) -> None:
-    """Every stall reason captured, recorded for the detail view (no decision)."""
-    for reason, value in known_stalls(rec).items():
-        ev.put(f"stall_{reason}_pct", value)
-
-
 def has_stalls(rec: LaunchRecord) -> bool:
     return bool(known_stalls(rec))
