@@ -51,6 +51,9 @@ class Entry:
     # its place among the specific causes said before any story from the SOL lines (lower
     # first); None: the bottleneck's story places it
     rank: int | None = None
+    # judged on a chain's record only (several launches): on one launch it is not judged at all,
+    # and not listed as "not measured"
+    chains: bool = False
 
     def remedy(self, kind: KernelKind) -> Action | None:
         """The kind's remedy, else its nearest kind's (profkit.explain.kinds.FALLBACK), else ANY."""
@@ -308,9 +311,18 @@ def _extra_reads(r: LaunchRecord) -> Found | None:
     evidence = {"dram_bytes_read": read, floor_key: floor, "dram_read_over_floor_x": read / floor}
     if r.dram_bytes_write is not None:
         evidence["dram_bytes_write"] = r.dram_bytes_write  # quoted, not judged: L2 holds some
-    if (r.kernel_count or 1) > 1:  # a chain: its passes are chain_traffic's to judge
+    if (r.kernel_count or 1) > 1:  # a chain: its passes are EXTRA_PASSES' to judge
         evidence["kernel_count"] = r.kernel_count
     return Found(evidence, ["dram_bytes_read", floor_key, "dram_read_over_floor_x"])
+
+
+def _extra_passes(r: LaunchRecord) -> dict | None:
+    """A chain of kernels moving several times the model's bytes: each pass crosses DRAM."""
+    dram, model = r.dram_bytes, r.model_bytes
+    if not dram or not model or dram / model < th.EXCESS_DRAM_BYTES_RATIO:
+        return None
+    return {"kernel_count": r.kernel_count, "dram_bytes": dram, "bytes": model,
+            "dram_over_model_x": dram / model}  # fmt: skip
 
 
 def _cache_bound(r: LaunchRecord) -> Found | None:
@@ -505,6 +517,15 @@ CATALOGUE: tuple[Entry, ...] = (
         {KernelKind.ANY: Action.REMOVE_EXTRA_READS},
     ),
     Entry(
+        Cause.EXTRA_PASSES,
+        Unit.DRAM,
+        ("kernel_count", "dram_bytes", "model_bytes"),
+        _extra_passes,
+        "DRAM bytes within 1.25x of the model's: the chain's intermediates stayed in L2",
+        {KernelKind.ANY: Action.FUSE},
+        chains=True,
+    ),
+    Entry(
         Cause.CACHE_BOUND,
         None,
         ("dram_pct", "memory_pct"),
@@ -591,6 +612,8 @@ def evaluate(rec: LaunchRecord) -> Outcomes:
     out = Outcomes()
     for entry in CATALOGUE:
         if entry.kinds and rec.kind not in entry.kinds:
+            continue
+        if entry.chains and (rec.kernel_count or 1) <= 1:
             continue
         missing = tuple(n for n in entry.needs if getattr(rec, n) is None)
         if missing:

@@ -29,28 +29,27 @@ def keep(
     return steps, withheld + conflicts + under
 
 
-def headroom_us(ev: Mapping, ms: float | None) -> float | None:
-    """Device time a case (of `ms` device time) could save by reaching its roof. A case has two
-    floors, its bytes at the same-size copy's rate (else the large copy's) and its work at the
-    pipe's peak at its clock: it can gain at most the distance to the higher one, whatever ncu's
-    SOL calls its bound (softmax fp16 4096x4096, "compute-bound" on a 38%-busy LSU pipe at 95% of
-    a same-size copy, has 1 us to gain, not 17). None where the case has no timing or no roof."""
-    copy = ev.get("pct_of_same_size_copy_pct", ev.get("pct_of_copy_pct"))
-    pipe = ev.get("pct_of_pipe_roof_pct")
-    shares = [s for s in (copy, pipe) if s is not None]
-    if not ms or not shares:
+def gain_us(ev: Mapping, ms: float | None, ctx: Context) -> float | None:
+    """Device time a case (of `ms` device time) could save: to its roof, or to a sibling doing
+    the same work measurably faster, whichever is more; None where neither is known.
+
+    A case has two floors, its bytes at the same-size copy's rate (else the large copy's) and its
+    work at the pipe's peak at its clock: it can gain at most the distance to the higher one,
+    whatever ncu's SOL calls its bound (softmax fp16 4096x4096, "compute-bound" on a 38%-busy LSU
+    pipe at 95% of a same-size copy, has 1 us to gain, not 17)."""
+    if not ms:
         return None
-    return max(0.0, ms * 1e3 * (1 - min(max(shares), 100.0) / 100))
-
-
-def sibling_gap_us(ctx: Context, ms: float | None) -> float | None:
-    """Device time a sibling doing the same work measurably faster shows can be saved."""
+    gains = []
+    copy = ev.get("pct_of_same_size_copy_pct", ev.get("pct_of_copy_pct"))
+    shares = [s for s in (copy, ev.get("pct_of_pipe_roof_pct")) if s is not None]
+    if shares:
+        gains.append(max(0.0, ms * 1e3 * (1 - min(max(shares), 100.0) / 100)))
     found = ctx.siblings and (
         ctx.siblings.faster_same_bytes() or ctx.siblings.same_flops_not_slower()
     )
-    if not found or not ms or found[1].ratio <= 1:
-        return None
-    return ms * 1e3 * (1 - 1 / found[1].ratio)
+    if found and found[1].ratio > 1:
+        gains.append(ms * 1e3 * (1 - 1 / found[1].ratio))
+    return max(gains) if gains else None
 
 
 def worth_taking(
@@ -59,10 +58,9 @@ def worth_taking(
     """Each tuning step states the gain it can bring (to the roof, or to a faster sibling);
     where that gain is under the practical floor the step is withheld, and the case says that
     only fewer bytes help."""
-    gains = [g for g in (headroom_us(ev, ms), sibling_gap_us(ctx, ms)) if g is not None]
-    if not gains or not ms:
+    gain = gain_us(ev, ms, ctx)
+    if gain is None:
         return steps, []
-    gain = max(gains)
     ev.put("headroom_us", gain)
     floor = max(stats.PRACTICAL_FLOOR_US, ms * 1e3 * stats.PRACTICAL_FLOOR_PCT / 100)
     kept, withheld = [], []

@@ -1,7 +1,7 @@
-"""The memory hierarchy: how close the stream is to the copy roof, which level is busy, a chain's
-traffic against the model, and coalescing judged against the model's bytes where the requested
-bytes were not captured (extra reads, cache-bound, bank conflicts and data left in L2 are
-catalogue entries).
+"""The memory hierarchy: how close the stream is to the copy roof, which level is busy, and
+coalescing judged against the model's bytes where the requested bytes were not captured (extra
+reads, a chain's extra passes, cache-bound, bank conflicts and data left in L2 are catalogue
+entries).
 
 Reads and writes are judged apart: writes still in the 60 MB L2 when a kernel ends are never
 counted by DRAM, so summing them dilutes a re-read (F.rms_norm reads its input twice).
@@ -97,21 +97,6 @@ def at_size_roof(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
             Advice(Action.CUDA_GRAPH, ["ncu_duration_ms"])
         ]
     return Reason(Cause.AT_SIZE_ROOF, keys), [Advice(Action.FEWER_BYTES, keys)]
-
-
-def chain_traffic(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
-    """A chain of kernels moving several times the model's bytes: each pass crosses DRAM."""
-    count, dram_bytes, min_bytes = rec.kernel_count, rec.dram_bytes, rec.model_bytes
-    if not count or count <= 1 or not dram_bytes or not min_bytes:
-        return None
-    if dram_bytes / min_bytes < th.EXCESS_DRAM_BYTES_RATIO:
-        return None
-    ev.put("kernel_count", count)
-    ev.put("dram_bytes", dram_bytes)
-    ev.put("bytes", min_bytes)
-    ev.put("dram_over_model_x", dram_bytes / min_bytes)
-    keys = ["kernel_count", "dram_bytes", "bytes", "dram_over_model_x"]
-    return Reason(Cause.EXTRA_PASSES, keys), [Advice(Action.FUSE, keys)]
 
 
 def uncoalesced(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:

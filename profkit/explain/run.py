@@ -28,7 +28,7 @@ from profkit.explain.evidence import (
 from profkit.explain.filters import fit_advice
 from profkit.explain.kernel_family import Family, family
 from profkit.explain.kinds import KernelKind, Owner, operand_dtype, owner
-from profkit.explain.memory import chain_traffic, dram_level
+from profkit.explain.memory import dram_level
 from profkit.explain.model import (
     Action,
     Advice,
@@ -304,8 +304,8 @@ def _chain(
         if said:
             f.reasons.append(said[0])
             steps += said[1]
-    for check in (chain_traffic, launch_overhead):
-        said = check(case, ctx, ev)
+    passes = catalogue.said(catalogue.evaluate(case), Cause.EXTRA_PASSES, case.kind, ev)
+    for said in (passes, launch_overhead(case, ctx, ev)):
         if said:
             f.reasons.append(said[0])
             steps += said[1]

@@ -24,7 +24,8 @@ from profkit.explain.siblings import match
 @dataclass
 class Scene:
     """What every bottleneck's story reads: the record, its context and evidence, the catalogue's
-    outcomes, the ranked entries found (None in the place of one not found), and coalescing."""
+    outcomes, the ranked entries found (None in the place of one not found), coalescing, and
+    whether the record is a chain's."""
 
     rec: LaunchRecord
     ctx: Context
@@ -32,13 +33,10 @@ class Scene:
     outcomes: catalogue.Outcomes
     ranked: list[Said | None]
     coalescing: Said | None
+    chain: bool  # a case of several launches
 
     def said(self, cause: Cause) -> Said | None:
         return catalogue.said(self.outcomes, cause, self.rec.kind, self.ev)
-
-    @property
-    def chain(self) -> bool:
-        return (self.rec.kernel_count or 1) > 1
 
 
 def tell(
@@ -53,7 +51,8 @@ def tell(
         coalescing = catalogue.said(outcomes, Cause.UNCOALESCED, rec.kind, ev)
     else:
         coalescing = memory.uncoalesced(rec, ctx, ev)
-    unit, found = STORIES[kind](Scene(rec, ctx, ev, outcomes, ranked, coalescing))
+    chain = (rec.kernel_count or 1) > 1
+    unit, found = STORIES[kind](Scene(rec, ctx, ev, outcomes, ranked, coalescing, chain))
     if kind in (Bottleneck.LATENCY, Bottleneck.BALANCED):
         roof = memory.at_size_roof(rec, ctx, ev)
         if roof:  # a copy of the same bytes is no faster: its stalls and shape are a copy's too
@@ -83,7 +82,7 @@ def _memory(sc: Scene) -> tuple[Unit | None, list[Said | None]]:
         compute.pipe_detail(rec, sc.ctx, ev, sc.outcomes)
         if rec.matrix and (unit != Unit.DRAM or _dense(rec))
         else None,
-        memory.chain_traffic(rec, sc.ctx, ev) if sc.chain else reads,
+        sc.said(Cause.EXTRA_PASSES) if sc.chain else reads,
         sc.coalescing,
         sc.said(Cause.BANK_CONFLICTS),
         sc.said(Cause.CACHE_BOUND),
@@ -151,7 +150,7 @@ def _latency(sc: Scene) -> tuple[Unit | None, list[Said | None]]:
     found = [
         *sc.ranked,
         *causes,
-        memory.chain_traffic(rec, sc.ctx, ev)
+        sc.said(Cause.EXTRA_PASSES)
         if sc.chain
         else None
         if coalescing
