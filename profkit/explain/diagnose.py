@@ -9,7 +9,7 @@ pipeline whose every stage is its own module:
    dropped (story.tell), each cause with its kind's remedy;
 4. a step pointing at a faster sibling is quoted with that sibling (siblings.quote);
 5. filter: the owner, steps an earlier version tried, the declared conflicts, gains under the
-   practical floor, each withheld with its reason (filters.keep).
+   practical floor, each withheld with its reason (profkit/explain/filters.py).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from profkit.explain.bottleneck import bottleneck
 from profkit.explain.context import Context
 from profkit.explain.evidence import Evidence
 from profkit.explain.facts import put_facts
-from profkit.explain.filters import keep
+from profkit.explain.filters import fit_advice, worth_taking
 from profkit.explain.model import Advice, Bottleneck, Reason, Unit
 from profkit.explain.record import LaunchRecord
 from profkit.explain.siblings import quote
@@ -55,5 +55,9 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
     diagnosis = Diagnosis(kind, unit, [r for r, _ in said], evidence=ev)
     diagnosis.not_measured = outcomes.not_measured
     steps = [step for _, steps in said for step in steps]
-    diagnosis.steps, diagnosis.ruled_out = keep(steps, diagnosis.reasons, rec, ev, ctx)
+    # the filters: the owner's advice and the steps ruled out, the declared conflicts, the gain
+    steps, withheld = fit_advice(steps, rec.family, ctx.ruled_out, rec.kind)
+    steps, conflicts = catalogue.resolve(steps, diagnosis.reasons, rec)
+    steps, under = worth_taking(steps, ev, rec.device_p50_ms, ctx)
+    diagnosis.steps, diagnosis.ruled_out = steps, withheld + conflicts + under
     return diagnosis

@@ -10,23 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from profkit import stats
-from profkit.explain import catalogue
 from profkit.explain.context import Context
 from profkit.explain.evidence import Evidence
 from profkit.explain.kernel_family import FUSED_OPS, GEMM, LIBRARY, Family
 from profkit.explain.kinds import MATRIX, KernelKind
-from profkit.explain.model import Action, Advice, Reason
-from profkit.explain.record import LaunchRecord
-
-
-def keep(
-    steps: list[Advice], reasons: list[Reason], rec: LaunchRecord, ev: Evidence, ctx: Context
-) -> tuple[list[Advice], list[dict]]:
-    """The steps that stand on this record, and those withheld (each with its reason)."""
-    steps, withheld = fit_advice(steps, rec.family, ctx.ruled_out, rec.kind)
-    steps, conflicts = catalogue.resolve(steps, reasons, rec)
-    steps, under = worth_taking(steps, ev, rec.device_p50_ms, ctx)
-    return steps, withheld + conflicts + under
+from profkit.explain.model import Action, Advice
 
 
 def gain_us(ev: Mapping, ms: float | None, ctx: Context) -> float | None:

@@ -9,6 +9,8 @@ counted by DRAM, so summing them dilutes a re-read (F.rms_norm reads its input t
 
 from __future__ import annotations
 
+from operator import itemgetter
+
 from profkit import thresholds as th
 from profkit.explain.context import Context, Said
 from profkit.explain.evidence import Evidence
@@ -28,21 +30,12 @@ def busy_level(rec: LaunchRecord, ev: Evidence) -> Unit | None:
         return None
     if mem is None or mem - dram < th.CACHE_BOUND_GAP_PCT:
         return Unit.DRAM
-    return _cache_level(rec, ev)[0]
-
-
-def _cache_level(rec: LaunchRecord, ev: Evidence) -> tuple[Unit | None, str | None]:
-    levels = [
-        (u, LaunchRecord.column(name), getattr(rec, name))
-        for name, u in MEMORY_LEVELS
-        if u != Unit.DRAM
-    ]
-    levels = [x for x in levels if x[2] is not None]
-    if not levels:
-        return None, None
-    unit, col, value = max(levels, key=lambda x: x[2])
-    ev.put(col, value)
-    return unit, col
+    # the busier cache level by its own throughput, quoted
+    levels = [(getattr(rec, name), u, name) for name, u in MEMORY_LEVELS if u != Unit.DRAM]
+    value, unit, name = max(((v, u, n) for v, u, n in levels if v is not None),
+                            default=(None, None, ""), key=itemgetter(0))  # fmt: skip
+    ev.put(LaunchRecord.column(name), value)
+    return unit
 
 
 def dram_level(

@@ -7,7 +7,7 @@ siblings.match(...) and quoted by siblings.quote, the one place a sibling's figu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from profkit import thresholds as th
@@ -235,9 +235,15 @@ def _why_short(sc: Scene) -> list[Said | None]:
     rec, ctx, ev = sc.rec, sc.ctx, sc.ev
     stall = stalls.dominant_stall(rec, ctx, ev)
     found = ctx.siblings.faster_same_bytes() if ctx.siblings else None
-    share = (
-        _shared_stall_share(rec, found[0], stall[0].detail["stall"]) if stall and found else None
-    )
+    share = None
+    if stall and found:
+        # the sibling's share of stalls on the same reason, where it is at least this case's less
+        # a few points (the stall is shared)
+        reason, theirs = stall[0].detail["stall"], LaunchRecord.of(found[0])
+        if reason in theirs.stalls:
+            share = theirs.stall_share(reason)
+            if share * 100 < rec.stall_share(reason) * 100 - th.STALL_SHARED_POINTS:
+                share = None
     if share is not None:
         # the sibling that moves the same bytes faster waits as much on the same stall: that
         # stall does not explain the gap to it; what differs between the two does
@@ -263,16 +269,6 @@ def _why_short(sc: Scene) -> list[Said | None]:
     if not stalls.has_stalls(rec):
         steps.append(Advice(Action.PROFILE_STALLS, []))
     return [(Reason(Cause.NO_CAUSE_SEEN, keys, {"short_of_roof": True}), steps)]
-
-
-def _shared_stall_share(rec: LaunchRecord, sibling: Mapping, reason: str) -> float | None:
-    """The sibling's share of stalls on `reason` where it is at least this case's less a few
-    points (the stall is shared), else None."""
-    mine = stalls.stall_share(rec, reason)
-    theirs = stalls.stall_share(LaunchRecord.of(sibling), reason)
-    if mine is None or theirs is None:
-        return None
-    return theirs if theirs * 100 >= mine * 100 - th.STALL_SHARED_POINTS else None
 
 
 def _nothing_seen(rec: LaunchRecord) -> Said:
