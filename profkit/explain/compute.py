@@ -32,15 +32,20 @@ def pipe_unit(rec: LaunchRecord, ev: Evidence) -> Unit | None:
 
 
 def pipe_detail(
-    rec: LaunchRecord, ctx: Context, ev: Evidence, outcomes: catalogue.Outcomes
+    rec: LaunchRecord,
+    ctx: Context,
+    ev: Evidence,
+    outcomes: catalogue.Outcomes,
+    bound_on: Unit | None = None,
 ) -> Said | None:
     """A matrix product's pipes: the Tensor pipe busy, under-fed or unused, else the busiest
-    other pipe at its peak (the catalogue's pipe entries, with a GEMM's remedy)."""
+    other pipe at its peak (the catalogue's pipe entries, with a GEMM's remedy). `bound_on`: the
+    pipe a compute-bound launch is bound on (pipe_unit)."""
     tensor = rec.tensor_pct
     gemm, library = rec.matrix, rec.owner == Owner.LIBRARY
+    # quoted under the field it was read from (the record's fields are their columns' names)
+    key = "tensor_any_pct" if rec.tensor_any_pct is not None else "tensor_pipe_pct"
     if tensor is not None:
-        # quoted under the field it was read from (the record's fields are their columns' names)
-        key = "tensor_any_pct" if rec.tensor_any_pct is not None else "tensor_pipe_pct"
         ev.put(key, tensor)
         if tensor >= th.TENSOR_BUSY_PCT:
             if library:
@@ -82,4 +87,13 @@ def pipe_detail(
             ):
                 keys = [key] + (["pct_of_pipe_roof_pct"] if roof is not None else [])
                 return Reason(Cause.TENSOR_UNDERFED, keys), [Advice(Action.FEED_TENSOR, keys)]
-    return catalogue.said(outcomes, Cause.PIPE_BUSY, KernelKind.GEMM, ev)
+    busy = catalogue.said(outcomes, Cause.PIPE_BUSY, KernelKind.GEMM, ev)
+    if busy is None and bound_on == Unit.TENSOR and not library:
+        # a user GEMM bound on the Tensor Cores short of their busy line: under-fed, judged on
+        # the busy share (its roof share can sit in cuBLAS's range), said first; the dominant
+        # stall, said after, tells how (the zoo's int8 GEMM: IMMA 69% busy, 67% of its roof,
+        # barrier stalls at 63%). A library GEMM's shape is its user's lever: its cause says so
+        return Reason(Cause.TENSOR_UNDERFED, [key], {"busy": True}), [
+            Advice(Action.FEED_TENSOR, [key])
+        ]
+    return busy

@@ -15,7 +15,6 @@ from profkit.explain import catalogue, compute, memory, shape, stalls
 from profkit.explain.context import Context, Said
 from profkit.explain.evidence import Evidence
 from profkit.explain.filters import STREAM_STEPS
-from profkit.explain.kinds import Owner
 from profkit.explain.model import Action, Advice, Bottleneck, Cause, Reason, Unit
 from profkit.explain.record import LaunchRecord
 from profkit.explain.siblings import match
@@ -115,9 +114,7 @@ def _compute(sc: Scene) -> tuple[Unit | None, list[Said | None]]:
     unit = compute.pipe_unit(rec, ev)
     # GEMM steps only for kernels that issue MMAs or have a matmul's shape; any other busy
     # pipe gets its own kind's remedy (an FP64 elementwise chain is no matrix product)
-    busy = compute.pipe_detail(rec, sc.ctx, ev, sc.outcomes) if rec.matrix else None
-    if busy is None and unit == Unit.TENSOR and rec.matrix:
-        busy = _tensor_short(rec, ev)
+    busy = compute.pipe_detail(rec, sc.ctx, ev, sc.outcomes, unit) if rec.matrix else None
     found = [
         *sc.ranked,
         busy or sc.said(Cause.PIPE_BUSY) or sc.said(Cause.TENSOR_BUSY),
@@ -190,17 +187,6 @@ STORIES: dict[Bottleneck, Callable[[Scene], tuple[Unit | None, list[Said | None]
     Bottleneck.LATENCY: _latency,
     Bottleneck.BALANCED: _balanced,
 }
-
-
-def _tensor_short(rec: LaunchRecord, ev: Evidence) -> Said | None:
-    """A user GEMM bound on the Tensor Cores short of their busy line: the unit is under-fed,
-    said first; the dominant stall, said after, tells how (the zoo's int8 GEMM: IMMA 69% busy,
-    67% of its roof, barrier stalls at 63%)."""
-    if rec.owner == Owner.LIBRARY:
-        return None  # a library GEMM's shape is its user's lever: its own cause says so
-    # judged on the busy share against TENSOR_BUSY_PCT (its roof share can sit in cuBLAS's range)
-    keys = [next(k for k in ("tensor_any_pct", "tensor_pipe_pct") if k in ev)]
-    return Reason(Cause.TENSOR_UNDERFED, keys, {"busy": True}), [Advice(Action.FEED_TENSOR, keys)]
 
 
 def _every_sm_busy(rec: LaunchRecord, ctx: Context) -> bool:
