@@ -49,4 +49,4 @@ def test_the_dominant_stall_has_one_denominator() -> None:
     reason, _ = stalls.dominant_stall(rec, Context(), ev)
     assert reason.detail["stall"] == "wait" and ev["stall_share_pct"] == 40.0
     assert rec.dominant_stall == ("wait", 40.0, 0.4)
-    assert rec.stall_share("barrier") == 0.3
+    assert stalls.stall_share(rec, "barrier") == rec.stall_share("barrier") == 0.3

@@ -59,5 +59,11 @@ def dominant_stall(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None
     return Reason(Cause.STALL, keys, detail), [Advice(ADVICE_TEXT[reason], keys, detail)]
 
 
+def stall_share(rec: LaunchRecord, reason: str) -> float | None:
+    """`reason`'s share of all stall cycles in a record (0..1: LaunchRecord.stall_share, the one
+    denominator), None where that reason was not captured."""
+    return rec.stall_share(reason) if reason in rec.stalls else None
+
+
 def has_stalls(rec: LaunchRecord) -> bool:
     return bool(known_stalls(rec))

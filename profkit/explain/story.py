@@ -225,11 +225,13 @@ def _why_short(sc: Scene) -> list[Said | None]:
     if stall and found:
         # the sibling's share of stalls on the same reason, where it is at least this case's less
         # a few points (the stall is shared)
-        reason, theirs = stall[0].detail["stall"], LaunchRecord.of(found[0])
-        if reason in theirs.stalls:
-            share = theirs.stall_share(reason)
-            if share * 100 < rec.stall_share(reason) * 100 - th.STALL_SHARED_POINTS:
-                share = None
+        reason = stall[0].detail["stall"]
+        share = stalls.stall_share(LaunchRecord.of(found[0]), reason)
+        if (
+            share is not None
+            and share * 100 < rec.stall_share(reason) * 100 - th.STALL_SHARED_POINTS
+        ):
+            share = None
     if share is not None:
         # the sibling that moves the same bytes faster waits as much on the same stall: that
         # stall does not explain the gap to it; what differs between the two does
