@@ -26,6 +26,7 @@ grow back.
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
@@ -38,6 +39,7 @@ from profkit.explain import bottleneck, catalogue, launches, run
 from profkit.explain import diagnose as diagnose_module
 from profkit.explain.context import Context
 from profkit.explain.record import LaunchRecord
+from profkit.explain.siblings import Siblings
 
 DATA = Path(__file__).parent / "data"
 PROFKIT = str(Path(profkit.__file__).parent)
@@ -103,6 +105,9 @@ def walk(rec: LaunchRecord, ctx: Context) -> tuple[set[str], set[str]]:
         elif event == "return" and read:
             read.pop()
 
+    if ctx.siblings is not None:  # compared afresh, as the first diagnosis of a case does
+        s = ctx.siblings
+        ctx = replace(ctx, siblings=Siblings(s.row, s.others, s.samples))
     sys.setprofile(profile)
     try:
         diagnose_module.diagnose(rec, ctx)

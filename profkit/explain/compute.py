@@ -52,7 +52,7 @@ def pipe_detail(
                 near = Advice(Action.LIBRARY_SHAPES, [key], {"near_roof": True})
                 return Reason(Cause.TENSOR_BUSY, [key]), [near]
             # a sibling doing the same FLOPs in the same or less time: less math is not the gap
-            found = ctx.siblings.same_flops_not_slower() if ctx.siblings else None
+            found = ctx.siblings.faster("flops") if ctx.siblings else None
             if found is not None:
                 said = "faster" if found[1].outcome == "slower" else "same"
                 return Reason(Cause.TENSOR_BUSY, [key], {"sibling": said}), [match("flops")]

@@ -32,9 +32,7 @@ def gain_us(ev: Mapping, ms: float | None, ctx: Context) -> float | None:
     shares = [s for s in (copy, ev.get("pct_of_pipe_roof_pct")) if s is not None]
     if shares:
         gains.append(max(0.0, ms * 1e3 * (1 - min(max(shares), 100.0) / 100)))
-    found = ctx.siblings and (
-        ctx.siblings.faster_same_bytes() or ctx.siblings.same_flops_not_slower()
-    )
+    found = ctx.siblings and (ctx.siblings.faster("bytes") or ctx.siblings.faster("flops"))
     if found and found[1].ratio > 1:
         gains.append(ms * 1e3 * (1 - 1 / found[1].ratio))
     return max(gains) if gains else None

@@ -61,7 +61,7 @@ def dram_level(
         return None
     if at_roof:
         # a sibling moving as many bytes measurably faster: the copy is not the roof here
-        if ctx.siblings and ctx.siblings.faster_same_bytes() is not None:
+        if ctx.siblings and ctx.siblings.faster("bytes") is not None:
             return Reason(Cause.SIBLING_FASTER, keys), [match("bytes")]
         step = Advice(Action.FUSE if chain else Action.FEWER_BYTES, keys)
         return Reason(Cause.AT_ROOF, keys), [step]
@@ -78,7 +78,7 @@ def at_size_roof(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
     share = memory_roof(rec, ctx.device, ev)
     if share is None or round(share, 6) < near_copy_line(rec):  # dram_level's line
         return None
-    if ctx.siblings and ctx.siblings.faster_same_bytes() is not None:
+    if ctx.siblings and ctx.siblings.faster("bytes") is not None:
         return None  # the copy is not the roof: dram_level's sibling finding says why
     keys = [k for k in ("pct_of_same_size_copy_pct", "pct_of_copy_pct") if k in ev]
     duration = rec.duration_ms

@@ -99,7 +99,7 @@ def _memory(sc: Scene) -> tuple[Unit | None, list[Said | None]]:
     named = any(s and s[1] and s[0].cause != Cause.SIBLING_FASTER for s in found)
     if short and not named:
         found += _why_short(sc)
-    elif short and sc.ctx.siblings and sc.ctx.siblings.faster_same_bytes() is not None:
+    elif short and sc.ctx.siblings and sc.ctx.siblings.faster("bytes") is not None:
         # a cause named, while a sibling moves the same bytes measurably faster: what differs
         # between the two is a step beside that cause's (the first add_rmsnorm, told only to
         # keep its re-read on chip, while Liger asked for 25% fewer load bytes)
@@ -220,7 +220,7 @@ def _why_short(sc: Scene) -> list[Said | None]:
     else more bytes in flight per thread."""
     rec, ctx, ev = sc.rec, sc.ctx, sc.ev
     stall = stalls.dominant_stall(rec, ctx, ev)
-    found = ctx.siblings.faster_same_bytes() if ctx.siblings else None
+    found = ctx.siblings.faster("bytes") if ctx.siblings else None
     share = None
     if stall and found:
         # the sibling's share of stalls on the same reason, where it is at least this case's less
