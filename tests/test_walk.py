@@ -45,9 +45,9 @@ DATA = Path(__file__).parent / "data"
 PROFKIT = str(Path(profkit.__file__).parent)
 RECORD = str(Path(profkit.__file__).parent / "explain" / "record.py")
 WALK_GOAL = 30
-# (every function, the engine's path): the most any record visits at this commit (before the
-# pipeline, at b07d7d8: 104 and 48)
-WALK_NOW = (97, 38)
+# (every function, the engine's path): the most any record visits at this commit; before the
+# pipeline (b07d7d8), measured the same way: 113 and 58, and 2 of the 228 records within 30
+WALK_NOW = (105, 47)
 _FOLDED = frozenset({"<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"})
 _TABLE_TESTS = frozenset(
     [e.test.__code__ for e in catalogue.CATALOGUE]
@@ -139,13 +139,15 @@ def test_the_records_cover_the_stored_runs() -> None:
 def test_the_walk_grows_no_longer() -> None:
     every = max(walks())
     path = max(walks(), key=lambda w: w[1])
-    assert (every[0], path[1]) <= WALK_NOW, f"{every[2]}: {every[0]}; {path[2]}: {path[1]}"
+    assert every[0] <= WALK_NOW[0], f"{every[2]}: {every[0]} functions"
+    assert path[1] <= WALK_NOW[1], f"{path[2]}: {path[1]} functions on the engine's path"
 
 
 @pytest.mark.xfail(
     strict=True,
-    reason="the memory roofs' story (at, short of, the same-size copy), the launch shape, the "
-    "Tensor causes and the sibling's quote are still decided by hand outside the catalogue",
+    reason="99 of 228 records are within 30; the longest (47) pass through causes still decided "
+    "by hand (the copy roof, the launch shape, the Tensor causes, the dominant stall) and through "
+    "the comparison of a case with its siblings (profkit.stats)",
 )
 def test_following_a_record_visits_at_most_the_goal() -> None:
     most, kernel = max((w[1], w[2]) for w in walks())
