@@ -286,3 +286,23 @@ def test_sectors_that_hit_in_l1_are_not_uncoalesced() -> None:
     assert Cause.UNCOALESCED in found(replace(norm, l1_pct=85.0))
     # a strided transpose's 8x still misses L1 at a third of hits (8 x 0.67 = 5.3x)
     assert Cause.UNCOALESCED in found(replace(record("p.transpose"), l1_hit_pct=33.0))
+
+
+def test_a_cause_found_by_its_coarser_route_is_not_also_not_measured() -> None:
+    # the explain suite's strided copies and torch's transpose (H200, 2026-11-30) were captured
+    # before the requested bytes were: their coalescing is judged by the model's bytes (the entry's
+    # fallback), found at 4x and more. Until this fallback was the entry's, the finding said
+    # "uncoalesced" and listed it as "not measured" beside it; that list changed in these runs only
+    from stored_runs import explained
+
+    for run, subject in (
+        ("suite_strided-20261130-163645-vm-8ce3", "suite_strided strided float32 16777216"),
+        ("suite_strided-20261130-163645-vm-8ce3", "suite_strided torch_strided float32 16777216"),
+        ("suite_bank-20261130-163702-vm-c1fd", "suite_bank torch_transpose float32 4096"),
+    ):
+        (f,) = [f for f in explained(run).findings if f.subject == subject]
+        assert Cause.UNCOALESCED in {r.cause for r in f.reasons}
+        assert "uncoalesced" not in f.not_measured
+    # where the coarser route finds nothing it rules nothing out: still not measured
+    rec = LaunchRecord(global_ld_sectors=1e6, model_bytes=32e6)
+    assert "uncoalesced" in catalogue.evaluate(rec).not_measured

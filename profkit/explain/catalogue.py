@@ -17,7 +17,7 @@ from profkit.explain.context import Said
 from profkit.explain.evidence import Evidence
 from profkit.explain.kinds import FALLBACK, KernelKind
 from profkit.explain.model import Action, Advice, Cause, Reason, Unit
-from profkit.explain.record import LaunchRecord
+from profkit.explain.record import SECTOR_BYTES, LaunchRecord
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,9 @@ class Entry:
     # judged on a chain's record only (several launches): on one launch it is not judged at all,
     # and not listed as "not measured"
     chains: bool = False
+    # where a counter it needs was not collected: a coarser test that can find the cause but
+    # never rules it out (where it finds nothing, the cause stays "not measured")
+    fallback: Callable[[LaunchRecord], dict | Found | None] | None = None
 
     def remedy(self, kind: KernelKind) -> Action | None:
         """The kind's remedy, else its nearest kind's (profkit.explain.kinds.FALLBACK), else ANY."""
@@ -118,6 +121,23 @@ def _uncoalesced(r: LaunchRecord) -> dict | Found | None:
         "ideal_ld_sectors": r.global_ld_bytes_requested / 32,
         "sectors_over_ideal_x": ratio,
     }
+
+
+def _uncoalesced_by_model(r: LaunchRecord) -> Found | None:
+    """Without the requested bytes: a stream's global sectors far beyond its model's bytes. A
+    matmul re-reads its tiles from L2 by design, and sectors per request cannot tell a 128-bit
+    load's ideal 16 from scattered lanes, so neither is judged by this route."""
+    ld, model = r.global_ld_sectors, r.model_bytes
+    if ld is None or not model or r.matrix:
+        return None
+    sector_bytes = (ld + (r.global_st_sectors or 0.0)) * SECTOR_BYTES
+    if sector_bytes / model < th.UNCOALESCED_MODEL_RATIO:
+        return None
+    evidence = {"global_sector_bytes": sector_bytes, "bytes": model,
+                "sectors_over_model_x": sector_bytes / model}  # fmt: skip
+    if r.global_ld_requests:
+        evidence["sectors_per_request_ratio"] = ld / r.global_ld_requests
+    return Found(evidence, list(evidence))
 
 
 def _scattered_atomics(r: LaunchRecord) -> Found | None:
@@ -405,6 +425,7 @@ CATALOGUE: tuple[Entry, ...] = (
         {KernelKind.GATHER: Action.INDEX_LOCALITY, KernelKind.ANY: Action.COALESCE},
         # a strided read pulls whole sectors from DRAM: those are the extra reads
         refutes=frozenset({Cause.EXTRA_READS}),
+        fallback=_uncoalesced_by_model,
     ),
     Entry(
         Cause.BRANCH_DIVERGENCE,
@@ -617,9 +638,12 @@ def evaluate(rec: LaunchRecord) -> Outcomes:
             continue
         missing = tuple(n for n in entry.needs if getattr(rec, n) is None)
         if missing:
-            out.append(Outcome(entry, "not measured", missing=missing))
-            continue
-        result = entry.test(rec)
+            result = entry.fallback(rec) if entry.fallback else None
+            if not result:
+                out.append(Outcome(entry, "not measured", missing=missing))
+                continue
+        else:
+            result = entry.test(rec)
         if isinstance(result, Found):
             out.append(Outcome(entry, "found", result.evidence, keys=result.keys,
                                detail=result.detail))  # fmt: skip

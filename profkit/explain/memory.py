@@ -1,7 +1,6 @@
-"""The memory hierarchy: how close the stream is to the copy roof, which level is busy, and
-coalescing judged against the model's bytes where the requested bytes were not captured (extra
-reads, a chain's extra passes, cache-bound, bank conflicts and data left in L2 are catalogue
-entries).
+"""The memory hierarchy: how close the stream is to the copy roof, and which level is busy
+(coalescing, extra reads, a chain's extra passes, cache-bound, bank conflicts and data left in L2
+are catalogue entries).
 
 Reads and writes are judged apart: writes still in the 60 MB L2 when a kernel ends are never
 counted by DRAM, so summing them dilutes a re-read (F.rms_norm reads its input twice).
@@ -15,7 +14,7 @@ from profkit import thresholds as th
 from profkit.explain.context import Context, Said
 from profkit.explain.evidence import Evidence
 from profkit.explain.model import Action, Advice, Cause, Reason, Unit
-from profkit.explain.record import SECTOR_BYTES, LaunchRecord
+from profkit.explain.record import LaunchRecord
 from profkit.explain.roofs import MEMORY_LEVELS, memory_roof, near_copy_line
 from profkit.explain.siblings import match
 
@@ -90,27 +89,3 @@ def at_size_roof(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
             Advice(Action.CUDA_GRAPH, ["ncu_duration_ms"])
         ]
     return Reason(Cause.AT_SIZE_ROOF, keys), [Advice(Action.FEWER_BYTES, keys)]
-
-
-def uncoalesced(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
-    """For rows without the requested bytes (the catalogue judges those against the ideal
-    sectors): a stream's global sectors far beyond its model's bytes. A matmul re-reads its
-    tiles from L2 by design, and sectors per request cannot tell a 128-bit load's ideal 16
-    from scattered lanes, so neither is judged here: "not measured" rather than a guess."""
-    ld, st = rec.global_ld_sectors, rec.global_st_sectors
-    requests = rec.global_ld_requests
-    min_bytes = rec.model_bytes
-    if ld is None or not min_bytes or rec.matrix:
-        return None
-    sector_bytes = (ld + (st or 0.0)) * SECTOR_BYTES
-    ratio = sector_bytes / min_bytes
-    if ratio < th.UNCOALESCED_MODEL_RATIO:
-        return None
-    ev.put("global_sector_bytes", sector_bytes)
-    ev.put("bytes", min_bytes)
-    ev.put("sectors_over_model_x", ratio)
-    keys = ["global_sector_bytes", "bytes", "sectors_over_model_x"]
-    if requests:
-        ev.put("sectors_per_request_ratio", ld / requests)
-        keys = list(dict.fromkeys([*keys, "sectors_per_request_ratio"]))
-    return Reason(Cause.UNCOALESCED, keys), [Advice(Action.COALESCE, keys)]

@@ -43,13 +43,7 @@ def tell(
 ) -> tuple[Unit | None, list[Said]]:
     """The unit the launch is bound on and its causes, each with its steps, in order."""
     ranked = [catalogue.said(outcomes, e.cause, rec.kind, ev) for e in catalogue.RANKED]
-    # coalescing against the ideal sectors of the requested bytes where measured; without them,
-    # only a stream's sectors against its model's bytes (sectors per request cannot tell a
-    # vectorized load from a scattered one)
-    if rec.ld_sectors_over_ideal is not None:
-        coalescing = catalogue.said(outcomes, Cause.UNCOALESCED, rec.kind, ev)
-    else:
-        coalescing = memory.uncoalesced(rec, ctx, ev)
+    coalescing = catalogue.said(outcomes, Cause.UNCOALESCED, rec.kind, ev)
     chain = (rec.kernel_count or 1) > 1
     unit, found = STORIES[kind](Scene(rec, ctx, ev, outcomes, ranked, coalescing, chain))
     if kind in (Bottleneck.LATENCY, Bottleneck.BALANCED):
