@@ -42,22 +42,21 @@ class Diagnosis:
 def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
     """None when the row has no throughput counters."""
     ev = Evidence()
-    kind = bottleneck(rec, ev)
+    kind = bottleneck(rec, ev)  # 1. classify
     if kind is None:
         return None
     # the device's SM count and the case's read floor, which the catalogue's tests read
     rec = replace(rec, sm_count=ctx.device.sm_count or rec.sm_count, read_floor=ctx.read_floor)
     put_facts(rec, ctx, ev)  # the roofs and the detail view's figures
-    outcomes = catalogue.evaluate(rec)
+    outcomes = catalogue.evaluate(rec)  # 2. evaluate
     ev.put("kernel_kind", str(rec.kind))
-    unit, said = story.tell(kind, rec, ctx, ev, outcomes)
-    said = quote(said, rec, ctx.siblings, ev)
-    diagnosis = Diagnosis(kind, unit, [r for r, _ in said], evidence=ev)
-    diagnosis.not_measured = outcomes.not_measured
+    unit, said = story.tell(kind, rec, ctx, ev, outcomes)  # 3. order, with remedies
+    said = quote(said, rec, ctx.siblings, ev)  # 4. a faster sibling's figures
+    reasons = [r for r, _ in said]
     steps = [step for _, steps in said for step in steps]
-    # the filters: the owner's advice and the steps ruled out, the declared conflicts, the gain
+    # 5. filter: the owner's advice and the steps ruled out, the declared conflicts, the gain
     steps, withheld = fit_advice(steps, rec.family, ctx.ruled_out, rec.kind)
-    steps, conflicts = catalogue.resolve(steps, diagnosis.reasons, rec)
+    steps, conflicts = catalogue.resolve(steps, reasons, rec)
     steps, under = worth_taking(steps, ev, rec.device_p50_ms, ctx)
-    diagnosis.steps, diagnosis.ruled_out = steps, withheld + conflicts + under
-    return diagnosis
+    return Diagnosis(kind, unit, reasons, steps, ev, withheld + conflicts + under,
+                     outcomes.not_measured)  # fmt: skip
