@@ -26,7 +26,6 @@ grow back.
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
@@ -39,7 +38,6 @@ from profkit.explain import bottleneck, catalogue, launches, run
 from profkit.explain import diagnose as diagnose_module
 from profkit.explain.context import Context
 from profkit.explain.record import LaunchRecord
-from profkit.explain.siblings import Siblings
 
 DATA = Path(__file__).parent / "data"
 PROFKIT = str(Path(profkit.__file__).parent)
@@ -65,29 +63,31 @@ def _runs() -> list[tuple[Path, bool]]:
 
 
 @cache
-def handed() -> tuple[tuple[LaunchRecord, Context], ...]:
-    """Every (record, context) diagnose is handed while the runs are explained (no history:
-    the earlier runs change only the steps ruled out, never the path)."""
-    seen: list[tuple[LaunchRecord, Context]] = []
+def walks() -> tuple[tuple[int, int, str, str], ...]:
+    """(every function, the engine's path, the kernel, its kind) for each diagnosis made while
+    the runs are explained, walked as it is made (so a case's siblings are compared by its own
+    diagnosis, as in any run). No history: earlier runs change the steps ruled out, not the path."""
+    out = []
     real = diagnose_module.diagnose
 
-    def record(rec: LaunchRecord, ctx: Context):
-        seen.append((rec, ctx))
-        return real(rec, ctx)
+    def walked(rec: LaunchRecord, ctx: Context):
+        every, path, diagnosis = walk(real, rec, ctx)
+        out.append((len(every), len(path), rec.name or "", str(rec.kind)))
+        return diagnosis
 
     for path, drilled in _runs():
-        run.diagnose = record
-        launches.diagnose = record if drilled else real
+        run.diagnose = walked
+        launches.diagnose = walked if drilled else real
         try:
             run.explain_run(store.load(path), history_runs=[])
         finally:
             run.diagnose = launches.diagnose = real
-    return tuple(seen)
+    return tuple(out)
 
 
-def walk(rec: LaunchRecord, ctx: Context) -> tuple[set[str], set[str]]:
-    """Every profkit function one diagnosis calls, and those on the engine's path (module
-    docstring)."""
+def walk(diagnose, rec: LaunchRecord, ctx: Context) -> tuple[set[str], set[str], object]:
+    """Every profkit function one diagnosis calls, those on the engine's path (module
+    docstring), and the diagnosis."""
     every: set = set()
     path: set = set()
     read: list[bool] = []  # per frame: inside a record's field or a table's test
@@ -105,35 +105,21 @@ def walk(rec: LaunchRecord, ctx: Context) -> tuple[set[str], set[str]]:
         elif event == "return" and read:
             read.pop()
 
-    if ctx.siblings is not None:  # compared afresh, as the first diagnosis of a case does
-        s = ctx.siblings
-        ctx = replace(ctx, siblings=Siblings(s.row, s.others, s.samples))
     sys.setprofile(profile)
     try:
-        diagnose_module.diagnose(rec, ctx)
+        diagnosis = diagnose(rec, ctx)
     finally:
         sys.setprofile(None)
-    return _names(every), _names(path)
+    return _names(every), _names(path), diagnosis
 
 
 def _names(codes: set) -> set[str]:
     return {f"{Path(c.co_filename).relative_to(PROFKIT)}:{c.co_qualname}" for c in codes}
 
 
-@cache
-def walks() -> tuple[tuple[int, int, str], ...]:
-    """(every function, the engine's path, the kernel) per record."""
-    out = []
-    for rec, ctx in handed():
-        every, path = walk(rec, ctx)
-        out.append((len(every), len(path), rec.name or ""))
-    return tuple(out)
-
-
 def test_the_records_cover_the_stored_runs() -> None:
-    pairs = handed()
-    assert len(pairs) > 150  # the zoo's, the hold-out's and the example's cases, and launches
-    assert {r.kind for r, _ in pairs} >= {"gemm", "attention", "scatter_atomic", "copy", "norm"}
+    assert len(walks()) > 150  # the zoo's, the hold-out's and the example's cases, and launches
+    assert {w[3] for w in walks()} >= {"gemm", "attention", "scatter_atomic", "copy", "norm"}
 
 
 def test_the_walk_grows_no_longer() -> None:
