@@ -1,8 +1,9 @@
 """The last stage of a diagnosis: which of its steps stand. In order: the owner's (a library
 kernel gets library advice by its family and kind, Inductor's code the compiler's options), the
-steps an earlier version tried without effect, the declared conflicts (catalogue.CONFLICTS), and
-the gain floor (a tuning step whose gain, to the roof or to a faster sibling, is under the
-practical floor is withheld). Each withheld step is kept with its reason.
+steps an earlier version tried without effect (fit_advice), the declared conflicts
+(catalogue.CONFLICTS, read by catalogue.resolve), and the gain floor (worth_taking: a tuning
+step whose gain, to the roof or to a faster sibling, is under the practical floor is withheld).
+Each withheld step is kept with its reason.
 """
 
 from __future__ import annotations
