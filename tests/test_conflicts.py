@@ -11,7 +11,8 @@ from test_catalogue import record
 
 from profkit.explain import catalogue
 from profkit.explain.context import Context
-from profkit.explain.diagnose import _CODE_STEPS, diagnose, fit_advice
+from profkit.explain.diagnose import diagnose
+from profkit.explain.filters import CODE_STEPS, fit_advice
 from profkit.explain.kernel_family import LIBRARY, Family
 from profkit.explain.kinds import KernelKind
 from profkit.explain.model import Action, Advice, Cause, FindingKind, Reason
@@ -62,9 +63,9 @@ def test_atomics_are_reduced_before_not_fused_away() -> None:
 @pytest.mark.parametrize("family", sorted(LIBRARY))
 def test_library_code_never_gets_its_own_code_changed(family: Family) -> None:
     # another backend, option or formulation only: no tile, occupancy or pipeline step
-    steps = [Advice(a, ["k"]) for a in sorted(_CODE_STEPS)]
+    steps = [Advice(a, ["k"]) for a in sorted(CODE_STEPS)]
     kept, _ = fit_advice(steps, family, {})
-    assert kept and not {s.action for s in kept} & _CODE_STEPS
+    assert kept and not {s.action for s in kept} & CODE_STEPS
 
 
 def test_atens_contended_scatter_is_told_to_reduce_before_its_atomics() -> None:

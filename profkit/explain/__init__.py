@@ -4,16 +4,18 @@ One module per concern: model (what is decided, as data), record (a launch's cou
 record), kinds (the kernel kind and its owner, decided once), kernel_family (who wrote a kernel, by
 its name), evidence (reading rows, quoting numbers), catalogue (the causes: the counters each
 needs, its test, what it refutes, its remedies, the conflicts between steps), roofs (per pipe and
-dtype; DRAM, L2, L1), memory (the hierarchy, re-reads, coalescing, bank conflicts), compute
-(pipes), shape (grid, waves, occupancy), stalls, context and diagnose (one launch -> bottleneck,
-unit, causes, steps), siblings (what a faster variant does differently), launches (per-launch
+dtype; DRAM, L2, L1), facts (the figures beside the causes), memory (the hierarchy, the copy
+roof, coalescing by the model), compute (pipes), shape (grid, waves), stalls, context, and
+diagnose (one launch -> bottleneck, unit, causes, steps: bottleneck classifies, story tells a
+bottleneck's causes in their order, filters keep the steps that stand), siblings (what a faster
+variant does differently, quoted where a step points at it), launches (per-launch
 drill-down), ncu_rules (NVIDIA's, judged), history (earlier runs, ruled-out steps), host
 (host-bound cases), verdict (device-time statistics), decode_iterations (a decode run's iteration
 latencies), hotlines and source_render (source lines), run (a stored run -> a Report), phrases
 (words), render and as_json (terminal, markdown, JSON). Pure pandas: no torch, no GPU.
 """
 
-from profkit.explain.diagnose import classify
+from profkit.explain.bottleneck import classify
 from profkit.explain.evidence import as_bool, format_value
 from profkit.explain.model import (
     SCHEMA_VERSION,

@@ -17,7 +17,7 @@ from profkit.explain.context import Said
 from profkit.explain.evidence import Evidence
 from profkit.explain.kinds import FALLBACK, KernelKind
 from profkit.explain.model import Action, Advice, Cause, Reason, Unit
-from profkit.explain.record import LaunchRecord
+from profkit.explain.record import SECTOR_BYTES, LaunchRecord
 
 
 @dataclass(frozen=True)
@@ -51,9 +51,12 @@ class Entry:
     # its place among the specific causes said before any story from the SOL lines (lower
     # first); None: the bottleneck's story places it
     rank: int | None = None
-
-    def applies(self, rec: LaunchRecord) -> bool:
-        return not self.kinds or rec.kind in self.kinds
+    # judged on a chain's record only (several launches): on one launch it is not judged at all,
+    # and not listed as "not measured"
+    chains: bool = False
+    # where a counter it needs was not collected: a coarser test that can find the cause but
+    # never rules it out (where it finds nothing, the cause stays "not measured")
+    fallback: Callable[[LaunchRecord], dict | Found | None] | None = None
 
     def remedy(self, kind: KernelKind) -> Action | None:
         """The kind's remedy, else its nearest kind's (profkit.explain.kinds.FALLBACK), else ANY."""
@@ -118,6 +121,23 @@ def _uncoalesced(r: LaunchRecord) -> dict | Found | None:
         "ideal_ld_sectors": r.global_ld_bytes_requested / 32,
         "sectors_over_ideal_x": ratio,
     }
+
+
+def _uncoalesced_by_model(r: LaunchRecord) -> Found | None:
+    """Without the requested bytes: a stream's global sectors far beyond its model's bytes. A
+    matmul re-reads its tiles from L2 by design, and sectors per request cannot tell a 128-bit
+    load's ideal 16 from scattered lanes, so neither is judged by this route."""
+    ld, model = r.global_ld_sectors, r.model_bytes
+    if ld is None or not model or r.matrix:
+        return None
+    sector_bytes = (ld + (r.global_st_sectors or 0.0)) * SECTOR_BYTES
+    if sector_bytes / model < th.UNCOALESCED_MODEL_RATIO:
+        return None
+    evidence = {"global_sector_bytes": sector_bytes, "bytes": model,
+                "sectors_over_model_x": sector_bytes / model}  # fmt: skip
+    if r.global_ld_requests:
+        evidence["sectors_per_request_ratio"] = ld / r.global_ld_requests
+    return Found(evidence, list(evidence))
 
 
 def _scattered_atomics(r: LaunchRecord) -> Found | None:
@@ -311,9 +331,18 @@ def _extra_reads(r: LaunchRecord) -> Found | None:
     evidence = {"dram_bytes_read": read, floor_key: floor, "dram_read_over_floor_x": read / floor}
     if r.dram_bytes_write is not None:
         evidence["dram_bytes_write"] = r.dram_bytes_write  # quoted, not judged: L2 holds some
-    if (r.kernel_count or 1) > 1:  # a chain: its passes are chain_traffic's to judge
+    if (r.kernel_count or 1) > 1:  # a chain: its passes are EXTRA_PASSES' to judge
         evidence["kernel_count"] = r.kernel_count
     return Found(evidence, ["dram_bytes_read", floor_key, "dram_read_over_floor_x"])
+
+
+def _extra_passes(r: LaunchRecord) -> dict | None:
+    """A chain of kernels moving several times the model's bytes: each pass crosses DRAM."""
+    dram, model = r.dram_bytes, r.model_bytes
+    if not dram or not model or dram / model < th.EXCESS_DRAM_BYTES_RATIO:
+        return None
+    return {"kernel_count": r.kernel_count, "dram_bytes": dram, "bytes": model,
+            "dram_over_model_x": dram / model}  # fmt: skip
 
 
 def _cache_bound(r: LaunchRecord) -> Found | None:
@@ -396,6 +425,7 @@ CATALOGUE: tuple[Entry, ...] = (
         {KernelKind.GATHER: Action.INDEX_LOCALITY, KernelKind.ANY: Action.COALESCE},
         # a strided read pulls whole sectors from DRAM: those are the extra reads
         refutes=frozenset({Cause.EXTRA_READS}),
+        fallback=_uncoalesced_by_model,
     ),
     Entry(
         Cause.BRANCH_DIVERGENCE,
@@ -508,6 +538,15 @@ CATALOGUE: tuple[Entry, ...] = (
         {KernelKind.ANY: Action.REMOVE_EXTRA_READS},
     ),
     Entry(
+        Cause.EXTRA_PASSES,
+        Unit.DRAM,
+        ("kernel_count", "dram_bytes", "model_bytes"),
+        _extra_passes,
+        "DRAM bytes within 1.25x of the model's: the chain's intermediates stayed in L2",
+        {KernelKind.ANY: Action.FUSE},
+        chains=True,
+    ),
+    Entry(
         Cause.CACHE_BOUND,
         None,
         ("dram_pct", "memory_pct"),
@@ -578,61 +617,69 @@ CATALOGUE: tuple[Entry, ...] = (
 )
 
 
-def _measured(rec: LaunchRecord, needs: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(n for n in needs if getattr(rec, n) is None)
+class Outcomes(list):
+    """Every entry's Outcome on one record, in catalogue order, with what the engine reads of
+    them decided once by evaluate: the first found outcome per cause, the causes found entries
+    refute (Entry.refutes), and the causes that could not be judged (once each: pipes share one)."""
+
+    found: dict[Cause, Outcome]
+    refuted: frozenset[Cause]
+    not_measured: list[str]
 
 
-def evaluate(rec: LaunchRecord) -> list[Outcome]:
-    """Every entry's outcome on one record, in catalogue order."""
-    out = []
+def evaluate(rec: LaunchRecord) -> Outcomes:
+    """Every entry that applies to the record's kind (Entry.kinds), judged once: not measured
+    where a counter it needs is missing, else found or absent by its test."""
+    out = Outcomes()
     for entry in CATALOGUE:
-        if not entry.applies(rec):
+        if entry.kinds and rec.kind not in entry.kinds:
             continue
-        missing = _measured(rec, entry.needs)
+        if entry.chains and (rec.kernel_count or 1) <= 1:
+            continue
+        missing = tuple(n for n in entry.needs if getattr(rec, n) is None)
         if missing:
-            out.append(Outcome(entry, "not measured", missing=missing))
-            continue
-        result = entry.test(rec)
+            result = entry.fallback(rec) if entry.fallback else None
+            if not result:
+                out.append(Outcome(entry, "not measured", missing=missing))
+                continue
+        else:
+            result = entry.test(rec)
         if isinstance(result, Found):
             out.append(Outcome(entry, "found", result.evidence, keys=result.keys,
                                detail=result.detail))  # fmt: skip
             continue
         minor = entry.minor(rec) if result and entry.minor else None
         out.append(Outcome(entry, "found" if result else "absent", result or {}, minor=minor))
+    out.found = {}
+    for o in out:
+        if o.status == "found":
+            out.found.setdefault(o.entry.cause, o)
+    out.refuted = frozenset(c for o in out.found.values() for c in o.entry.refutes)
+    out.not_measured = list(
+        dict.fromkeys(str(o.entry.cause) for o in out if o.status == "not measured")
+    )
     return out
 
 
-def specific(outcomes: list[Outcome], kernel: KernelKind, ev: Evidence) -> list[Said | None]:
-    """The ranked entries (Entry.rank), in their declared order: each found one said with its
-    kind's remedy, None in the place of one not found."""
-    ranked = sorted((e for e in CATALOGUE if e.rank is not None), key=lambda e: e.rank)
-    return [said(outcomes, e.cause, kernel, ev) for e in ranked]
+# the entries said before any story from the SOL lines, in their declared order (Entry.rank)
+RANKED = tuple(sorted((e for e in CATALOGUE if e.rank is not None), key=lambda e: e.rank))
 
 
-def refuted(outcomes: list[Outcome]) -> frozenset[Cause]:
-    """The causes a found entry refutes (Entry.refutes): their stories are not told beside it."""
-    return frozenset(c for o in outcomes if o.status == "found" for c in o.entry.refutes)
+def found(outcomes: Outcomes, cause: Cause) -> Outcome | None:
+    return outcomes.found.get(cause)
 
 
-def not_measured(outcomes: list[Outcome]) -> list[str]:
-    """The causes that could not be judged, once each (pipes share one cause)."""
-    return list(dict.fromkeys(str(o.entry.cause) for o in outcomes if o.status == "not measured"))
-
-
-def found(outcomes: list[Outcome], cause: Cause) -> Outcome | None:
-    return next((o for o in outcomes if o.status == "found" and o.entry.cause == cause), None)
-
-
-def unit_of(outcomes: list[Outcome], cause: Cause) -> Unit | None:
+def unit_of(outcomes: Outcomes, cause: Cause) -> Unit | None:
     """The unit a found specific cause (a ranked entry) limits, where its entry names one."""
-    hit = found(outcomes, cause)
+    hit = outcomes.found.get(cause)
     return hit.entry.unit if hit is not None and hit.entry.rank is not None else None
 
 
-def said(outcomes: list[Outcome], cause: Cause, kernel: KernelKind, ev: Evidence) -> Said | None:
-    """A cause found on the record, with its evidence and its kind's remedy."""
-    hit = found(outcomes, cause)
-    if hit is None or cause in refuted(outcomes):  # refuted: neither said nor quoted
+def said(outcomes: Outcomes, cause: Cause, kernel: KernelKind, ev: Evidence) -> Said | None:
+    """A cause found on the record and not refuted, with its evidence and its kind's remedy
+    (Entry.remedy); None for one not found, or refuted (neither said nor quoted)."""
+    hit = outcomes.found.get(cause)
+    if hit is None or cause in outcomes.refuted:
         return None
     evidence = {**hit.evidence, **(hit.minor or {})}
     for key, value in evidence.items():
@@ -643,14 +690,6 @@ def said(outcomes: list[Outcome], cause: Cause, kernel: KernelKind, ev: Evidence
     action = hit.entry.remedy(kernel)
     detail = {"pipe": str(hit.entry.unit)} if cause == Cause.PIPE_BUSY else dict(hit.detail)
     return Reason(cause, keys, detail), [Advice(action, keys, detail)] if action else []
-
-
-def busy_pipe(outcomes: list[Outcome], kernel: KernelKind, ev: Evidence) -> Said | None:
-    """The busiest non-tensor pipe at its peak (each pipe is its own entry)."""
-    for hit in outcomes:
-        if hit.status == "found" and hit.entry.cause == Cause.PIPE_BUSY:
-            return said([hit], Cause.PIPE_BUSY, kernel, ev)
-    return None
 
 
 # --- conflicts: a step that would contradict a cause found beside it ----------------------------
@@ -713,14 +752,21 @@ def resolve(
     steps: list[Advice], reasons: list[Reason], rec: LaunchRecord
 ) -> tuple[list[Advice], list[dict]]:
     """Each step against CONFLICTS: a step that contradicts a found cause (or the record) is
-    withheld, with its reason, or replaced by the step that answers that cause."""
+    withheld, with its reason, or replaced by the step that answers that cause. A conflict with a
+    detail key holds only for a step carrying it; one naming no cause, kind or test is that
+    detail alone."""
     found = {r.cause for r in reasons}
     kept: list[Advice] = []
     withheld: list[dict] = []
     for step in steps:
         hit = next(
-            (c for c in CONFLICTS if c.action == step.action and _holds(c, step, found, rec)), None
-        )
+            (c for c in CONFLICTS
+             if c.action == step.action and (c.detail is None or c.detail in step.detail)
+             and (bool(c.causes & found) or rec.kind in c.kinds
+                  or (c.test is not None and c.test(rec))
+                  or not (c.causes or c.kinds or c.test) and c.detail is not None)),
+            None,
+        )  # fmt: skip
         if hit is None:
             kept.append(step)
         elif hit.instead is not None:
@@ -730,11 +776,3 @@ def resolve(
         else:
             withheld.append({"action": str(step.action), "why": hit.why})
     return kept, withheld
-
-
-def _holds(c: Conflict, step: Advice, found: set[Cause], rec: LaunchRecord) -> bool:
-    if c.detail is not None and c.detail not in step.detail:
-        return False
-    if not (c.causes or c.kinds or c.test):  # the step's detail alone decides
-        return c.detail is not None
-    return bool(c.causes & found) or rec.kind in c.kinds or (c.test is not None and c.test(rec))

@@ -11,20 +11,13 @@ from __future__ import annotations
 
 from profkit import thresholds as th
 from profkit.explain import catalogue, shape
-from profkit.explain.catalogue import Outcome
 from profkit.explain.context import Context, Said
 from profkit.explain.evidence import Evidence
 from profkit.explain.kinds import KernelKind, Owner
 from profkit.explain.model import Action, Advice, Cause, Reason, Unit
 from profkit.explain.record import LaunchRecord
-from profkit.explain.roofs import PIPES, busiest_pipe
-from profkit.explain.siblings import sibling_step
-
-
-def pipe_facts(rec: LaunchRecord, ev: Evidence) -> None:
-    """Every pipe's utilization, recorded for the detail view (no decision)."""
-    for name, _ in PIPES:
-        ev.put(LaunchRecord.column(name), getattr(rec, name))
+from profkit.explain.roofs import busiest_pipe
+from profkit.explain.siblings import match
 
 
 def pipe_unit(rec: LaunchRecord, ev: Evidence) -> Unit | None:
@@ -39,26 +32,30 @@ def pipe_unit(rec: LaunchRecord, ev: Evidence) -> Unit | None:
 
 
 def pipe_detail(
-    rec: LaunchRecord, ctx: Context, ev: Evidence, outcomes: list[Outcome]
+    rec: LaunchRecord,
+    ctx: Context,
+    ev: Evidence,
+    outcomes: catalogue.Outcomes,
+    bound_on: Unit | None = None,
 ) -> Said | None:
     """A matrix product's pipes: the Tensor pipe busy, under-fed or unused, else the busiest
-    other pipe at its peak (the catalogue's pipe entries, with a GEMM's remedy)."""
+    other pipe at its peak (the catalogue's pipe entries, with a GEMM's remedy). `bound_on`: the
+    pipe a compute-bound launch is bound on (pipe_unit)."""
     tensor = rec.tensor_pct
     gemm, library = rec.matrix, rec.owner == Owner.LIBRARY
+    # quoted under the field it was read from (the record's fields are their columns' names)
+    key = "tensor_any_pct" if rec.tensor_any_pct is not None else "tensor_pipe_pct"
     if tensor is not None:
-        # quoted under the field it was read from (the record's fields are their columns' names)
-        key = "tensor_any_pct" if rec.tensor_any_pct is not None else "tensor_pipe_pct"
         ev.put(key, tensor)
         if tensor >= th.TENSOR_BUSY_PCT:
             if library:
                 near = Advice(Action.LIBRARY_SHAPES, [key], {"near_roof": True})
                 return Reason(Cause.TENSOR_BUSY, [key]), [near]
             # a sibling doing the same FLOPs in the same or less time: less math is not the gap
-            found = ctx.siblings.same_flops_not_slower() if ctx.siblings else None
+            found = ctx.siblings.faster("flops") if ctx.siblings else None
             if found is not None:
-                more, step = sibling_step(rec, found, ev, "flops")
                 said = "faster" if found[1].outcome == "slower" else "same"
-                return Reason(Cause.TENSOR_BUSY, [key, *more], {"sibling": said}), [step]
+                return Reason(Cause.TENSOR_BUSY, [key], {"sibling": said}), [match("flops")]
             return Reason(Cause.TENSOR_BUSY, [key]), [Advice(Action.LESS_MATH, [key])]
         if rec.mma_kind is None and gemm and library:
             if ctx.dtype == "float32":
@@ -90,4 +87,13 @@ def pipe_detail(
             ):
                 keys = [key] + (["pct_of_pipe_roof_pct"] if roof is not None else [])
                 return Reason(Cause.TENSOR_UNDERFED, keys), [Advice(Action.FEED_TENSOR, keys)]
-    return catalogue.busy_pipe(outcomes, KernelKind.GEMM, ev)
+    busy = catalogue.said(outcomes, Cause.PIPE_BUSY, KernelKind.GEMM, ev)
+    if busy is None and bound_on == Unit.TENSOR and not library:
+        # a user GEMM bound on the Tensor Cores short of their busy line: under-fed, judged on
+        # the busy share (its roof share can sit in cuBLAS's range), said first; the dominant
+        # stall, said after, tells how (the zoo's int8 GEMM: IMMA 69% busy, 67% of its roof,
+        # barrier stalls at 63%). A library GEMM's shape is its user's lever: its cause says so
+        return Reason(Cause.TENSOR_UNDERFED, [key], {"busy": True}), [
+            Advice(Action.FEED_TENSOR, [key])
+        ]
+    return busy

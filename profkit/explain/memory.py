@@ -1,7 +1,6 @@
-"""The memory hierarchy: how close the stream is to the copy roof, which level is busy, a chain's
-traffic against the model, and coalescing judged against the model's bytes where the requested
-bytes were not captured (extra reads, cache-bound, bank conflicts and data left in L2 are
-catalogue entries).
+"""The memory hierarchy: how close the stream is to the copy roof, and which level is busy
+(coalescing, extra reads, a chain's extra passes, cache-bound, bank conflicts and data left in L2
+are catalogue entries).
 
 Reads and writes are judged apart: writes still in the 60 MB L2 when a kernel ends are never
 counted by DRAM, so summing them dilutes a re-read (F.rms_norm reads its input twice).
@@ -9,13 +8,15 @@ counted by DRAM, so summing them dilutes a re-read (F.rms_norm reads its input t
 
 from __future__ import annotations
 
+from operator import itemgetter
+
 from profkit import thresholds as th
 from profkit.explain.context import Context, Said
 from profkit.explain.evidence import Evidence
 from profkit.explain.model import Action, Advice, Cause, Reason, Unit
-from profkit.explain.record import SECTOR_BYTES, LaunchRecord
+from profkit.explain.record import LaunchRecord
 from profkit.explain.roofs import MEMORY_LEVELS, memory_roof, near_copy_line
-from profkit.explain.siblings import sibling_step
+from profkit.explain.siblings import match
 
 
 def busy_level(rec: LaunchRecord, ev: Evidence) -> Unit | None:
@@ -28,21 +29,12 @@ def busy_level(rec: LaunchRecord, ev: Evidence) -> Unit | None:
         return None
     if mem is None or mem - dram < th.CACHE_BOUND_GAP_PCT:
         return Unit.DRAM
-    return _cache_level(rec, ev)[0]
-
-
-def _cache_level(rec: LaunchRecord, ev: Evidence) -> tuple[Unit | None, str | None]:
-    levels = [
-        (u, LaunchRecord.column(name), getattr(rec, name))
-        for name, u in MEMORY_LEVELS
-        if u != Unit.DRAM
-    ]
-    levels = [x for x in levels if x[2] is not None]
-    if not levels:
-        return None, None
-    unit, col, value = max(levels, key=lambda x: x[2])
-    ev.put(col, value)
-    return unit, col
+    # the busier cache level by its own throughput, quoted
+    levels = [(getattr(rec, name), u, name) for name, u in MEMORY_LEVELS if u != Unit.DRAM]
+    value, unit, name = max(((v, u, n) for v, u, n in levels if v is not None),
+                            default=(None, None, ""), key=itemgetter(0))  # fmt: skip
+    ev.put(LaunchRecord.column(name), value)
+    return unit
 
 
 def dram_level(
@@ -68,10 +60,8 @@ def dram_level(
         return None
     if at_roof:
         # a sibling moving as many bytes measurably faster: the copy is not the roof here
-        found = ctx.siblings.faster_same_bytes() if ctx.siblings else None
-        if found is not None:
-            more, step = sibling_step(rec, found, ev, "bytes")
-            return Reason(Cause.SIBLING_FASTER, [*keys, *more]), [step]
+        if ctx.siblings and ctx.siblings.faster("bytes") is not None:
+            return Reason(Cause.SIBLING_FASTER, keys), [match("bytes")]
         step = Advice(Action.FUSE if chain else Action.FEWER_BYTES, keys)
         return Reason(Cause.AT_ROOF, keys), [step]
     return Reason(Cause.SHORT_OF_ROOF, keys), []
@@ -87,7 +77,7 @@ def at_size_roof(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
     share = memory_roof(rec, ctx.device, ev)
     if share is None or round(share, 6) < near_copy_line(rec):  # dram_level's line
         return None
-    if ctx.siblings and ctx.siblings.faster_same_bytes() is not None:
+    if ctx.siblings and ctx.siblings.faster("bytes") is not None:
         return None  # the copy is not the roof: dram_level's sibling finding says why
     keys = [k for k in ("pct_of_same_size_copy_pct", "pct_of_copy_pct") if k in ev]
     duration = rec.duration_ms
@@ -99,61 +89,3 @@ def at_size_roof(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
             Advice(Action.CUDA_GRAPH, ["ncu_duration_ms"])
         ]
     return Reason(Cause.AT_SIZE_ROOF, keys), [Advice(Action.FEWER_BYTES, keys)]
-
-
-def chain_traffic(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
-    """A chain of kernels moving several times the model's bytes: each pass crosses DRAM."""
-    count, dram_bytes, min_bytes = rec.kernel_count, rec.dram_bytes, rec.model_bytes
-    if not count or count <= 1 or not dram_bytes or not min_bytes:
-        return None
-    if dram_bytes / min_bytes < th.EXCESS_DRAM_BYTES_RATIO:
-        return None
-    ev.put("kernel_count", count)
-    ev.put("dram_bytes", dram_bytes)
-    ev.put("bytes", min_bytes)
-    ev.put("dram_over_model_x", dram_bytes / min_bytes)
-    keys = ["kernel_count", "dram_bytes", "bytes", "dram_over_model_x"]
-    return Reason(Cause.EXTRA_PASSES, keys), [Advice(Action.FUSE, keys)]
-
-
-def uncoalesced(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
-    """For rows without the requested bytes (the catalogue judges those against the ideal
-    sectors): a stream's global sectors far beyond its model's bytes. A matmul re-reads its
-    tiles from L2 by design, and sectors per request cannot tell a 128-bit load's ideal 16
-    from scattered lanes, so neither is judged here: "not measured" rather than a guess."""
-    ld, st = rec.global_ld_sectors, rec.global_st_sectors
-    requests = rec.global_ld_requests
-    min_bytes = rec.model_bytes
-    if ld is None or not min_bytes or rec.matrix:
-        return None
-    sector_bytes = (ld + (st or 0.0)) * SECTOR_BYTES
-    ratio = sector_bytes / min_bytes
-    if ratio < th.UNCOALESCED_MODEL_RATIO:
-        return None
-    ev.put("global_sector_bytes", sector_bytes)
-    ev.put("bytes", min_bytes)
-    ev.put("sectors_over_model_x", ratio)
-    keys = ["global_sector_bytes", "bytes", "sectors_over_model_x"]
-    if requests:
-        ev.put("sectors_per_request_ratio", ld / requests)
-        keys = list(dict.fromkeys([*keys, "sectors_per_request_ratio"]))
-    return Reason(Cause.UNCOALESCED, keys), [Advice(Action.COALESCE, keys)]
-
-
-def hierarchy_facts(rec: LaunchRecord, ev: Evidence) -> None:
-    """Hit rates and throughput per level, recorded for the detail view (no decision)."""
-    for name in (
-        "l1_hit_pct",
-        "l2_hit_pct",
-        "l1_pct",
-        "l2_pct",
-        "dram_pct",
-        "dram_bytes_read",
-        "dram_bytes_write",
-    ):
-        ev.put(LaunchRecord.column(name), getattr(rec, name))
-    ld, req = rec.global_ld_sectors, rec.global_ld_requests
-    if ld is not None and req:
-        ev.put("sectors_per_request_ratio", ld / req)
-    for name in ("inst_executed", "global_ld_inst", "global_st_inst"):  # the instruction mix
-        ev.put(name, getattr(rec, name))

@@ -121,11 +121,6 @@ def roof_pipe(rec: LaunchRecord, dtype: str) -> tuple[str | None, str]:
     return ("fp64_fma", "FP64 pipe") if works else ("fp32_fma", "FMA pipe")
 
 
-def roof_clock(rec: LaunchRecord) -> float | None:
-    """The clock the case was timed at, else the one ncu saw (module docstring)."""
-    return rec.sm_clock_mhz or rec.ncu_sm_clock_mhz
-
-
 @dataclass(frozen=True)
 class PipeRoof:
     """The compute roof a row is judged against: its peaks kind (None when the pipe's kind is
@@ -145,7 +140,7 @@ def pipe_roof(rec: LaunchRecord, dtype: str, device: Device) -> PipeRoof:
     kind, why = roof_pipe(rec, dtype)
     if kind is None:
         return PipeRoof(None, None, why)
-    clock = roof_clock(rec)
+    clock = rec.sm_clock_mhz or rec.ncu_sm_clock_mhz  # timed at, else ncu's (module docstring)
     cc, gpu = device.compute_capability, device.gpu
     derived = peaks.peak(cc, kind, device.sm_count, clock, gpu)
     if derived is not None:

@@ -15,7 +15,7 @@ import pandas as pd
 from profkit import thresholds as th
 from profkit.explain import catalogue, decode_iterations, history, host, launches, ncu_rules
 from profkit.explain.context import Context
-from profkit.explain.diagnose import diagnose, fit_advice
+from profkit.explain.diagnose import diagnose
 from profkit.explain.evidence import (
     Evidence,
     as_bool,
@@ -25,9 +25,10 @@ from profkit.explain.evidence import (
     timed,
     where,
 )
+from profkit.explain.filters import fit_advice
 from profkit.explain.kernel_family import Family, family
 from profkit.explain.kinds import KernelKind, Owner, operand_dtype, owner
-from profkit.explain.memory import chain_traffic, dram_level
+from profkit.explain.memory import dram_level
 from profkit.explain.model import (
     Action,
     Advice,
@@ -40,7 +41,7 @@ from profkit.explain.model import (
 from profkit.explain.record import LaunchRecord
 from profkit.explain.roofs import Device, device_of_row, memory_roof
 from profkit.explain.shape import launch_overhead
-from profkit.explain.siblings import Siblings
+from profkit.explain.siblings import Siblings, quote
 from profkit.explain.verdict import verdicts
 from profkit.lab import lab_dir
 from profkit.store import DECODE, Run
@@ -303,8 +304,8 @@ def _chain(
         if said:
             f.reasons.append(said[0])
             steps += said[1]
-    for check in (chain_traffic, launch_overhead):
-        said = check(case, ctx, ev)
+    passes = catalogue.said(catalogue.evaluate(case), Cause.EXTRA_PASSES, case.kind, ev)
+    for said in (passes, launch_overhead(case, ctx, ev)):
         if said:
             f.reasons.append(said[0])
             steps += said[1]
@@ -352,6 +353,7 @@ def _timing_only(f: Finding, row: Mapping, ctx: Context, ev: Evidence, reason: s
     rec = LaunchRecord.of(row)
     memory_roof(rec, ctx.device, ev)
     said = dram_level(replace(rec, dram_pct=None), ctx, ev)
+    said = quote([said], rec, ctx.siblings, ev)[0] if said else None
     if said and said[0].cause == Cause.AT_ROOF:
         f.reasons.append(said[0])
         f.next = said[1]

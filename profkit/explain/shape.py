@@ -50,7 +50,7 @@ def small_grid(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None:
     if rec.matrix:
         # a sibling as fast or faster on as few programs refutes "too few": the grid is not the
         # limit (cuBLAS at M = 128 ran 128 blocks, deeper pipelined, at 79.5% DRAM)
-        rival = ctx.siblings.faster_on_as_few_programs() if ctx.siblings else None
+        rival = ctx.siblings.faster("programs") if ctx.siblings else None
         if rival is not None:
             other, c = rival
             ev.put("sibling_variant", str(other.get("variant")))
@@ -76,7 +76,7 @@ _ENTRIES = (Cause.TAIL, Cause.LOW_OCCUPANCY, Cause.LOW_THEORETICAL_OCCUPANCY, Ca
 
 
 def shape_causes(
-    rec: LaunchRecord, ctx: Context, ev: Evidence, outcomes: list[catalogue.Outcome]
+    rec: LaunchRecord, ctx: Context, ev: Evidence, outcomes: catalogue.Outcomes
 ) -> list[Said]:
     found = [launch_overhead(rec, ctx, ev), small_grid(rec, ctx, ev)]
     found += [catalogue.said(outcomes, c, rec.kind, ev) for c in _ENTRIES]

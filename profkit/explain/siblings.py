@@ -17,7 +17,7 @@ import pandas as pd
 from profkit import stats
 from profkit import thresholds as th
 from profkit.explain.evidence import Evidence, timed
-from profkit.explain.model import Action, Advice
+from profkit.explain.model import Action, Advice, Reason
 from profkit.explain.record import LaunchRecord
 
 # launch and traffic facts compared with a sibling, most telling first: (field, kind). A traffic
@@ -42,66 +42,79 @@ class Siblings:
     row: Mapping
     others: list[Mapping]
     samples: pd.DataFrame | None = None
-    _compared: list | None = field(default=None, repr=False)
+    _fastest: dict | None = field(default=None, repr=False)
 
-    def compared(self) -> list[tuple[Mapping, stats.MedianRatio]]:
-        """This case against each timed sibling (ratio: this median over the sibling's)."""
-        if self._compared is None:
-            mine = timed(self.row)
-            self._compared = [
-                (o, stats.compare_cases(self.row, o, self.samples))
-                for o in self.others
-                if mine and timed(o)
-            ]
-        return self._compared
+    def faster(self, same: str) -> tuple[Mapping, stats.MedianRatio] | None:
+        """The fastest sibling sharing `same` with this case, and how the two compare (ratio:
+        this case's median over the sibling's): "bytes", one moving at least this case's DRAM
+        bytes (or its model bytes) measurably faster; "flops", one doing the same model FLOPs in
+        the same or less time; "programs", one kernel like this case, measurably faster on a grid
+        no larger than this case's (proof that the grid is not what limits it). Every sibling is
+        compared and judged once, at the first question."""
+        if self._fastest is None:
+            self._fastest = self._judge()
+        return self._fastest.get(same)
 
-    def faster_same_bytes(self) -> tuple[Mapping, stats.MedianRatio] | None:
-        """The fastest sibling moving at least this case's DRAM bytes, or the same model bytes,
-        measurably faster."""
-        found = [
-            (o, c)
-            for o, c in self.compared()
-            if c.outcome == "slower" and _moves_as_much(self.row, o)
-        ]
-        return max(found, key=lambda p: p[1].ratio, default=None)
-
-    def faster_on_as_few_programs(self) -> tuple[Mapping, stats.MedianRatio] | None:
-        """The fastest sibling, one kernel like this case, measurably faster on a grid no larger
-        than this case's: proof that the grid is not what limits it."""
-        grid = LaunchRecord.of(self.row).grid_size
-        if grid is None:
-            return None
-        found = [
-            (o, c)
-            for o, c in self.compared()
-            if c.outcome == "slower"
-            and ((theirs := LaunchRecord.of(o)).kernel_count or 1) <= 1
-            and (theirs.grid_size or float("inf")) <= grid
-        ]
-        return max(found, key=lambda p: p[1].ratio, default=None)
-
-    def same_flops_not_slower(self) -> tuple[Mapping, stats.MedianRatio] | None:
-        """The fastest sibling doing the same model FLOPs in the same or less time."""
-        found = [
-            (o, c)
-            for o, c in self.compared()
-            if c.outcome in ("slower", "noise")
-            and _same(LaunchRecord.of(self.row).model_flops, LaunchRecord.of(o).model_flops)
-        ]
-        return max(found, key=lambda p: p[1].ratio, default=None)
+    def _judge(self) -> dict[str, tuple[Mapping, stats.MedianRatio]]:
+        fastest: dict[str, tuple[Mapping, stats.MedianRatio]] = {}
+        if not timed(self.row):
+            return fastest
+        me = LaunchRecord.of(self.row)
+        for other in self.others:
+            if not timed(other):
+                continue
+            c = stats.compare_cases(self.row, other, self.samples)
+            them = LaunchRecord.of(other)
+            faster = c.outcome == "slower"
+            mine, theirs = me.dram_bytes, them.dram_bytes
+            model, their_model = me.model_bytes, them.model_bytes
+            shares = {
+                "bytes": faster
+                and (
+                    (mine is not None and theirs is not None and theirs >= mine)
+                    or _same(model, their_model)
+                    or bool(model and their_model and their_model >= model)
+                ),
+                "flops": c.outcome in ("slower", "noise")
+                and _same(me.model_flops, them.model_flops),
+                "programs": faster
+                and me.grid_size is not None
+                and (them.kernel_count or 1) <= 1
+                and (them.grid_size or float("inf")) <= me.grid_size,
+            }
+            for same, holds in shares.items():  # the first of equals stays
+                if holds and (same not in fastest or c.ratio > fastest[same][1].ratio):
+                    fastest[same] = (other, c)
+        return fastest
 
 
 def _same(a: float | None, b: float | None) -> bool:
     return bool(a and b) and abs(a - b) <= th.SAME_WORK_TOLERANCE * max(a, b)
 
 
-def _moves_as_much(row: Mapping, other: Mapping) -> bool:
-    me, them = LaunchRecord.of(row), LaunchRecord.of(other)
-    mine, theirs = me.dram_bytes, them.dram_bytes
-    if mine is not None and theirs is not None and theirs >= mine:
-        return True
-    model, their_model = me.model_bytes, them.model_bytes
-    return _same(model, their_model) or bool(model and their_model and their_model >= model)
+def match(same: str) -> Advice:
+    """The step a cause's story chooses where a sibling sharing `same` ("bytes" or "flops") is
+    faster: quote fills in which sibling and what differs."""
+    return Advice(Action.MATCH_SIBLING, [], {"same": same})
+
+
+def quote(
+    said: list[tuple[Reason, list[Advice]]], rec: LaunchRecord, siblings: Siblings | None,
+    ev: Evidence,
+) -> list[tuple[Reason, list[Advice]]]:  # fmt: skip
+    """Each step a story chose as match(...), pointed at its sibling (Siblings.faster); the
+    sibling's keys are quoted by the cause's reason too."""
+    out = []
+    for reason, steps in said:
+        quoted = []
+        for step in steps:
+            if step.action == Action.MATCH_SIBLING and "sibling" not in step.detail and siblings:
+                same = step.detail["same"]
+                more, step = sibling_step(rec, siblings.faster(same), ev, same)
+                reason = Reason(reason.cause, [*reason.keys, *more], reason.detail)
+            quoted.append(step)
+        out.append((reason, quoted))
+    return out
 
 
 def sibling_step(

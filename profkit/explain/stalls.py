@@ -60,15 +60,9 @@ def dominant_stall(rec: LaunchRecord, ctx: Context, ev: Evidence) -> Said | None
 
 
 def stall_share(rec: LaunchRecord, reason: str) -> float | None:
-    """`reason`'s share of all stall cycles in a record (0..1), None where stalls were not
-    captured."""
+    """`reason`'s share of all stall cycles in a record (0..1: LaunchRecord.stall_share, the one
+    denominator), None where that reason was not captured."""
     return rec.stall_share(reason) if reason in rec.stalls else None
-
-
-def stall_facts(rec: LaunchRecord, ev: Evidence) -> None:
-    """Every stall reason captured, recorded for the detail view (no decision)."""
-    for reason, value in known_stalls(rec).items():
-        ev.put(f"stall_{reason}_pct", value)
 
 
 def has_stalls(rec: LaunchRecord) -> bool:
