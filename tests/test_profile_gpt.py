@@ -107,6 +107,7 @@ def test_the_headline_table_gives_the_step_per_op_class(run: store.Run) -> None:
     assert shares == sorted(shares, reverse=True) and classes[0] == "matmul"
     assert 90 < sum(shares) + idle < 105  # the step alone: kernels, and the GPU's idle share
     assert "Counter pass: ncu profiled 10 launches to use 10 (the top 10 groups, gate" in head
+    assert "(140 passes, stall reasons sampled) in 27.2 s" in head
 
 
 def test_the_stall_shares_were_sampled_in_one_pass(run: store.Run) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from profkit.counters.metrics import SAMPLE_COUNT
 from profkit.explain import CaseTables, case_finding, launches, ncu_rules, why_no_counters
 from profkit.explain.context import Context
 from profkit.explain.evidence import num
@@ -230,7 +231,10 @@ def _cost(counters: Mapping) -> str:
         return ""
     groups = len(counters.get("groups") or [])
     profiled = _count(int(counters["kernels_profiled"]), "launch")
-    wall = f"({counters.get('passes')} passes) in {float(counters.get('wall_s') or 0):.1f} s"
+    # since session 12 the stall reasons are PC samples' shares, not the stall counters
+    sampled = SAMPLE_COUNT in (counters.get("metrics") or [])
+    how = ", stall reasons sampled" if sampled else ""
+    wall = f"({counters.get('passes')} passes{how}) in {float(counters.get('wall_s') or 0):.1f} s"
     top = _count(groups, "group")
     if counters.get("launches_used") is None:  # a run from before the gate (issue 33)
         return f" Counter pass: ncu profiled {profiled} for the top {top} {wall}."
