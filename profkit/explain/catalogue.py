@@ -18,16 +18,20 @@ from profkit.explain.evidence import Evidence
 from profkit.explain.kinds import FALLBACK, KernelKind
 from profkit.explain.model import Action, Advice, Cause, Reason, Unit
 from profkit.explain.record import SECTOR_BYTES, LaunchRecord
+from profkit.explain.stalls import ADVICE_TEXT
 
 
 @dataclass(frozen=True)
 class Found:
     """What a test returns where the cause's reason quotes fewer keys than its evidence holds,
-    or carries detail (a plain dict: every key quoted, no detail)."""
+    or carries detail (a plain dict: every key quoted, no detail), or where the evidence chooses
+    the steps, each with its own keys and detail, in the place of the kind's remedy (which stall
+    dominates); an empty tuple: the cause is said with no step."""
 
     evidence: dict
     keys: list[str]
     detail: dict = field(default_factory=dict)
+    steps: tuple[Advice, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -38,7 +42,8 @@ class Entry:
     # evidence (key -> number) when the cause holds, or a Found naming its keys and detail
     test: Callable[[LaunchRecord], dict | Found | None]
     refuted_by: str  # what an expert would check to refute it
-    # ANY: the default; None: no step for that kind (the cause is a fact there)
+    # ANY: the default; None: no step for that kind (the cause is a fact there); empty: its test
+    # chooses the steps by the evidence (Found.steps)
     remedies: Mapping[KernelKind, Action | None] = field(default_factory=dict)
     # causes its finding refutes: their reasons (and steps) are dropped where it is found
     refutes: frozenset[Cause] = frozenset()
@@ -75,6 +80,7 @@ class Outcome:
     minor: dict | None = None  # Entry.minor's evidence, where the cause holds but costs little
     keys: list[str] | None = None  # the reason's keys where not every evidence key
     detail: dict = field(default_factory=dict)  # the reason's and its step's
+    steps: tuple[Advice, ...] | None = None  # Found.steps
 
 
 # --- tests: each reads the record only --------------------------------------------------------
@@ -188,6 +194,25 @@ def _memory_latency(r: LaunchRecord) -> dict | None:
         "stall_share_pct": stall[2] * 100,
         "memory_throughput_pct": r.memory_pct,
     }
+
+
+def _stall(r: LaunchRecord) -> Found | None:
+    """The dominant stall (LaunchRecord.dominant_stall: one sum, one denominator) and the step
+    its reason points to (stalls.ADVICE_TEXT)."""
+    dominant = r.dominant_stall
+    if dominant is None or dominant[2] < th.DOMINANT_STALL_SHARE:
+        return None
+    reason, value, share = dominant
+    evidence = {f"stall_{reason}_pct": value, "stall_share_pct": share * 100}
+    keys, detail = list(evidence), {"stall": reason}
+    action = ADVICE_TEXT.get(reason, Action.OPEN_NCU)
+    if r.matrix and reason in ("barrier", "long_scoreboard"):
+        # in a tiled tl.dot loop these are the waits for the next stage's tiles, not a
+        # reduction's barriers: the remedy is a deeper pipeline, not fewer block-wide syncs
+        action = Action.DEEPER_PIPELINE
+    step = Advice(action, keys, {"section": "WarpStateStats"} if action == Action.OPEN_NCU
+                  else detail)  # fmt: skip
+    return Found(evidence, keys, detail, (step,))
 
 
 def _l2_reuse(r: LaunchRecord) -> dict | None:
@@ -445,6 +470,14 @@ CATALOGUE: tuple[Entry, ...] = (
         {KernelKind.ANY: Action.HIDE_LATENCY, KernelKind.GEMM: Action.DEEPER_PIPELINE},
     ),
     Entry(
+        Cause.STALL,
+        None,
+        ("stalls",),  # none captured: no reason dominates (the story asks for a profile)
+        _stall,
+        "the stalls spread: no reason holds 30% of the stall cycles (not_selected left out)",
+        {},  # the dominant reason's step (Found.steps)
+    ),
+    Entry(
         Cause.L2_REUSE,
         Unit.L2,
         ("global_ld_bytes_requested", "dram_bytes_read"),
@@ -646,7 +679,7 @@ def evaluate(rec: LaunchRecord) -> Outcomes:
             result = entry.test(rec)
         if isinstance(result, Found):
             out.append(Outcome(entry, "found", result.evidence, keys=result.keys,
-                               detail=result.detail))  # fmt: skip
+                               detail=result.detail, steps=result.steps))  # fmt: skip
             continue
         minor = entry.minor(rec) if result and entry.minor else None
         out.append(Outcome(entry, "found" if result else "absent", result or {}, minor=minor))
@@ -687,6 +720,8 @@ def said(outcomes: Outcomes, cause: Cause, kernel: KernelKind, ev: Evidence) -> 
     keys = hit.keys if hit.keys is not None else list(evidence)
     if hit.minor:
         return Reason(cause, keys, {"minor": True}), []
+    if hit.steps is not None:
+        return Reason(cause, keys, dict(hit.detail)), list(hit.steps)
     action = hit.entry.remedy(kernel)
     detail = {"pipe": str(hit.entry.unit)} if cause == Cause.PIPE_BUSY else dict(hit.detail)
     return Reason(cause, keys, detail), [Advice(action, keys, detail)] if action else []

@@ -45,6 +45,11 @@ def tell(
     ranked = [catalogue.said(outcomes, e.cause, rec.kind, ev) for e in catalogue.RANKED]
     coalescing = catalogue.said(outcomes, Cause.UNCOALESCED, rec.kind, ev)
     chain = (rec.kernel_count or 1) > 1
+    stall = outcomes.found.get(Cause.STALL)
+    if stall is not None and Cause.STALL in outcomes.refuted:
+        # a stall refuted (programs too small, atomics' ordering): its figures stay as facts
+        for key, value in stall.evidence.items():
+            ev.put(key, value)
     unit, found = STORIES[kind](Scene(rec, ctx, ev, outcomes, ranked, coalescing, chain))
     if kind in (Bottleneck.LATENCY, Bottleneck.BALANCED):
         roof = memory.at_size_roof(rec, ctx, ev)
@@ -114,7 +119,7 @@ def _compute(sc: Scene) -> tuple[Unit | None, list[Said | None]]:
         busy or sc.said(Cause.PIPE_BUSY) or sc.said(Cause.TENSOR_BUSY),
         sc.said(Cause.BANK_CONFLICTS),
         sc.said(Cause.ISSUE_BOUND),
-        stalls.dominant_stall(rec, sc.ctx, ev),
+        sc.said(Cause.STALL),
     ]
     if not any(found):
         found.append(_open("ComputeWorkloadAnalysis"))
@@ -151,7 +156,7 @@ def _latency(sc: Scene) -> tuple[Unit | None, list[Said | None]]:
         compute.pipe_detail(rec, sc.ctx, ev, sc.outcomes) if rec.matrix else None,
         sc.said(Cause.ISSUE_BOUND),
         # long-scoreboard waits on an idle memory system: the latency, said once
-        latency or stalls.dominant_stall(rec, sc.ctx, ev),
+        latency or sc.said(Cause.STALL),
     ]
     if not any(found):
         found.append(_nothing_seen(rec))
@@ -168,7 +173,7 @@ def _balanced(sc: Scene) -> tuple[Unit | None, list[Said | None]]:
         sc.coalescing,
         sc.said(Cause.BANK_CONFLICTS),
         sc.said(Cause.ISSUE_BOUND),
-        stalls.dominant_stall(rec, sc.ctx, ev),
+        sc.said(Cause.STALL),
     ]
     if not any(found):
         found.append(_open("ComputeWorkloadAnalysis"))
@@ -213,7 +218,7 @@ def _why_short(sc: Scene) -> list[Said | None]:
     """A stream short of the copy roof: the dominant stall where captured, else the launch shape,
     else more bytes in flight per thread."""
     rec, ctx, ev = sc.rec, sc.ctx, sc.ev
-    stall = stalls.dominant_stall(rec, ctx, ev)
+    stall = sc.said(Cause.STALL)
     found = ctx.siblings.faster("bytes") if ctx.siblings else None
     share = None
     if stall and found:
