@@ -306,6 +306,53 @@ def _weight_casts(r: LaunchRecord) -> dict | None:
     return {"param_casts_per_step": casts}
 
 
+def _launch_overhead(r: LaunchRecord) -> Found | None:
+    """A chain of launches each lasting about what a launch costs: graphs remove the launches'
+    cost, fusing removes the launches."""
+    count, duration = r.kernel_count, r.duration_ms
+    if duration is None or duration / count >= th.SHORT_KERNEL_MS:
+        return None
+    evidence = {"kernel_count": count, "mean_kernel_ms": duration / count}
+    graph = Advice(Action.CUDA_GRAPH, list(evidence))
+    return Found(evidence, list(evidence), steps=(graph, Advice(Action.FUSE, ["kernel_count"])))
+
+
+def _small_grid(r: LaunchRecord) -> Found | None:
+    """Under one wave at a cost (LaunchRecord.grid_too_small). A short one is a launch's cost; a
+    matrix product's grid is refuted by a sibling as fast or faster on as few programs."""
+    if not r.grid_too_small:
+        return None
+    ev = Evidence()  # the figures as quoted (a step's detail repeats them)
+    ev.put("waves_per_sm", r.waves_per_sm)
+    ev.put("wave_fill_pct", r.waves_per_sm * 100)
+    grid = r.grid_size
+    if grid is not None:
+        ev.put("grid_size", grid)
+        if r.sm_count and grid < r.sm_count:
+            ev.put("sm_count", r.sm_count)
+            ev.put("idle_sms", r.sm_count - int(grid))
+    if r.is_short:
+        ev.put("ncu_duration_ms", r.duration_ms)
+        graph = Advice(Action.CUDA_GRAPH, ["ncu_duration_ms"])
+        return Found(dict(ev), list(ev), {"short": True}, (graph,))
+    if not r.matrix:
+        return Found(dict(ev), list(ev), steps=(Advice(Action.MORE_PROGRAMS, list(ev)),))
+    # a sibling as fast or faster on as few programs refutes "too few": the grid is not the
+    # limit (cuBLAS at M = 128 ran 128 blocks, deeper pipelined, at 79.5% DRAM)
+    rival = r.siblings.faster("programs") if r.siblings else None
+    if rival is not None:
+        other, c = rival
+        ev.put("sibling_variant", str(other.get("variant")))
+        ev.put("sibling_grid_size", LaunchRecord.of(other).grid_size)
+        ev.put("sibling_time_share_pct", 100 / c.ratio)
+        return Found(dict(ev), list(ev), {"matmul": True, "refuted": True}, ())
+    # a matmul with too few tiles: more, smaller tiles (never larger ones), split-K or stream-K
+    ev.put("dram_throughput_pct", r.dram_pct)
+    detail = {"matmul": True, **{k: v for k, v in ev.items() if k != "wave_fill_pct"}}
+    more = Advice(Action.MORE_PROGRAMS, list(ev), detail)
+    return Found(dict(ev), list(ev), {"matmul": True}, (more,))
+
+
 def _tail(r: LaunchRecord) -> dict | None:
     idle = r.tail_idle_share
     if idle is None or idle < th.TAIL_IDLE_SHARE:
@@ -604,6 +651,24 @@ CATALOGUE: tuple[Entry, ...] = (
         _data_in_l2,
         "DRAM bytes at or above the model's: nothing stayed behind in L2",
         {KernelKind.ANY: None},  # a caveat on the DRAM figures, not a limit
+    ),
+    Entry(
+        Cause.LAUNCH_OVERHEAD,
+        Unit.LAUNCH,
+        ("kernel_count",),
+        _launch_overhead,
+        "the chain's launches each last well over a launch's cost",
+        {},  # graphs, then fusing (Found.steps)
+        chains=True,
+    ),
+    Entry(
+        Cause.SMALL_GRID,
+        Unit.LAUNCH,
+        ("waves_per_sm",),
+        _small_grid,
+        "a wave or more with every SM holding a block; or, for a matrix product, a sibling as "
+        "fast or faster on as few programs",
+        {},  # a launch's cost, or more programs (Found.steps)
     ),
     Entry(
         Cause.TAIL,

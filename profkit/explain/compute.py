@@ -10,7 +10,7 @@ Tensor pipe is pointed at a sibling that does the same FLOPs as fast, never told
 from __future__ import annotations
 
 from profkit import thresholds as th
-from profkit.explain import catalogue, shape
+from profkit.explain import catalogue
 from profkit.explain.context import Context, Said
 from profkit.explain.evidence import Evidence
 from profkit.explain.kinds import KernelKind, Owner
@@ -77,7 +77,7 @@ def pipe_detail(
             return Reason(Cause.MATMUL_OFF_TENSOR, [key]), [Advice(Action.USE_TENSOR_CORES, [key])]
         if gemm and not library and rec.grid_too_small:
             # too few tiles for the SMs: larger tiles would make fewer still
-            return shape.small_grid(rec, ctx, ev)
+            return catalogue.said(outcomes, Cause.SMALL_GRID, rec.kind, ev)
         if gemm and not library:
             # it issues MMAs: under-fed when far below the pipe's roof (or, without the clock to
             # compute that roof, when the pipe is idle most cycles)

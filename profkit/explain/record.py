@@ -17,11 +17,15 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from functools import cache, cached_property
+from typing import TYPE_CHECKING
 
 from profkit import thresholds as th
 from profkit.explain.evidence import num, text
 from profkit.explain.kernel_family import Family
 from profkit.explain.kinds import MATRIX, KernelKind, Owner, kernel_kind, owner
+
+if TYPE_CHECKING:
+    from profkit.explain.siblings import Siblings
 
 SECTOR_BYTES = 32
 
@@ -123,6 +127,9 @@ class LaunchRecord:
     cc_minor: float | None = None
     # --- stalls: reason -> share of active warps' cycles --------------------------------------
     stalls: Mapping[str, float] = field(default_factory=dict)
+    # the case's other variants, where a test compares with them (diagnose puts them on the
+    # record, as the device's SM count and the read floor; a launch's or a report's: None)
+    siblings: Siblings | None = field(default=None, compare=False, repr=False)
 
     @staticmethod
     def column(name: str) -> str:
@@ -379,7 +386,7 @@ def _stall_reason(key: object) -> str | None:
 def _numeric_fields() -> tuple[tuple[str, str], ...]:
     """(field, stored column) of each number a record reads from a row: explain builds thousands
     of records per run, and dataclasses.fields is slow to ask each time."""
-    text_fields = ("name", "family", "op", "shape", "dtype", "stalls")
+    text_fields = ("name", "family", "op", "shape", "dtype", "stalls", "siblings")
     return tuple(
         (f.name, LaunchRecord.column(f.name))
         for f in fields(LaunchRecord)

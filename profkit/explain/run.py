@@ -40,7 +40,6 @@ from profkit.explain.model import (
 )
 from profkit.explain.record import LaunchRecord
 from profkit.explain.roofs import Device, device_of_row, memory_roof
-from profkit.explain.shape import launch_overhead
 from profkit.explain.siblings import Siblings, quote
 from profkit.explain.verdict import verdicts
 from profkit.lab import lab_dir
@@ -304,8 +303,9 @@ def _chain(
         if said:
             f.reasons.append(said[0])
             steps += said[1]
-    passes = catalogue.said(catalogue.evaluate(case), Cause.EXTRA_PASSES, case.kind, ev)
-    for said in (passes, launch_overhead(case, ctx, ev)):
+    outcomes = catalogue.evaluate(case)
+    for cause in (Cause.EXTRA_PASSES, Cause.LAUNCH_OVERHEAD):
+        said = catalogue.said(outcomes, cause, case.kind, ev)
         if said:
             f.reasons.append(said[0])
             steps += said[1]

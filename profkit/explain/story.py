@@ -1,8 +1,9 @@
 """The causes said for one launch, in their declared order: the catalogue's ranked entries first
 (Entry.rank), then its bottleneck's story (STORIES: the pipes, the memory hierarchy, the launch
-shape and the stalls), each cause with its remedy; then one reason per cause, those a found entry
-refutes dropped (Entry.refutes). A step that points at a faster sibling is chosen here as
-siblings.match(...) and quoted by siblings.quote, the one place a sibling's figures are read.
+shape's entries (_SHAPE) and the stalls), each cause with its remedy; then one reason per cause,
+those a found entry refutes dropped (Entry.refutes). A step that points at a faster sibling is
+chosen here as siblings.match(...) and quoted by siblings.quote, the one place a sibling's figures
+are read.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from profkit import thresholds as th
-from profkit.explain import catalogue, compute, memory, shape, stalls
+from profkit.explain import catalogue, compute, memory, stalls
 from profkit.explain.context import Context, Said
 from profkit.explain.evidence import Evidence
 from profkit.explain.filters import STREAM_STEPS
@@ -73,12 +74,15 @@ def _memory(sc: Scene) -> tuple[Unit | None, list[Said | None]]:
     # local-memory traffic refutes "reads its input more than once": spills are the re-reads;
     # so do sectors fetched beyond the ideal (a strided read pulls whole sectors from DRAM)
     reads = None if sc.coalescing else sc.said(Cause.EXTRA_READS)
+    # FLOPs per byte of a matrix product, not of a matrix-vector one (M = 16 decode GEMMs)
+    flops, model = rec.model_flops, rec.model_bytes
+    dense = bool(flops and model) and flops / model >= th.MATMUL_INTENSITY_FLOP_PER_BYTE
     found = [
         *sc.ranked,
         # a matmul bound on its caches is one whose tiles are too small to reuse data; on
         # DRAM, a matrix-vector product by its model streams its weights: not its pipes
         compute.pipe_detail(rec, sc.ctx, ev, sc.outcomes)
-        if rec.matrix and (unit != Unit.DRAM or _dense(rec))
+        if rec.matrix and (unit != Unit.DRAM or dense)
         else None,
         sc.said(Cause.EXTRA_PASSES) if sc.chain else reads,
         sc.coalescing,
@@ -129,7 +133,7 @@ def _compute(sc: Scene) -> tuple[Unit | None, list[Said | None]]:
 def _latency(sc: Scene) -> tuple[Unit | None, list[Said | None]]:
     """Under both SOL lines: the launch shape first, then the traffic, the pipes, the stalls."""
     rec, ev = sc.rec, sc.ev
-    causes = shape.shape_causes(rec, sc.ctx, ev, sc.outcomes)
+    causes = [said for cause in _SHAPE if (said := sc.said(cause))]
     # a refuted grid is no launch bound
     unit = Unit.LAUNCH if any(not r.detail.get("refuted") for r, _ in causes) else None
     latency = sc.said(Cause.MEMORY_LATENCY)
@@ -200,13 +204,10 @@ def _memory_idle(rec: LaunchRecord) -> bool:
     return bool(levels) and max(levels) < th.LATENCY_BOUND_PCT
 
 
-def _dense(rec: LaunchRecord) -> bool:
-    """FLOPs per byte of a matrix product, not of a matrix-vector one (M = 16 decode GEMMs)."""
-    flops, min_bytes = rec.model_flops, rec.model_bytes
-    return bool(flops and min_bytes) and flops / min_bytes >= th.MATMUL_INTENSITY_FLOP_PER_BYTE
-
-
 _SHORT = (Cause.SHORT_OF_ROOF, Cause.SIBLING_FASTER)
+# the launch shape's causes, most specific first: the first found gives the first next step
+_SHAPE = (Cause.LAUNCH_OVERHEAD, Cause.SMALL_GRID, Cause.TAIL, Cause.LOW_OCCUPANCY,
+          Cause.LOW_THEORETICAL_OCCUPANCY, Cause.SHORT_KERNEL)  # fmt: skip
 
 
 def _without(said: Said | None, actions: frozenset) -> Said | None:
@@ -240,7 +241,8 @@ def _why_short(sc: Scene) -> list[Said | None]:
         return [(Reason(Cause.STALL, keys, detail), [match("bytes")])]
     if stall:
         return [stall]
-    causes = shape.shape_causes(rec, ctx, ev, sc.outcomes)
+    # (a chain's launch overhead is no reason a stream falls short: its figures stay as facts)
+    causes = [said for cause in _SHAPE if (said := sc.said(cause))]
     causes = [c for c in causes if c[0].cause != Cause.LAUNCH_OVERHEAD]
     if causes:
         return causes
