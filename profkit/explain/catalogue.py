@@ -11,13 +11,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from profkit import thresholds as th
 from profkit.explain.context import Said
 from profkit.explain.evidence import Evidence
 from profkit.explain.kinds import FALLBACK, KernelKind
-from profkit.explain.model import Action, Advice, Cause, Reason, Unit
+from profkit.explain.model import Action, Advice, Bottleneck, Cause, Reason, Unit
 from profkit.explain.record import SECTOR_BYTES, LaunchRecord
+from profkit.explain.roofs import near_copy_line
+from profkit.explain.siblings import match
 from profkit.explain.stalls import ADVICE_TEXT
 
 
@@ -26,12 +29,14 @@ class Found:
     """What a test returns where the cause's reason quotes fewer keys than its evidence holds,
     or carries detail (a plain dict: every key quoted, no detail), or where the evidence chooses
     the steps, each with its own keys and detail, in the place of the kind's remedy (which stall
-    dominates); an empty tuple: the cause is said with no step."""
+    dominates); an empty tuple: the cause is said with no step. `cause`: where one judgment ends
+    in one of several causes (at the copy roof, short of it, a sibling faster), the one found."""
 
     evidence: dict
     keys: list[str]
     detail: dict = field(default_factory=dict)
     steps: tuple[Advice, ...] | None = None
+    cause: Cause | None = None
 
 
 @dataclass(frozen=True)
@@ -81,6 +86,7 @@ class Outcome:
     keys: list[str] | None = None  # the reason's keys where not every evidence key
     detail: dict = field(default_factory=dict)  # the reason's and its step's
     steps: tuple[Advice, ...] | None = None  # Found.steps
+    cause: Cause | None = None  # Found.cause, else the entry's
 
 
 # --- tests: each reads the record only --------------------------------------------------------
@@ -353,6 +359,53 @@ def _small_grid(r: LaunchRecord) -> Found | None:
     return Found(dict(ev), list(ev), {"matmul": True}, (more,))
 
 
+def _copy_roof(r: LaunchRecord) -> Found | None:
+    """At the copy roof (only fewer bytes help: a chain's by fusing) or short of it. A case with
+    timing is judged against the same-size copy (else the large one, saying so: copy_roof); a
+    launch against ncu's DRAM peak. A case near the roof whose sibling moves as many bytes
+    measurably faster is not at the roof: the copy is not the roof there.
+
+    A case ncu calls latency-bound or balanced (a short stream) is judged against the same-size
+    copy only: as fast as it, the copy's own fixed costs (launch, ramp, a partial wave) are the
+    roof at this size, so the launch-shape and latency steps its counters point to would not
+    make it faster; a copy shows the same (AT_SIZE_ROOF)."""
+    figures, share = r.copy_roof
+    faster = r.siblings.faster("bytes") if r.siblings else None
+    if r.bottleneck in (Bottleneck.LATENCY, Bottleneck.BALANCED):
+        if not r.copy_gbps_same_size or r.matrix or share is None or faster is not None:
+            return None  # a faster sibling: the copy is not the roof
+        if round(share, 6) < near_copy_line(r):
+            return None
+        keys = [k for k in ("pct_of_same_size_copy_pct", "pct_of_copy_pct") if k in figures]
+        evidence = {k: figures[k] for k in keys}
+        duration = r.duration_ms
+        if duration is not None and duration < th.SHORT_KERNEL_MS:
+            # a kernel this short is as fast as a copy because both are a launch: the launch is
+            # the cost, and graphs or fusing it with its neighbours remove it, not fewer bytes
+            evidence["ncu_duration_ms"] = duration
+            graph = Advice(Action.CUDA_GRAPH, ["ncu_duration_ms"])
+            return Found(evidence, list(evidence), {"launch": True}, (graph,), Cause.AT_SIZE_ROOF)
+        step = Advice(Action.FEWER_BYTES, keys)
+        return Found(evidence, keys, steps=(step,), cause=Cause.AT_SIZE_ROOF)
+    evidence = {k: figures[k] for k in ("pct_of_same_size_copy_pct", "pct_of_copy_pct")
+                if k in figures}  # fmt: skip
+    if r.dram_pct is not None:
+        evidence["dram_throughput_pct"] = r.dram_pct
+    keys = list(evidence)
+    if share is not None:
+        at_roof = round(share, 6) >= near_copy_line(r)  # float noise: 94.9999999 is 95
+    elif r.dram_pct is not None:
+        at_roof = round(r.dram_pct, 6) >= th.NEAR_PEAK_DRAM_PCT
+    else:
+        return None
+    if not at_roof:
+        return Found(evidence, keys, steps=(), cause=Cause.SHORT_OF_ROOF)
+    if faster is not None:
+        return Found(evidence, keys, steps=(match("bytes"),), cause=Cause.SIBLING_FASTER)
+    step = Advice(Action.FUSE if (r.kernel_count or 1) > 1 else Action.FEWER_BYTES, keys)
+    return Found(evidence, keys, steps=(step,))
+
+
 def _tail(r: LaunchRecord) -> dict | None:
     idle = r.tail_idle_share
     if idle is None or idle < th.TAIL_IDLE_SHARE:
@@ -424,13 +477,13 @@ def _cache_bound(r: LaunchRecord) -> Found | None:
     if mem - dram < th.CACHE_BOUND_GAP_PCT:
         return None
     evidence = {"memory_throughput_pct": mem, "dram_throughput_pct": dram}
-    levels = [(u, f) for f, u in (("l2_pct", Unit.L2), ("l1_pct", Unit.L1))
+    levels = [(getattr(r, f), u, f) for f, u in (("l2_pct", Unit.L2), ("l1_pct", Unit.L1))
               if getattr(r, f) is not None]  # fmt: skip
     level, col = "cache", "memory_throughput_pct"
     if levels:
-        unit, name = max(levels, key=lambda x: getattr(r, x[1]))
+        value, unit, name = max(levels, key=itemgetter(0))
         level, col = str(unit), LaunchRecord.column(name)
-        evidence[col] = getattr(r, name)
+        evidence[col] = value
     # bound on a cache's own bandwidth: the data crosses that level more often than the work
     # needs, so keeping it on chip or moving fewer bytes is the step, not launch tuning
     return Found(evidence, [col, "dram_throughput_pct"], {"level": level})
@@ -653,6 +706,19 @@ CATALOGUE: tuple[Entry, ...] = (
         {KernelKind.ANY: None},  # a caveat on the DRAM figures, not a limit
     ),
     Entry(
+        Cause.AT_ROOF,
+        Unit.DRAM,
+        ("dram_pct",),
+        _copy_roof,
+        "short of the copy roof (the same-size copy's, else the large copy's; ncu's DRAM peak "
+        "for a launch); or a sibling moving as many bytes measurably faster",
+        # fewer bytes, a chain's by fusing; a faster sibling's; short of it none; at the
+        # same-size copy, fewer bytes or, a launch's cost, graphs (Found.steps)
+        {},
+        # without ncu's DRAM throughput (a case timed only), the copy roof judges it alone
+        fallback=_copy_roof,
+    ),
+    Entry(
         Cause.LAUNCH_OVERHEAD,
         Unit.LAUNCH,
         ("kernel_count",),
@@ -744,14 +810,15 @@ def evaluate(rec: LaunchRecord) -> Outcomes:
             result = entry.test(rec)
         if isinstance(result, Found):
             out.append(Outcome(entry, "found", result.evidence, keys=result.keys,
-                               detail=result.detail, steps=result.steps))  # fmt: skip
+                               detail=result.detail, steps=result.steps,
+                               cause=result.cause))  # fmt: skip
             continue
         minor = entry.minor(rec) if result and entry.minor else None
         out.append(Outcome(entry, "found" if result else "absent", result or {}, minor=minor))
     out.found = {}
     for o in out:
         if o.status == "found":
-            out.found.setdefault(o.entry.cause, o)
+            out.found.setdefault(o.cause or o.entry.cause, o)
     out.refuted = frozenset(c for o in out.found.values() for c in o.entry.refutes)
     out.not_measured = list(
         dict.fromkeys(str(o.entry.cause) for o in out if o.status == "not measured")

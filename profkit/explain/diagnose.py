@@ -45,9 +45,11 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
     kind = bottleneck(rec, ev)  # 1. classify
     if kind is None:
         return None
-    # the device's SM count, the case's read floor and siblings, which the catalogue's tests read
+    # its bottleneck, the device's SM count and large copy, the case's read floor and siblings,
+    # which the catalogue's tests read
     rec = replace(rec, sm_count=ctx.device.sm_count or rec.sm_count, read_floor=ctx.read_floor,
-                  siblings=ctx.siblings)  # fmt: skip
+                  siblings=ctx.siblings, copy_gbps=ctx.device.copy_gbps,
+                  bottleneck=kind)  # fmt: skip
     put_facts(rec, ctx, ev)  # the roofs and the detail view's figures
     outcomes = catalogue.evaluate(rec)  # 2. evaluate
     ev.put("kernel_kind", str(rec.kind))

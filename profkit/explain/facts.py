@@ -18,7 +18,7 @@ _STALLS = (*ADVICE_TEXT, "not_selected")
 
 def put_facts(rec: LaunchRecord, ctx: Context, ev: Evidence) -> None:
     compute_roof(rec, ctx.dtype, ctx.device, ev)
-    memory_roof(rec, ctx.device, ev)
+    memory_roof(rec, ev)
     for name in _LEVELS:
         ev.put(LaunchRecord.column(name), getattr(rec, name))
     ld, req = rec.global_ld_sectors, rec.global_ld_requests

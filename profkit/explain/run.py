@@ -28,7 +28,6 @@ from profkit.explain.evidence import (
 from profkit.explain.filters import fit_advice
 from profkit.explain.kernel_family import Family, family
 from profkit.explain.kinds import KernelKind, Owner, operand_dtype, owner
-from profkit.explain.memory import dram_level
 from profkit.explain.model import (
     Action,
     Advice,
@@ -350,9 +349,13 @@ def _timing_only(f: Finding, row: Mapping, ctx: Context, ev: Evidence, reason: s
     """Without counters, claim only what timing supports: the share of the copy roof."""
     ev.put("counters_reason", reason)
     f.reasons = [Reason(Cause.NO_COUNTERS, ["counters_reason"])]
-    rec = LaunchRecord.of(row)
-    memory_roof(rec, ctx.device, ev)
-    said = dram_level(replace(rec, dram_pct=None), ctx, ev)
+    rec = replace(LaunchRecord.of(row), copy_gbps=ctx.device.copy_gbps, siblings=ctx.siblings)
+    memory_roof(rec, ev)
+    # the copy roof's entry, judged by the copy alone (no DRAM counter)
+    outcomes = catalogue.evaluate(replace(rec, dram_pct=None))
+    said = catalogue.said(outcomes, Cause.AT_ROOF, rec.kind, ev) or catalogue.said(
+        outcomes, Cause.SIBLING_FASTER, rec.kind, ev
+    )
     said = quote([said], rec, ctx.siblings, ev)[0] if said else None
     if said and said[0].cause == Cause.AT_ROOF:
         f.reasons.append(said[0])

@@ -53,7 +53,7 @@ def tell(
             ev.put(key, value)
     unit, found = STORIES[kind](Scene(rec, ctx, ev, outcomes, ranked, coalescing, chain))
     if kind in (Bottleneck.LATENCY, Bottleneck.BALANCED):
-        roof = memory.at_size_roof(rec, ctx, ev)
+        roof = catalogue.said(outcomes, Cause.AT_SIZE_ROOF, rec.kind, ev)
         if roof:  # a copy of the same bytes is no faster: its stalls and shape are a copy's too
             found = [roof, *(_without(s, STREAM_STEPS) for s in found)]
     said: list[Said] = []
@@ -89,7 +89,7 @@ def _memory(sc: Scene) -> tuple[Unit | None, list[Said | None]]:
         sc.said(Cause.BANK_CONFLICTS),
         sc.said(Cause.CACHE_BOUND),
         # where the DRAM level stands first: re-reads served by the caches are a fact beside it
-        memory.dram_level(rec, sc.ctx, ev, chain=sc.chain),
+        sc.said(Cause.AT_ROOF) or sc.said(Cause.SIBLING_FASTER) or sc.said(Cause.SHORT_OF_ROOF),
         sc.said(Cause.L2_REUSE),
         sc.said(Cause.DATA_IN_L2),
     ]
