@@ -18,8 +18,8 @@ once however often it is called:
   many rows it has; every function the engine itself calls counts.
 
 The goal is read on the engine's path: the first figure cannot reach it while every entry has a
-test of its own (26 entries hold 22 of the 42 causes; on the longest walk the record's fields
-and methods are 29 more). Both are held where they stand now (WALK_NOW), so the walk does not
+test of its own (30 entries hold 32 of the 42 causes; on the longest walk the record's fields
+and methods are 27 more). Both are held where they stand now (WALK_NOW), so the walk does not
 grow back.
 """
 
@@ -132,9 +132,9 @@ def test_the_walk_grows_no_longer() -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="226 of 228 records are within 30; the longest (31: the example run's Inductor "
-    "reduction) pass through the stream short of its roof whose sibling shares its stall "
-    "(story._why_short) and the Tensor causes still decided by hand (compute.pipe_detail)",
+    reason="226 of 228 records are within 30; the longest (31, the example run's Inductor "
+    "reduction) is a stream short of its roof told why by story._why_short: the stall it "
+    "shares with a faster sibling is still decided by hand",
 )
 def test_following_a_record_visits_at_most_the_goal() -> None:
     most, kernel = max((w[1], w[2]) for w in walks())

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from operator import itemgetter
 
 from profkit import thresholds as th
 from profkit.explain.context import Said
 from profkit.explain.evidence import Evidence
-from profkit.explain.kinds import FALLBACK, KernelKind
+from profkit.explain.kinds import FALLBACK, KernelKind, Owner
 from profkit.explain.model import Action, Advice, Bottleneck, Cause, Reason, Unit
 from profkit.explain.record import SECTOR_BYTES, LaunchRecord
-from profkit.explain.roofs import near_copy_line
+from profkit.explain.roofs import busiest_pipe, near_copy_line
 from profkit.explain.siblings import match
 from profkit.explain.stalls import ADVICE_TEXT
 
@@ -243,10 +243,75 @@ def _pipe(pipe: str) -> Callable[[LaunchRecord], dict | None]:
     return test
 
 
-def _tensor(r: LaunchRecord) -> dict | None:
-    if r.mma_kind is None or r.tensor_pct is None or r.tensor_pct < th.TENSOR_BUSY_PCT:
-        return None
-    return {"tensor_any_pct": r.tensor_pct, "mma_kind": r.mma_kind}
+def _tensor(r: LaunchRecord) -> dict | Found | None:
+    """The Tensor pipe. A kernel that is no matrix product: busy at its line, where it issues
+    MMAs. A matrix product (GEMM advice fits it): busy, under-fed or unused. Library code gets
+    its shapes, options or TF32 (a whole fused op such as attention: another backend first),
+    never tile advice; a user matmul with too few tiles for the SMs is its grid's cause (more,
+    smaller tiles, never larger ones); one on a busy pipe is pointed at a sibling doing the same
+    FLOPs as fast, never told to do less math. The case's dtype and its share of the pipe's roof
+    are the record's (diagnose puts them there)."""
+    tensor, library = r.tensor_pct, r.owner == Owner.LIBRARY
+    if not r.matrix:
+        if r.mma_kind is None or tensor < th.TENSOR_BUSY_PCT:
+            return None
+        return {"tensor_any_pct": tensor, "mma_kind": r.mma_kind}
+    # quoted under the field it was read from (the record's fields are their columns' names)
+    key = "tensor_any_pct" if r.tensor_any_pct is not None else "tensor_pipe_pct"
+    evidence, keys = {key: tensor}, [key]
+    if tensor >= th.TENSOR_BUSY_PCT:
+        if library:
+            near = Advice(Action.LIBRARY_SHAPES, keys, {"near_roof": True})
+            return Found(evidence, keys, steps=(near,))
+        # a sibling doing the same FLOPs in the same or less time: less math is not the gap
+        found = r.siblings.faster("flops") if r.siblings else None
+        if found is not None:
+            said = "faster" if found[1].outcome == "slower" else "same"
+            return Found(evidence, keys, {"sibling": said}, (match("flops"),))
+        return Found(evidence, keys, steps=(Advice(Action.LESS_MATH, keys),))
+    if r.mma_kind is None and library:
+        if r.dtype == "float32":
+            tf32 = Advice(Action.USE_TF32, keys)
+            return Found(evidence, keys, steps=(tf32,), cause=Cause.FP32_GEMM_ON_FMA)
+        shapes = Advice(Action.LIBRARY_SHAPES, keys)
+        return Found(evidence, keys, steps=(shapes,), cause=Cause.MATMUL_OFF_TENSOR)
+    if library:  # on the Tensor Cores, short of busy: its shape, not its code
+        lib = {"library": str(r.family)}
+        if r.kind == KernelKind.ATTENTION:  # a whole fused op: another backend first
+            step = Advice(Action.LIBRARY_OPTIONS, keys, {**lib, "whole_op": "attention"})
+        else:
+            step = Advice(Action.LIBRARY_SHAPES, keys)
+        return Found(evidence, keys, lib, (step,), Cause.TENSOR_UNDERFED)
+    if r.mma_kind is None:  # a user kernel with no MMA instructions at all
+        cores = Advice(Action.USE_TENSOR_CORES, keys)
+        if r.dtype == "float32":
+            tf32 = Advice(Action.USE_TF32, keys)
+            return Found(evidence, keys, {"fp32": True}, (tf32, cores), Cause.MATMUL_OFF_TENSOR)
+        return Found(evidence, keys, steps=(cores,), cause=Cause.MATMUL_OFF_TENSOR)
+    if r.grid_too_small:  # too few tiles for the SMs: larger tiles would make fewer still
+        return replace(_small_grid(r), cause=Cause.SMALL_GRID)
+    # it issues MMAs: under-fed when far below the pipe's roof (or, without the clock to compute
+    # that roof, when the pipe is idle most cycles)
+    roof = r.pipe_roof_pct
+    if (roof is not None and roof < th.UNDERFED_ROOF_PCT) or (
+        roof is None and tensor < th.TENSOR_BUSY_PCT / 2
+    ):
+        if roof is not None:
+            evidence["pct_of_pipe_roof_pct"] = roof
+        keys = list(evidence)
+        feed = Advice(Action.FEED_TENSOR, keys)
+        return Found(evidence, keys, steps=(feed,), cause=Cause.TENSOR_UNDERFED)
+    busiest, pipe = r.busiest_pipe, busiest_pipe(r)
+    if busiest is not None and busiest[0] != "tensor" and busiest[1] >= th.PIPE_BUSY_PCT:
+        return None  # another pipe at its peak (a PIPE_BUSY entry): the story says it
+    if r.bottleneck == Bottleneck.COMPUTE and pipe is not None and pipe[0] == Unit.TENSOR:
+        # a user GEMM bound on the Tensor Cores short of their busy line: under-fed, judged on
+        # the busy share (its roof share can sit in cuBLAS's range), said first; the dominant
+        # stall, said after, tells how (the zoo's int8 GEMM: IMMA 69% busy, 67% of its roof,
+        # barrier stalls at 63%). A library GEMM's shape is its user's lever: its cause says so
+        feed = Advice(Action.FEED_TENSOR, keys)
+        return Found(evidence, keys, {"busy": True}, (feed,), Cause.TENSOR_UNDERFED)
+    return None
 
 
 def _small_programs(r: LaunchRecord) -> dict | None:
@@ -591,7 +656,10 @@ CATALOGUE: tuple[Entry, ...] = (
         Unit.TENSOR,
         ("tensor_pct",),
         _tensor,
-        "no MMA instructions (HFMA2.MMA constant moves only), or the pipe under 80%",
+        "no MMA instructions (HFMA2.MMA constant moves only), or the pipe under 80%; a matrix "
+        "product's near its roof",
+        # a matrix product's steps are chosen by its evidence (Found.steps): busy, under-fed
+        # or unused, by owner, dtype and its share of the roof
         {KernelKind.ANY: Action.LESS_MATH},
     ),
     *(
@@ -787,6 +855,9 @@ class Outcomes(list):
     refute (Entry.refutes), and the causes that could not be judged (once each: pipes share one)."""
 
     found: dict[Cause, Outcome]
+    # each entry's found outcome by the entry's own cause, where its judgment may end in another
+    # (Found.cause: the Tensor pipe's ends in under-fed, unused, or its grid)
+    by_entry: dict[Cause, Outcome]
     refuted: frozenset[Cause]
     not_measured: list[str]
 
@@ -815,10 +886,11 @@ def evaluate(rec: LaunchRecord) -> Outcomes:
             continue
         minor = entry.minor(rec) if result and entry.minor else None
         out.append(Outcome(entry, "found" if result else "absent", result or {}, minor=minor))
-    out.found = {}
+    out.found, out.by_entry = {}, {}
     for o in out:
         if o.status == "found":
             out.found.setdefault(o.cause or o.entry.cause, o)
+            out.by_entry.setdefault(o.entry.cause, o)
     out.refuted = frozenset(c for o in out.found.values() for c in o.entry.refutes)
     out.not_measured = list(
         dict.fromkeys(str(o.entry.cause) for o in out if o.status == "not measured")

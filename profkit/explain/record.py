@@ -61,6 +61,8 @@ class LaunchRecord:
     model_flops: float | None = None
     copy_gbps_same_size: float | None = None  # the run's device copy of the case's own bytes
     copy_gbps: float | None = None  # the device's large copy (diagnose puts it on the record)
+    # the achieved FLOP rate's share of its pipe's roof (roofs.compute_roof; diagnose puts it)
+    pipe_roof_pct: float | None = None
     read_floor: float | None = None  # fewest DRAM bytes any variant of the same case read
     sm_clock_mhz: float | None = None  # sampled while the case was timed (NVML)
     ncu_sm_clock_mhz: float | None = None  # the counter pass's

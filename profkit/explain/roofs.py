@@ -156,14 +156,14 @@ def pipe_roof(rec: LaunchRecord, dtype: str, device: Device) -> PipeRoof:
     return PipeRoof(kind, None, gap)
 
 
-def compute_roof(rec: LaunchRecord, dtype: str, device: Device, ev: Evidence) -> None:
+def compute_roof(rec: LaunchRecord, dtype: str, device: Device, ev: Evidence) -> float | None:
     """The achieved FLOP rate against the roof of the pipe the case runs on (pipe_roof), at the
     clock it was timed at (else ncu's), and against the run's measured matmul where the dtype and
-    the pipe's kind match it. Records evidence only; where the table has no rate, roof_note says
-    why and what the case is judged against instead."""
+    the pipe's kind match it. Records the evidence; where the table has no rate, roof_note says
+    why and what the case is judged against instead. Returns the share of the pipe's roof."""
     flops, ms = rec.model_flops, rec.device_p50_ms
     if not flops or not ms:
-        return
+        return None
     achieved = flops / (ms * 1e-3) / 1e12
     ev.put("achieved_tflops", achieved)
     roof = pipe_roof(rec, dtype, device)
@@ -184,6 +184,7 @@ def compute_roof(rec: LaunchRecord, dtype: str, device: Device, ev: Evidence) ->
     ):
         ev.put("matmul_tflops", device.matmul_tflops)
         ev.put("pct_of_measured_matmul_pct", achieved / device.matmul_tflops * 100)
+    return ev.get("pct_of_pipe_roof_pct")
 
 
 def memory_roof(rec: LaunchRecord, ev: Evidence) -> float | None:

@@ -16,6 +16,7 @@ from profkit.explain import catalogue, compute, memory, stalls
 from profkit.explain.context import Context, Said
 from profkit.explain.evidence import Evidence
 from profkit.explain.filters import STREAM_STEPS
+from profkit.explain.kinds import KernelKind
 from profkit.explain.model import Action, Advice, Bottleneck, Cause, Reason, Unit
 from profkit.explain.record import LaunchRecord
 from profkit.explain.siblings import match
@@ -37,6 +38,14 @@ class Scene:
 
     def said(self, cause: Cause) -> Said | None:
         return catalogue.said(self.outcomes, cause, self.rec.kind, self.ev)
+
+    def pipes(self) -> Said | None:
+        """A matrix product's pipes: the Tensor entry's finding (busy, under-fed, unused, or its
+        grid), else the busiest other pipe at its peak, with a GEMM's remedy."""
+        tensor = self.outcomes.by_entry.get(Cause.TENSOR_BUSY)
+        return (self.said(tensor.cause or tensor.entry.cause) if tensor else None) or (
+            catalogue.said(self.outcomes, Cause.PIPE_BUSY, KernelKind.GEMM, self.ev)
+        )
 
 
 def tell(
@@ -81,9 +90,7 @@ def _memory(sc: Scene) -> tuple[Unit | None, list[Said | None]]:
         *sc.ranked,
         # a matmul bound on its caches is one whose tiles are too small to reuse data; on
         # DRAM, a matrix-vector product by its model streams its weights: not its pipes
-        compute.pipe_detail(rec, sc.ctx, ev, sc.outcomes)
-        if rec.matrix and (unit != Unit.DRAM or dense)
-        else None,
+        sc.pipes() if rec.matrix and (unit != Unit.DRAM or dense) else None,
         sc.said(Cause.EXTRA_PASSES) if sc.chain else reads,
         sc.coalescing,
         sc.said(Cause.BANK_CONFLICTS),
@@ -117,7 +124,7 @@ def _compute(sc: Scene) -> tuple[Unit | None, list[Said | None]]:
     unit = compute.pipe_unit(rec, ev)
     # GEMM steps only for kernels that issue MMAs or have a matmul's shape; any other busy
     # pipe gets its own kind's remedy (an FP64 elementwise chain is no matrix product)
-    busy = compute.pipe_detail(rec, sc.ctx, ev, sc.outcomes, unit) if rec.matrix else None
+    busy = sc.pipes() if rec.matrix else None
     found = [
         *sc.ranked,
         busy or sc.said(Cause.PIPE_BUSY) or sc.said(Cause.TENSOR_BUSY),
@@ -132,7 +139,7 @@ def _compute(sc: Scene) -> tuple[Unit | None, list[Said | None]]:
 
 def _latency(sc: Scene) -> tuple[Unit | None, list[Said | None]]:
     """Under both SOL lines: the launch shape first, then the traffic, the pipes, the stalls."""
-    rec, ev = sc.rec, sc.ev
+    rec = sc.rec
     causes = [said for cause in _SHAPE if (said := sc.said(cause))]
     # a refuted grid is no launch bound
     unit = Unit.LAUNCH if any(not r.detail.get("refuted") for r, _ in causes) else None
@@ -157,7 +164,7 @@ def _latency(sc: Scene) -> tuple[Unit | None, list[Said | None]]:
         else sc.said(Cause.EXTRA_READS),
         coalescing,
         sc.said(Cause.BANK_CONFLICTS),
-        compute.pipe_detail(rec, sc.ctx, ev, sc.outcomes) if rec.matrix else None,
+        sc.pipes() if rec.matrix else None,
         sc.said(Cause.ISSUE_BOUND),
         # long-scoreboard waits on an idle memory system: the latency, said once
         latency or sc.said(Cause.STALL),
@@ -170,10 +177,9 @@ def _latency(sc: Scene) -> tuple[Unit | None, list[Said | None]]:
 
 def _balanced(sc: Scene) -> tuple[Unit | None, list[Said | None]]:
     """Neither SOL line far above the other: the pipes, the traffic, the dominant stall."""
-    rec, ev = sc.rec, sc.ev
     found = [
         *sc.ranked,
-        compute.pipe_detail(rec, sc.ctx, ev, sc.outcomes) if rec.matrix else None,
+        sc.pipes() if sc.rec.matrix else None,
         sc.coalescing,
         sc.said(Cause.BANK_CONFLICTS),
         sc.said(Cause.ISSUE_BOUND),
