@@ -38,7 +38,7 @@ def test_every_cause_has_words_and_the_first_matching_row_wins() -> None:
 def test_the_dominant_stall_has_one_denominator() -> None:
     # the record's sum (every captured reason but not_selected and selected) is the one both the
     # stall cause and its share are read from: "sleeping" counts, as it did in the record's
-    from profkit.explain import catalogue, stalls
+    from profkit.explain import catalogue
     from profkit.explain.evidence import Evidence
     from profkit.explain.kinds import KernelKind
     from profkit.explain.record import LaunchRecord
@@ -50,4 +50,5 @@ def test_the_dominant_stall_has_one_denominator() -> None:
     reason, _ = said
     assert reason.detail["stall"] == "wait" and ev["stall_share_pct"] == 40.0
     assert rec.dominant_stall == ("wait", 40.0, 0.4)
-    assert stalls.stall_share(rec, "barrier") == rec.stall_share("barrier") == 0.3
+    assert rec.captured_stall_share("barrier") == rec.stall_share("barrier") == 0.3
+    assert rec.captured_stall_share("membar") is None

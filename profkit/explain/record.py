@@ -377,6 +377,11 @@ class LaunchRecord:
         stalls, total = self._counted_stalls()
         return sum(stalls.get(r, 0.0) for r in reasons) / total if total else None
 
+    def captured_stall_share(self, reason: str) -> float | None:
+        """`reason`'s share of the summed stalls (stall_share), None where that reason was not
+        captured."""
+        return self.stall_share(reason) if reason in self.stalls else None
+
     def _counted_stalls(self) -> tuple[dict[str, float], float]:
         """The stall reasons that count against a warp, and their sum (0 when none was)."""
         stalls = {r: v for r, v in self.stalls.items() if r not in ("not_selected", "selected")}

@@ -32,11 +32,5 @@ def known_stalls(rec: LaunchRecord) -> dict[str, float]:
     return {r: rec.stalls[r] for r in [*ADVICE_TEXT, "not_selected"] if r in rec.stalls}
 
 
-def stall_share(rec: LaunchRecord, reason: str) -> float | None:
-    """`reason`'s share of all stall cycles in a record (0..1: LaunchRecord.stall_share, the one
-    denominator), None where that reason was not captured."""
-    return rec.stall_share(reason) if reason in rec.stalls else None
-
-
 def has_stalls(rec: LaunchRecord) -> bool:
     return bool(known_stalls(rec))

@@ -232,7 +232,7 @@ def _why_short(sc: Scene) -> list[Said | None]:
         # the sibling's share of stalls on the same reason, where it is at least this case's less
         # a few points (the stall is shared)
         reason = stall[0].detail["stall"]
-        share = stalls.stall_share(LaunchRecord.of(found[0]), reason)
+        share = LaunchRecord.of(found[0]).captured_stall_share(reason)
         if (
             share is not None
             and share * 100 < rec.stall_share(reason) * 100 - th.STALL_SHARED_POINTS
