@@ -1,6 +1,10 @@
 """The cause catalogue: one entry per cause, as data. Each names the evidence it needs (fields of
-LaunchRecord), its test, what would refute it, and its remedy by kind of kernel. The engine only
-evaluates entries: a cause whose evidence was not collected is "not measured", never guessed.
+LaunchRecord), its test, what would refute it, and its remedy by kind of kernel, or the steps its
+test chooses by the evidence (Found.steps); one judgment may end in one of several causes
+(Found.cause: where a stream stands to its copy roof, a matrix product's Tensor pipe). What a test
+reads besides the counters is put on the record by diagnose (the device, the case's dtype, read
+floor, siblings and bottleneck). The engine only evaluates entries: a cause whose evidence was not
+collected is "not measured", never guessed.
 
 Thresholds live in profkit/thresholds.py with their sources; the words for causes and steps live
 in profkit/explain/phrases.py.
