@@ -15,7 +15,6 @@ from stored_runs import run_path
 
 from profkit import store
 from profkit.explain import Action, Cause, FindingKind, explain_run
-from profkit.explain import stalls as stall_rules
 from profkit.explain.phrases import advice_text
 from profkit.explain.record import LaunchRecord
 from profkit.explain.siblings import _FACTS
@@ -48,8 +47,8 @@ def test_a_stall_the_faster_peer_shares_gives_way_to_what_differs():
     # fp16 16384x8192: same launch and DRAM bytes as Liger, long scoreboard the top stall in both
     mine, theirs = row("triton", "float16", "16384x8192"), row("liger", "float16", "16384x8192")
     assert theirs.device_p50_ms < mine.device_p50_ms
-    share = stall_rules.stall_share(LaunchRecord.of(mine.to_dict()), "long_scoreboard")
-    theirs_share = stall_rules.stall_share(LaunchRecord.of(theirs.to_dict()), "long_scoreboard")
+    share = LaunchRecord.of(mine.to_dict()).captured_stall_share("long_scoreboard")
+    theirs_share = LaunchRecord.of(theirs.to_dict()).captured_stall_share("long_scoreboard")
     assert theirs_share >= share - 0.05
     f = finding("triton", "float16", "16384x8192")
     actions = [s.action for s in f.next]

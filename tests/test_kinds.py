@@ -198,9 +198,6 @@ def test_an_issue_heavy_launch_waiting_on_memory_is_memory_bound() -> None:
 def test_a_same_size_copy_measured_faster_than_the_large_copy_is_not_the_roof() -> None:
     # zoo_tiny_programs large (H200): 94.76% of its same-size copy, 95.05% of the large copy; the
     # same-size copy measured faster than the large one, which amortizes every fixed cost: noise
-    from profkit.explain.evidence import Evidence
-    from profkit.explain.roofs import Device, memory_roof
-
     rec = LaunchRecord(model_bytes=4e8, device_p50_ms=0.1, copy_gbps_same_size=4200.0)
-    assert memory_roof(rec, Device(copy_gbps=4100.0), Evidence()) == pytest.approx(4000 / 41)
-    assert memory_roof(rec, Device(copy_gbps=4300.0), Evidence()) == pytest.approx(4000 / 42)
+    assert replace(rec, copy_gbps=4100.0).copy_roof[1] == pytest.approx(4000 / 41)
+    assert replace(rec, copy_gbps=4300.0).copy_roof[1] == pytest.approx(4000 / 42)

@@ -38,15 +38,17 @@ def test_every_cause_has_words_and_the_first_matching_row_wins() -> None:
 def test_the_dominant_stall_has_one_denominator() -> None:
     # the record's sum (every captured reason but not_selected and selected) is the one both the
     # stall cause and its share are read from: "sleeping" counts, as it did in the record's
-    from profkit.explain import stalls
-    from profkit.explain.context import Context
+    from profkit.explain import catalogue
     from profkit.explain.evidence import Evidence
+    from profkit.explain.kinds import KernelKind
     from profkit.explain.record import LaunchRecord
 
     rec = LaunchRecord(stalls={"barrier": 30.0, "sleeping": 30.0, "wait": 40.0,
                                "not_selected": 50.0})  # fmt: skip
     ev = Evidence()
-    reason, _ = stalls.dominant_stall(rec, Context(), ev)
+    said = catalogue.said(catalogue.evaluate(rec), Cause.STALL, KernelKind.ANY, ev)
+    reason, _ = said
     assert reason.detail["stall"] == "wait" and ev["stall_share_pct"] == 40.0
     assert rec.dominant_stall == ("wait", 40.0, 0.4)
-    assert stalls.stall_share(rec, "barrier") == rec.stall_share("barrier") == 0.3
+    assert rec.captured_stall_share("barrier") == rec.stall_share("barrier") == 0.3
+    assert rec.captured_stall_share("membar") is None

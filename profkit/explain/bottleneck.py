@@ -6,6 +6,7 @@ records the line it overrode as `sol_bottleneck`, so the finding can quote ncu's
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import itemgetter
 
 from profkit import thresholds as th
 from profkit.explain.evidence import Evidence
@@ -44,7 +45,7 @@ def _memory_queues_full(rec: LaunchRecord, ev: Evidence) -> bool:
     levels = [(c, v) for c, v in levels if v is not None]
     if queued is None or not levels:
         return False
-    col, busy = max(levels, key=lambda x: x[1])
+    col, busy = max(levels, key=itemgetter(1))
     if queued < th.MEMORY_QUEUE_STALL_SHARE or busy < th.HIGH_THROUGHPUT_PCT:
         return False
     ev.put("queue_level", col.split("_")[0].upper())

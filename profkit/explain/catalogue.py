@@ -1,6 +1,10 @@
 """The cause catalogue: one entry per cause, as data. Each names the evidence it needs (fields of
-LaunchRecord), its test, what would refute it, and its remedy by kind of kernel. The engine only
-evaluates entries: a cause whose evidence was not collected is "not measured", never guessed.
+LaunchRecord), its test, what would refute it, and its remedy by kind of kernel, or the steps its
+test chooses by the evidence (Found.steps); one judgment may end in one of several causes
+(Found.cause: where a stream stands to its copy roof, a matrix product's Tensor pipe). What a test
+reads besides the counters is put on the record by diagnose (the device, the case's dtype, read
+floor, siblings and bottleneck). The engine only evaluates entries: a cause whose evidence was not
+collected is "not measured", never guessed.
 
 Thresholds live in profkit/thresholds.py with their sources; the words for causes and steps live
 in profkit/explain/phrases.py.
@@ -10,24 +14,33 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from operator import itemgetter
 
 from profkit import thresholds as th
 from profkit.explain.context import Said
 from profkit.explain.evidence import Evidence
-from profkit.explain.kinds import FALLBACK, KernelKind
-from profkit.explain.model import Action, Advice, Cause, Reason, Unit
+from profkit.explain.kinds import FALLBACK, KernelKind, Owner
+from profkit.explain.model import Action, Advice, Bottleneck, Cause, Reason, Unit
 from profkit.explain.record import SECTOR_BYTES, LaunchRecord
+from profkit.explain.roofs import busiest_pipe, near_copy_line
+from profkit.explain.siblings import match
+from profkit.explain.stalls import ADVICE_TEXT
 
 
 @dataclass(frozen=True)
 class Found:
     """What a test returns where the cause's reason quotes fewer keys than its evidence holds,
-    or carries detail (a plain dict: every key quoted, no detail)."""
+    or carries detail (a plain dict: every key quoted, no detail), or where the evidence chooses
+    the steps, each with its own keys and detail, in the place of the kind's remedy (which stall
+    dominates); an empty tuple: the cause is said with no step. `cause`: where one judgment ends
+    in one of several causes (at the copy roof, short of it, a sibling faster), the one found."""
 
     evidence: dict
     keys: list[str]
     detail: dict = field(default_factory=dict)
+    steps: tuple[Advice, ...] | None = None
+    cause: Cause | None = None
 
 
 @dataclass(frozen=True)
@@ -38,7 +51,8 @@ class Entry:
     # evidence (key -> number) when the cause holds, or a Found naming its keys and detail
     test: Callable[[LaunchRecord], dict | Found | None]
     refuted_by: str  # what an expert would check to refute it
-    # ANY: the default; None: no step for that kind (the cause is a fact there)
+    # ANY: the default; None: no step for that kind (the cause is a fact there); empty: its test
+    # chooses the steps by the evidence (Found.steps)
     remedies: Mapping[KernelKind, Action | None] = field(default_factory=dict)
     # causes its finding refutes: their reasons (and steps) are dropped where it is found
     refutes: frozenset[Cause] = frozenset()
@@ -75,6 +89,8 @@ class Outcome:
     minor: dict | None = None  # Entry.minor's evidence, where the cause holds but costs little
     keys: list[str] | None = None  # the reason's keys where not every evidence key
     detail: dict = field(default_factory=dict)  # the reason's and its step's
+    steps: tuple[Advice, ...] | None = None  # Found.steps
+    cause: Cause | None = None  # Found.cause, else the entry's
 
 
 # --- tests: each reads the record only --------------------------------------------------------
@@ -190,6 +206,25 @@ def _memory_latency(r: LaunchRecord) -> dict | None:
     }
 
 
+def _stall(r: LaunchRecord) -> Found | None:
+    """The dominant stall (LaunchRecord.dominant_stall: one sum, one denominator) and the step
+    its reason points to (stalls.ADVICE_TEXT)."""
+    dominant = r.dominant_stall
+    if dominant is None or dominant[2] < th.DOMINANT_STALL_SHARE:
+        return None
+    reason, value, share = dominant
+    evidence = {f"stall_{reason}_pct": value, "stall_share_pct": share * 100}
+    keys, detail = list(evidence), {"stall": reason}
+    action = ADVICE_TEXT.get(reason, Action.OPEN_NCU)
+    if r.matrix and reason in ("barrier", "long_scoreboard"):
+        # in a tiled tl.dot loop these are the waits for the next stage's tiles, not a
+        # reduction's barriers: the remedy is a deeper pipeline, not fewer block-wide syncs
+        action = Action.DEEPER_PIPELINE
+    step = Advice(action, keys, {"section": "WarpStateStats"} if action == Action.OPEN_NCU
+                  else detail)  # fmt: skip
+    return Found(evidence, keys, detail, (step,))
+
+
 def _l2_reuse(r: LaunchRecord) -> dict | None:
     asked, dram = r.global_ld_bytes_requested, r.dram_bytes_read
     if not asked or not dram or asked < th.L2_REUSE_ASKED_X * dram:
@@ -212,10 +247,75 @@ def _pipe(pipe: str) -> Callable[[LaunchRecord], dict | None]:
     return test
 
 
-def _tensor(r: LaunchRecord) -> dict | None:
-    if r.mma_kind is None or r.tensor_pct is None or r.tensor_pct < th.TENSOR_BUSY_PCT:
-        return None
-    return {"tensor_any_pct": r.tensor_pct, "mma_kind": r.mma_kind}
+def _tensor(r: LaunchRecord) -> dict | Found | None:
+    """The Tensor pipe. A kernel that is no matrix product: busy at its line, where it issues
+    MMAs. A matrix product (GEMM advice fits it): busy, under-fed or unused. Library code gets
+    its shapes, options or TF32 (a whole fused op such as attention: another backend first),
+    never tile advice; a user matmul with too few tiles for the SMs is its grid's cause (more,
+    smaller tiles, never larger ones); one on a busy pipe is pointed at a sibling doing the same
+    FLOPs as fast, never told to do less math. The case's dtype and its share of the pipe's roof
+    are the record's (diagnose puts them there)."""
+    tensor, library = r.tensor_pct, r.owner == Owner.LIBRARY
+    if not r.matrix:
+        if r.mma_kind is None or tensor < th.TENSOR_BUSY_PCT:
+            return None
+        return {"tensor_any_pct": tensor, "mma_kind": r.mma_kind}
+    # quoted under the field it was read from (the record's fields are their columns' names)
+    key = "tensor_any_pct" if r.tensor_any_pct is not None else "tensor_pipe_pct"
+    evidence, keys = {key: tensor}, [key]
+    if tensor >= th.TENSOR_BUSY_PCT:
+        if library:
+            near = Advice(Action.LIBRARY_SHAPES, keys, {"near_roof": True})
+            return Found(evidence, keys, steps=(near,))
+        # a sibling doing the same FLOPs in the same or less time: less math is not the gap
+        found = r.siblings.faster("flops") if r.siblings else None
+        if found is not None:
+            said = "faster" if found[1].outcome == "slower" else "same"
+            return Found(evidence, keys, {"sibling": said}, (match("flops"),))
+        return Found(evidence, keys, steps=(Advice(Action.LESS_MATH, keys),))
+    if r.mma_kind is None and library:
+        if r.dtype == "float32":
+            tf32 = Advice(Action.USE_TF32, keys)
+            return Found(evidence, keys, steps=(tf32,), cause=Cause.FP32_GEMM_ON_FMA)
+        shapes = Advice(Action.LIBRARY_SHAPES, keys)
+        return Found(evidence, keys, steps=(shapes,), cause=Cause.MATMUL_OFF_TENSOR)
+    if library:  # on the Tensor Cores, short of busy: its shape, not its code
+        lib = {"library": str(r.family)}
+        if r.kind == KernelKind.ATTENTION:  # a whole fused op: another backend first
+            step = Advice(Action.LIBRARY_OPTIONS, keys, {**lib, "whole_op": "attention"})
+        else:
+            step = Advice(Action.LIBRARY_SHAPES, keys)
+        return Found(evidence, keys, lib, (step,), Cause.TENSOR_UNDERFED)
+    if r.mma_kind is None:  # a user kernel with no MMA instructions at all
+        cores = Advice(Action.USE_TENSOR_CORES, keys)
+        if r.dtype == "float32":
+            tf32 = Advice(Action.USE_TF32, keys)
+            return Found(evidence, keys, {"fp32": True}, (tf32, cores), Cause.MATMUL_OFF_TENSOR)
+        return Found(evidence, keys, steps=(cores,), cause=Cause.MATMUL_OFF_TENSOR)
+    if r.grid_too_small:  # too few tiles for the SMs: larger tiles would make fewer still
+        return replace(_small_grid(r), cause=Cause.SMALL_GRID)
+    # it issues MMAs: under-fed when far below the pipe's roof (or, without the clock to compute
+    # that roof, when the pipe is idle most cycles)
+    roof = r.pipe_roof_pct
+    if (roof is not None and roof < th.UNDERFED_ROOF_PCT) or (
+        roof is None and tensor < th.TENSOR_BUSY_PCT / 2
+    ):
+        if roof is not None:
+            evidence["pct_of_pipe_roof_pct"] = roof
+        keys = list(evidence)
+        feed = Advice(Action.FEED_TENSOR, keys)
+        return Found(evidence, keys, steps=(feed,), cause=Cause.TENSOR_UNDERFED)
+    busiest, pipe = r.busiest_pipe, busiest_pipe(r)
+    if busiest is not None and busiest[0] != "tensor" and busiest[1] >= th.PIPE_BUSY_PCT:
+        return None  # another pipe at its peak (a PIPE_BUSY entry): the story says it
+    if r.bottleneck == Bottleneck.COMPUTE and pipe is not None and pipe[0] == Unit.TENSOR:
+        # a user GEMM bound on the Tensor Cores short of their busy line: under-fed, judged on
+        # the busy share (its roof share can sit in cuBLAS's range), said first; the dominant
+        # stall, said after, tells how (the zoo's int8 GEMM: IMMA 69% busy, 67% of its roof,
+        # barrier stalls at 63%). A library GEMM's shape is its user's lever: its cause says so
+        feed = Advice(Action.FEED_TENSOR, keys)
+        return Found(evidence, keys, {"busy": True}, (feed,), Cause.TENSOR_UNDERFED)
+    return None
 
 
 def _small_programs(r: LaunchRecord) -> dict | None:
@@ -279,6 +379,100 @@ def _weight_casts(r: LaunchRecord) -> dict | None:
     if not casts:
         return None
     return {"param_casts_per_step": casts}
+
+
+def _launch_overhead(r: LaunchRecord) -> Found | None:
+    """A chain of launches each lasting about what a launch costs: graphs remove the launches'
+    cost, fusing removes the launches."""
+    count, duration = r.kernel_count, r.duration_ms
+    if duration is None or duration / count >= th.SHORT_KERNEL_MS:
+        return None
+    evidence = {"kernel_count": count, "mean_kernel_ms": duration / count}
+    graph = Advice(Action.CUDA_GRAPH, list(evidence))
+    return Found(evidence, list(evidence), steps=(graph, Advice(Action.FUSE, ["kernel_count"])))
+
+
+def _small_grid(r: LaunchRecord) -> Found | None:
+    """Under one wave at a cost (LaunchRecord.grid_too_small). A short one is a launch's cost; a
+    matrix product's grid is refuted by a sibling as fast or faster on as few programs."""
+    if not r.grid_too_small:
+        return None
+    ev = Evidence()  # the figures as quoted (a step's detail repeats them)
+    ev.put("waves_per_sm", r.waves_per_sm)
+    ev.put("wave_fill_pct", r.waves_per_sm * 100)
+    grid = r.grid_size
+    if grid is not None:
+        ev.put("grid_size", grid)
+        if r.sm_count and grid < r.sm_count:
+            ev.put("sm_count", r.sm_count)
+            ev.put("idle_sms", r.sm_count - int(grid))
+    if r.is_short:
+        ev.put("ncu_duration_ms", r.duration_ms)
+        graph = Advice(Action.CUDA_GRAPH, ["ncu_duration_ms"])
+        return Found(dict(ev), list(ev), {"short": True}, (graph,))
+    if not r.matrix:
+        return Found(dict(ev), list(ev), steps=(Advice(Action.MORE_PROGRAMS, list(ev)),))
+    # a sibling as fast or faster on as few programs refutes "too few": the grid is not the
+    # limit (cuBLAS at M = 128 ran 128 blocks, deeper pipelined, at 79.5% DRAM)
+    rival = r.siblings.faster("programs") if r.siblings else None
+    if rival is not None:
+        other, c = rival
+        ev.put("sibling_variant", str(other.get("variant")))
+        ev.put("sibling_grid_size", LaunchRecord.of(other).grid_size)
+        ev.put("sibling_time_share_pct", 100 / c.ratio)
+        return Found(dict(ev), list(ev), {"matmul": True, "refuted": True}, ())
+    # a matmul with too few tiles: more, smaller tiles (never larger ones), split-K or stream-K
+    ev.put("dram_throughput_pct", r.dram_pct)
+    detail = {"matmul": True, **{k: v for k, v in ev.items() if k != "wave_fill_pct"}}
+    more = Advice(Action.MORE_PROGRAMS, list(ev), detail)
+    return Found(dict(ev), list(ev), {"matmul": True}, (more,))
+
+
+def _copy_roof(r: LaunchRecord) -> Found | None:
+    """At the copy roof (only fewer bytes help: a chain's by fusing) or short of it. A case with
+    timing is judged against the same-size copy (else the large one, saying so: copy_roof); a
+    launch against ncu's DRAM peak. A case near the roof whose sibling moves as many bytes
+    measurably faster is not at the roof: the copy is not the roof there.
+
+    A case ncu calls latency-bound or balanced (a short stream) is judged against the same-size
+    copy only: as fast as it, the copy's own fixed costs (launch, ramp, a partial wave) are the
+    roof at this size, so the launch-shape and latency steps its counters point to would not
+    make it faster; a copy shows the same (AT_SIZE_ROOF)."""
+    figures, share = r.copy_roof
+    faster = r.siblings.faster("bytes") if r.siblings else None
+    if r.bottleneck in (Bottleneck.LATENCY, Bottleneck.BALANCED):
+        if not r.copy_gbps_same_size or r.matrix or share is None or faster is not None:
+            return None  # a faster sibling: the copy is not the roof
+        if round(share, 6) < near_copy_line(r):
+            return None
+        keys = [k for k in ("pct_of_same_size_copy_pct", "pct_of_copy_pct") if k in figures]
+        evidence = {k: figures[k] for k in keys}
+        duration = r.duration_ms
+        if duration is not None and duration < th.SHORT_KERNEL_MS:
+            # a kernel this short is as fast as a copy because both are a launch: the launch is
+            # the cost, and graphs or fusing it with its neighbours remove it, not fewer bytes
+            evidence["ncu_duration_ms"] = duration
+            graph = Advice(Action.CUDA_GRAPH, ["ncu_duration_ms"])
+            return Found(evidence, list(evidence), {"launch": True}, (graph,), Cause.AT_SIZE_ROOF)
+        step = Advice(Action.FEWER_BYTES, keys)
+        return Found(evidence, keys, steps=(step,), cause=Cause.AT_SIZE_ROOF)
+    evidence = {k: figures[k] for k in ("pct_of_same_size_copy_pct", "pct_of_copy_pct")
+                if k in figures}  # fmt: skip
+    if r.dram_pct is not None:
+        evidence["dram_throughput_pct"] = r.dram_pct
+    keys = list(evidence)
+    if share is not None:
+        at_roof = round(share, 6) >= near_copy_line(r)  # float noise: 94.9999999 is 95
+    elif r.dram_pct is not None:
+        at_roof = round(r.dram_pct, 6) >= th.NEAR_PEAK_DRAM_PCT
+    else:
+        return None
+    if not at_roof:
+        return Found(evidence, keys, steps=(), cause=Cause.SHORT_OF_ROOF)
+    if faster is not None:
+        return Found(evidence, keys, steps=(match("bytes"),), cause=Cause.SIBLING_FASTER)
+    step = Advice(Action.FUSE if (r.kernel_count or 1) > 1 else Action.FEWER_BYTES, keys)
+    return Found(evidence, keys, steps=(step,))
 
 
 def _tail(r: LaunchRecord) -> dict | None:
@@ -352,13 +546,13 @@ def _cache_bound(r: LaunchRecord) -> Found | None:
     if mem - dram < th.CACHE_BOUND_GAP_PCT:
         return None
     evidence = {"memory_throughput_pct": mem, "dram_throughput_pct": dram}
-    levels = [(u, f) for f, u in (("l2_pct", Unit.L2), ("l1_pct", Unit.L1))
+    levels = [(getattr(r, f), u, f) for f, u in (("l2_pct", Unit.L2), ("l1_pct", Unit.L1))
               if getattr(r, f) is not None]  # fmt: skip
     level, col = "cache", "memory_throughput_pct"
     if levels:
-        unit, name = max(levels, key=lambda x: getattr(r, x[1]))
+        value, unit, name = max(levels, key=itemgetter(0))
         level, col = str(unit), LaunchRecord.column(name)
-        evidence[col] = getattr(r, name)
+        evidence[col] = value
     # bound on a cache's own bandwidth: the data crosses that level more often than the work
     # needs, so keeping it on chip or moving fewer bytes is the step, not launch tuning
     return Found(evidence, [col, "dram_throughput_pct"], {"level": level})
@@ -445,6 +639,14 @@ CATALOGUE: tuple[Entry, ...] = (
         {KernelKind.ANY: Action.HIDE_LATENCY, KernelKind.GEMM: Action.DEEPER_PIPELINE},
     ),
     Entry(
+        Cause.STALL,
+        None,
+        ("stalls",),  # none captured: no reason dominates (the story asks for a profile)
+        _stall,
+        "the stalls spread: no reason holds 30% of the stall cycles (not_selected left out)",
+        {},  # the dominant reason's step (Found.steps)
+    ),
+    Entry(
         Cause.L2_REUSE,
         Unit.L2,
         ("global_ld_bytes_requested", "dram_bytes_read"),
@@ -458,7 +660,10 @@ CATALOGUE: tuple[Entry, ...] = (
         Unit.TENSOR,
         ("tensor_pct",),
         _tensor,
-        "no MMA instructions (HFMA2.MMA constant moves only), or the pipe under 80%",
+        "no MMA instructions (HFMA2.MMA constant moves only), or the pipe under 80%; a matrix "
+        "product's near its roof",
+        # a matrix product's steps are chosen by its evidence (Found.steps): busy, under-fed
+        # or unused, by owner, dtype and its share of the roof
         {KernelKind.ANY: Action.LESS_MATH},
     ),
     *(
@@ -573,6 +778,37 @@ CATALOGUE: tuple[Entry, ...] = (
         {KernelKind.ANY: None},  # a caveat on the DRAM figures, not a limit
     ),
     Entry(
+        Cause.AT_ROOF,
+        Unit.DRAM,
+        ("dram_pct",),
+        _copy_roof,
+        "short of the copy roof (the same-size copy's, else the large copy's; ncu's DRAM peak "
+        "for a launch); or a sibling moving as many bytes measurably faster",
+        # fewer bytes, a chain's by fusing; a faster sibling's; short of it none; at the
+        # same-size copy, fewer bytes or, a launch's cost, graphs (Found.steps)
+        {},
+        # without ncu's DRAM throughput (a case timed only), the copy roof judges it alone
+        fallback=_copy_roof,
+    ),
+    Entry(
+        Cause.LAUNCH_OVERHEAD,
+        Unit.LAUNCH,
+        ("kernel_count",),
+        _launch_overhead,
+        "the chain's launches each last well over a launch's cost",
+        {},  # graphs, then fusing (Found.steps)
+        chains=True,
+    ),
+    Entry(
+        Cause.SMALL_GRID,
+        Unit.LAUNCH,
+        ("waves_per_sm",),
+        _small_grid,
+        "a wave or more with every SM holding a block; or, for a matrix product, a sibling as "
+        "fast or faster on as few programs",
+        {},  # a launch's cost, or more programs (Found.steps)
+    ),
+    Entry(
         Cause.TAIL,
         Unit.LAUNCH,
         ("waves_per_sm",),
@@ -623,6 +859,9 @@ class Outcomes(list):
     refute (Entry.refutes), and the causes that could not be judged (once each: pipes share one)."""
 
     found: dict[Cause, Outcome]
+    # each entry's found outcome by the entry's own cause, where its judgment may end in another
+    # (Found.cause: the Tensor pipe's ends in under-fed, unused, or its grid)
+    by_entry: dict[Cause, Outcome]
     refuted: frozenset[Cause]
     not_measured: list[str]
 
@@ -646,14 +885,16 @@ def evaluate(rec: LaunchRecord) -> Outcomes:
             result = entry.test(rec)
         if isinstance(result, Found):
             out.append(Outcome(entry, "found", result.evidence, keys=result.keys,
-                               detail=result.detail))  # fmt: skip
+                               detail=result.detail, steps=result.steps,
+                               cause=result.cause))  # fmt: skip
             continue
         minor = entry.minor(rec) if result and entry.minor else None
         out.append(Outcome(entry, "found" if result else "absent", result or {}, minor=minor))
-    out.found = {}
+    out.found, out.by_entry = {}, {}
     for o in out:
         if o.status == "found":
-            out.found.setdefault(o.entry.cause, o)
+            out.found.setdefault(o.cause or o.entry.cause, o)
+            out.by_entry.setdefault(o.entry.cause, o)
     out.refuted = frozenset(c for o in out.found.values() for c in o.entry.refutes)
     out.not_measured = list(
         dict.fromkeys(str(o.entry.cause) for o in out if o.status == "not measured")
@@ -687,6 +928,8 @@ def said(outcomes: Outcomes, cause: Cause, kernel: KernelKind, ev: Evidence) -> 
     keys = hit.keys if hit.keys is not None else list(evidence)
     if hit.minor:
         return Reason(cause, keys, {"minor": True}), []
+    if hit.steps is not None:
+        return Reason(cause, keys, dict(hit.detail)), list(hit.steps)
     action = hit.entry.remedy(kernel)
     detail = {"pipe": str(hit.entry.unit)} if cause == Cause.PIPE_BUSY else dict(hit.detail)
     return Reason(cause, keys, detail), [Advice(action, keys, detail)] if action else []

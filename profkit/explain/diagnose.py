@@ -45,9 +45,13 @@ def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
     kind = bottleneck(rec, ev)  # 1. classify
     if kind is None:
         return None
-    # the device's SM count and the case's read floor, which the catalogue's tests read
-    rec = replace(rec, sm_count=ctx.device.sm_count or rec.sm_count, read_floor=ctx.read_floor)
-    put_facts(rec, ctx, ev)  # the roofs and the detail view's figures
+    # what the catalogue's tests read besides the counters: its bottleneck, the device's SM count
+    # and large copy, the case's dtype, read floor and siblings, then its share of the pipe's roof
+    rec = replace(rec, sm_count=ctx.device.sm_count or rec.sm_count, read_floor=ctx.read_floor,
+                  siblings=ctx.siblings, copy_gbps=ctx.device.copy_gbps, bottleneck=kind,
+                  dtype=ctx.dtype)  # fmt: skip
+    roof = put_facts(rec, ctx, ev)  # the roofs and the detail view's figures
+    rec = replace(rec, pipe_roof_pct=roof)
     outcomes = catalogue.evaluate(rec)  # 2. evaluate
     ev.put("kernel_kind", str(rec.kind))
     unit, said = story.tell(kind, rec, ctx, ev, outcomes)  # 3. order, with remedies

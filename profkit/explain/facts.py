@@ -16,9 +16,10 @@ _MIX = ("inst_executed", "global_ld_inst", "global_st_inst")
 _STALLS = (*ADVICE_TEXT, "not_selected")
 
 
-def put_facts(rec: LaunchRecord, ctx: Context, ev: Evidence) -> None:
-    compute_roof(rec, ctx.dtype, ctx.device, ev)
-    memory_roof(rec, ctx.device, ev)
+def put_facts(rec: LaunchRecord, ctx: Context, ev: Evidence) -> float | None:
+    """The figures, in `ev`; returns the share of the pipe's roof (roofs.compute_roof)."""
+    share = compute_roof(rec, ctx.dtype, ctx.device, ev)
+    memory_roof(rec, ev)
     for name in _LEVELS:
         ev.put(LaunchRecord.column(name), getattr(rec, name))
     ld, req = rec.global_ld_sectors, rec.global_ld_requests
@@ -31,3 +32,4 @@ def put_facts(rec: LaunchRecord, ctx: Context, ev: Evidence) -> None:
     for reason in _STALLS:
         if reason in rec.stalls:
             ev.put(f"stall_{reason}_pct", rec.stalls[reason])
+    return share

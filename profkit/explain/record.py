@@ -17,11 +17,17 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from functools import cache, cached_property
+from operator import itemgetter
+from typing import TYPE_CHECKING
 
 from profkit import thresholds as th
 from profkit.explain.evidence import num, text
 from profkit.explain.kernel_family import Family
 from profkit.explain.kinds import MATRIX, KernelKind, Owner, kernel_kind, owner
+from profkit.explain.model import Bottleneck
+
+if TYPE_CHECKING:
+    from profkit.explain.siblings import Siblings
 
 SECTOR_BYTES = 32
 
@@ -54,6 +60,9 @@ class LaunchRecord:
     model_bytes_read: float | None = None
     model_flops: float | None = None
     copy_gbps_same_size: float | None = None  # the run's device copy of the case's own bytes
+    copy_gbps: float | None = None  # the device's large copy (diagnose puts it on the record)
+    # the achieved FLOP rate's share of its pipe's roof (roofs.compute_roof; diagnose puts it)
+    pipe_roof_pct: float | None = None
     read_floor: float | None = None  # fewest DRAM bytes any variant of the same case read
     sm_clock_mhz: float | None = None  # sampled while the case was timed (NVML)
     ncu_sm_clock_mhz: float | None = None  # the counter pass's
@@ -123,6 +132,11 @@ class LaunchRecord:
     cc_minor: float | None = None
     # --- stalls: reason -> share of active warps' cycles --------------------------------------
     stalls: Mapping[str, float] = field(default_factory=dict)
+    # the case's other variants, where a test compares with them (diagnose puts them on the
+    # record, as the device's SM count and the read floor; a launch's or a report's: None)
+    siblings: Siblings | None = field(default=None, compare=False, repr=False)
+    # the bottleneck diagnose classified (profkit/explain/bottleneck.py), where a test reads it
+    bottleneck: Bottleneck | None = None
 
     @staticmethod
     def column(name: str) -> str:
@@ -202,6 +216,33 @@ class LaunchRecord:
         """What the case must read: the model's read bytes, else the measured one-pass floor."""
         return self.model_bytes_read if self.model_bytes_read is not None else self.read_floor
 
+    @cached_property
+    def copy_roof(self) -> tuple[dict[str, float | str], float | None]:
+        """The case's model bytes over its device time against the large copy and a copy of the
+        same size (the figures, by their evidence keys), and the share of the roof it is judged
+        against: the same-size copy where the run measured one, unless it measured faster than
+        the large copy; else the large copy. Nothing without timing or a copy."""
+        min_bytes, ms = self.model_bytes, self.device_p50_ms
+        if not min_bytes or not ms:
+            return {}, None
+        gbps = min_bytes / (ms * 1e-3) / 1e9
+        out: dict[str, float | str] = {"achieved_gbps": gbps}
+        large, same = self.copy_gbps, self.copy_gbps_same_size
+        if large:
+            out["copy_gbps"] = large
+            out["pct_of_copy_pct"] = gbps / large * 100
+        if same:
+            out["copy_gbps_same_size"] = same
+            out["pct_of_same_size_copy_pct"] = gbps / same * 100
+            # a copy of these bytes measured faster than the large copy, which amortizes every
+            # fixed cost: the two copies differ by their own noise, and the slower is the roof
+            key = "pct_of_copy_pct" if large and same > large else "pct_of_same_size_copy_pct"
+            return out, float(out[key])
+        if large:
+            out["same_size_roof"] = "unknown"
+            return out, float(out["pct_of_copy_pct"])
+        return out, None
+
     @property
     def grid_too_small(self) -> bool:
         """Under one wave at a cost: SMs without a block, or a quarter of one wave's slots empty
@@ -250,7 +291,7 @@ class LaunchRecord:
             if v is not None
         }
         if shares:
-            busiest = max(shares, key=lambda p: shares[p])
+            busiest = max(shares, key=shares.__getitem__)
             if shares[busiest] >= th.PIPE_IN_USE_PCT:
                 return busiest
         counts: dict[str, float] = {}
@@ -258,7 +299,7 @@ class LaunchRecord:
             if v is not None:
                 counts[p] = counts.get(p, 0.0) + v
         if counts and max(counts.values()) > 0:
-            return max(counts, key=lambda p: counts[p])
+            return max(counts, key=counts.__getitem__)
         return None
 
     @cached_property
@@ -318,7 +359,7 @@ class LaunchRecord:
     @property
     def busiest_pipe(self) -> tuple[str, float] | None:
         pipes = self.pipes
-        return max(pipes.items(), key=lambda kv: kv[1]) if pipes else None
+        return max(pipes.items(), key=itemgetter(1)) if pipes else None
 
     @property
     def dominant_stall(self) -> tuple[str, float, float] | None:
@@ -327,7 +368,7 @@ class LaunchRecord:
         stalls, total = self._counted_stalls()
         if not total:
             return None
-        reason, value = max(stalls.items(), key=lambda kv: kv[1])
+        reason, value = max(stalls.items(), key=itemgetter(1))
         return reason, value, value / total
 
     def stall_share(self, *reasons: str) -> float | None:
@@ -335,6 +376,11 @@ class LaunchRecord:
         reasons hold; None where no stall was captured."""
         stalls, total = self._counted_stalls()
         return sum(stalls.get(r, 0.0) for r in reasons) / total if total else None
+
+    def captured_stall_share(self, reason: str) -> float | None:
+        """`reason`'s share of the summed stalls (stall_share), None where that reason was not
+        captured."""
+        return self.stall_share(reason) if reason in self.stalls else None
 
     def _counted_stalls(self) -> tuple[dict[str, float], float]:
         """The stall reasons that count against a warp, and their sum (0 when none was)."""
@@ -379,7 +425,7 @@ def _stall_reason(key: object) -> str | None:
 def _numeric_fields() -> tuple[tuple[str, str], ...]:
     """(field, stored column) of each number a record reads from a row: explain builds thousands
     of records per run, and dataclasses.fields is slow to ask each time."""
-    text_fields = ("name", "family", "op", "shape", "dtype", "stalls")
+    text_fields = ("name", "family", "op", "shape", "dtype", "stalls", "siblings", "bottleneck")
     return tuple(
         (f.name, LaunchRecord.column(f.name))
         for f in fields(LaunchRecord)

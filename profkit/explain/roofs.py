@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from operator import itemgetter
 
 from profkit import peaks
 from profkit import thresholds as th
@@ -86,15 +87,12 @@ def device_of_row(rec: LaunchRecord, base: Device) -> Device:
 
 def busiest_pipe(rec: LaunchRecord) -> tuple[Unit, str, float] | None:
     """The pipe with the highest utilization among those captured (unit, column, value)."""
-    found: dict[Unit, tuple[str, float]] = {}
+    found: dict[Unit, tuple[Unit, str, float]] = {}
     for name, unit in PIPES:
         value = getattr(rec, name)
         if value is not None and unit not in found:
-            found[unit] = (LaunchRecord.column(name), value)
-    if not found:
-        return None
-    unit, (col, value) = max(found.items(), key=lambda kv: kv[1][1])
-    return unit, col, value
+            found[unit] = (unit, LaunchRecord.column(name), value)
+    return max(found.values(), key=itemgetter(2)) if found else None
 
 
 def roof_pipe(rec: LaunchRecord, dtype: str) -> tuple[str | None, str]:
@@ -158,14 +156,14 @@ def pipe_roof(rec: LaunchRecord, dtype: str, device: Device) -> PipeRoof:
     return PipeRoof(kind, None, gap)
 
 
-def compute_roof(rec: LaunchRecord, dtype: str, device: Device, ev: Evidence) -> None:
+def compute_roof(rec: LaunchRecord, dtype: str, device: Device, ev: Evidence) -> float | None:
     """The achieved FLOP rate against the roof of the pipe the case runs on (pipe_roof), at the
     clock it was timed at (else ncu's), and against the run's measured matmul where the dtype and
-    the pipe's kind match it. Records evidence only; where the table has no rate, roof_note says
-    why and what the case is judged against instead."""
+    the pipe's kind match it. Records the evidence; where the table has no rate, roof_note says
+    why and what the case is judged against instead. Returns the share of the pipe's roof."""
     flops, ms = rec.model_flops, rec.device_p50_ms
     if not flops or not ms:
-        return
+        return None
     achieved = flops / (ms * 1e-3) / 1e12
     ev.put("achieved_tflops", achieved)
     roof = pipe_roof(rec, dtype, device)
@@ -186,34 +184,16 @@ def compute_roof(rec: LaunchRecord, dtype: str, device: Device, ev: Evidence) ->
     ):
         ev.put("matmul_tflops", device.matmul_tflops)
         ev.put("pct_of_measured_matmul_pct", achieved / device.matmul_tflops * 100)
+    return ev.get("pct_of_pipe_roof_pct")
 
 
-def memory_roof(rec: LaunchRecord, device: Device, ev: Evidence) -> float | None:
-    """The case's model bytes over its device time against the large copy and a copy of the same
-    size; returns the share of the roof it is judged against (the same-size copy where the run
-    measured one, unless it measured faster than the large copy; else the large copy)."""
-    min_bytes, ms = rec.model_bytes, rec.device_p50_ms
-    if not min_bytes or not ms:
-        return None
-    gbps = min_bytes / (ms * 1e-3) / 1e9
-    ev.put("achieved_gbps", gbps)
-    large = device.copy_gbps
-    if large:
-        ev.put("copy_gbps", large)
-        ev.put("pct_of_copy_pct", gbps / large * 100)
-    same = rec.copy_gbps_same_size
-    if same:
-        ev.put("copy_gbps_same_size", same)
-        ev.put("pct_of_same_size_copy_pct", gbps / same * 100)
-        if large and same > large:
-            # a copy of these bytes measured faster than the large copy, which amortizes every
-            # fixed cost: the two copies differ by their own noise, and the slower is the roof
-            return ev["pct_of_copy_pct"]
-        return ev["pct_of_same_size_copy_pct"]
-    if large:
-        ev.put("same_size_roof", "unknown")
-        return ev["pct_of_copy_pct"]
-    return None
+def memory_roof(rec: LaunchRecord, ev: Evidence) -> float | None:
+    """The copy roof's figures (LaunchRecord.copy_roof: the record carries the device's large
+    copy) put in `ev`; returns the share of the roof the case is judged against."""
+    figures, share = rec.copy_roof
+    for key, value in figures.items():
+        ev.put(key, value)
+    return share
 
 
 def near_copy_line(rec: LaunchRecord) -> float:

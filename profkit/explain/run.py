@@ -28,7 +28,6 @@ from profkit.explain.evidence import (
 from profkit.explain.filters import fit_advice
 from profkit.explain.kernel_family import Family, family
 from profkit.explain.kinds import KernelKind, Owner, operand_dtype, owner
-from profkit.explain.memory import dram_level
 from profkit.explain.model import (
     Action,
     Advice,
@@ -40,7 +39,6 @@ from profkit.explain.model import (
 )
 from profkit.explain.record import LaunchRecord
 from profkit.explain.roofs import Device, device_of_row, memory_roof
-from profkit.explain.shape import launch_overhead
 from profkit.explain.siblings import Siblings, quote
 from profkit.explain.verdict import verdicts
 from profkit.lab import lab_dir
@@ -304,8 +302,9 @@ def _chain(
         if said:
             f.reasons.append(said[0])
             steps += said[1]
-    passes = catalogue.said(catalogue.evaluate(case), Cause.EXTRA_PASSES, case.kind, ev)
-    for said in (passes, launch_overhead(case, ctx, ev)):
+    outcomes = catalogue.evaluate(case)
+    for cause in (Cause.EXTRA_PASSES, Cause.LAUNCH_OVERHEAD):
+        said = catalogue.said(outcomes, cause, case.kind, ev)
         if said:
             f.reasons.append(said[0])
             steps += said[1]
@@ -350,9 +349,13 @@ def _timing_only(f: Finding, row: Mapping, ctx: Context, ev: Evidence, reason: s
     """Without counters, claim only what timing supports: the share of the copy roof."""
     ev.put("counters_reason", reason)
     f.reasons = [Reason(Cause.NO_COUNTERS, ["counters_reason"])]
-    rec = LaunchRecord.of(row)
-    memory_roof(rec, ctx.device, ev)
-    said = dram_level(replace(rec, dram_pct=None), ctx, ev)
+    rec = replace(LaunchRecord.of(row), copy_gbps=ctx.device.copy_gbps, siblings=ctx.siblings)
+    memory_roof(rec, ev)
+    # the copy roof's entry, judged by the copy alone (no DRAM counter)
+    outcomes = catalogue.evaluate(replace(rec, dram_pct=None))
+    said = catalogue.said(outcomes, Cause.AT_ROOF, rec.kind, ev) or catalogue.said(
+        outcomes, Cause.SIBLING_FASTER, rec.kind, ev
+    )
     said = quote([said], rec, ctx.siblings, ev)[0] if said else None
     if said and said[0].cause == Cause.AT_ROOF:
         f.reasons.append(said[0])

@@ -1,8 +1,9 @@
 """The causes said for one launch, in their declared order: the catalogue's ranked entries first
 (Entry.rank), then its bottleneck's story (STORIES: the pipes, the memory hierarchy, the launch
-shape and the stalls), each cause with its remedy; then one reason per cause, those a found entry
-refutes dropped (Entry.refutes). A step that points at a faster sibling is chosen here as
-siblings.match(...) and quoted by siblings.quote, the one place a sibling's figures are read.
+shape's entries (_SHAPE) and the stalls), each cause with its remedy; then one reason per cause,
+those a found entry refutes dropped (Entry.refutes). A step that points at a faster sibling is
+chosen here as siblings.match(...) and quoted by siblings.quote, the one place a sibling's figures
+are read.
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from profkit import thresholds as th
-from profkit.explain import catalogue, compute, memory, shape, stalls
+from profkit.explain import catalogue, compute, memory, stalls
 from profkit.explain.context import Context, Said
 from profkit.explain.evidence import Evidence
 from profkit.explain.filters import STREAM_STEPS
+from profkit.explain.kinds import KernelKind
 from profkit.explain.model import Action, Advice, Bottleneck, Cause, Reason, Unit
 from profkit.explain.record import LaunchRecord
 from profkit.explain.siblings import match
@@ -37,6 +39,14 @@ class Scene:
     def said(self, cause: Cause) -> Said | None:
         return catalogue.said(self.outcomes, cause, self.rec.kind, self.ev)
 
+    def pipes(self) -> Said | None:
+        """A matrix product's pipes: the Tensor entry's finding (busy, under-fed, unused, or its
+        grid), else the busiest other pipe at its peak, with a GEMM's remedy."""
+        tensor = self.outcomes.by_entry.get(Cause.TENSOR_BUSY)
+        return (self.said(tensor.cause or tensor.entry.cause) if tensor else None) or (
+            catalogue.said(self.outcomes, Cause.PIPE_BUSY, KernelKind.GEMM, self.ev)
+        )
+
 
 def tell(
     kind: Bottleneck, rec: LaunchRecord, ctx: Context, ev: Evidence, outcomes: catalogue.Outcomes
@@ -45,9 +55,14 @@ def tell(
     ranked = [catalogue.said(outcomes, e.cause, rec.kind, ev) for e in catalogue.RANKED]
     coalescing = catalogue.said(outcomes, Cause.UNCOALESCED, rec.kind, ev)
     chain = (rec.kernel_count or 1) > 1
+    stall = outcomes.found.get(Cause.STALL)
+    if stall is not None and Cause.STALL in outcomes.refuted:
+        # a stall refuted (programs too small, atomics' ordering): its figures stay as facts
+        for key, value in stall.evidence.items():
+            ev.put(key, value)
     unit, found = STORIES[kind](Scene(rec, ctx, ev, outcomes, ranked, coalescing, chain))
     if kind in (Bottleneck.LATENCY, Bottleneck.BALANCED):
-        roof = memory.at_size_roof(rec, ctx, ev)
+        roof = catalogue.said(outcomes, Cause.AT_SIZE_ROOF, rec.kind, ev)
         if roof:  # a copy of the same bytes is no faster: its stalls and shape are a copy's too
             found = [roof, *(_without(s, STREAM_STEPS) for s in found)]
     said: list[Said] = []
@@ -68,19 +83,20 @@ def _memory(sc: Scene) -> tuple[Unit | None, list[Said | None]]:
     # local-memory traffic refutes "reads its input more than once": spills are the re-reads;
     # so do sectors fetched beyond the ideal (a strided read pulls whole sectors from DRAM)
     reads = None if sc.coalescing else sc.said(Cause.EXTRA_READS)
+    # FLOPs per byte of a matrix product, not of a matrix-vector one (M = 16 decode GEMMs)
+    flops, model = rec.model_flops, rec.model_bytes
+    dense = bool(flops and model) and flops / model >= th.MATMUL_INTENSITY_FLOP_PER_BYTE
     found = [
         *sc.ranked,
         # a matmul bound on its caches is one whose tiles are too small to reuse data; on
         # DRAM, a matrix-vector product by its model streams its weights: not its pipes
-        compute.pipe_detail(rec, sc.ctx, ev, sc.outcomes)
-        if rec.matrix and (unit != Unit.DRAM or _dense(rec))
-        else None,
+        sc.pipes() if rec.matrix and (unit != Unit.DRAM or dense) else None,
         sc.said(Cause.EXTRA_PASSES) if sc.chain else reads,
         sc.coalescing,
         sc.said(Cause.BANK_CONFLICTS),
         sc.said(Cause.CACHE_BOUND),
         # where the DRAM level stands first: re-reads served by the caches are a fact beside it
-        memory.dram_level(rec, sc.ctx, ev, chain=sc.chain),
+        sc.said(Cause.AT_ROOF) or sc.said(Cause.SIBLING_FASTER) or sc.said(Cause.SHORT_OF_ROOF),
         sc.said(Cause.L2_REUSE),
         sc.said(Cause.DATA_IN_L2),
     ]
@@ -108,13 +124,13 @@ def _compute(sc: Scene) -> tuple[Unit | None, list[Said | None]]:
     unit = compute.pipe_unit(rec, ev)
     # GEMM steps only for kernels that issue MMAs or have a matmul's shape; any other busy
     # pipe gets its own kind's remedy (an FP64 elementwise chain is no matrix product)
-    busy = compute.pipe_detail(rec, sc.ctx, ev, sc.outcomes, unit) if rec.matrix else None
+    busy = sc.pipes() if rec.matrix else None
     found = [
         *sc.ranked,
         busy or sc.said(Cause.PIPE_BUSY) or sc.said(Cause.TENSOR_BUSY),
         sc.said(Cause.BANK_CONFLICTS),
         sc.said(Cause.ISSUE_BOUND),
-        stalls.dominant_stall(rec, sc.ctx, ev),
+        sc.said(Cause.STALL),
     ]
     if not any(found):
         found.append(_open("ComputeWorkloadAnalysis"))
@@ -123,8 +139,8 @@ def _compute(sc: Scene) -> tuple[Unit | None, list[Said | None]]:
 
 def _latency(sc: Scene) -> tuple[Unit | None, list[Said | None]]:
     """Under both SOL lines: the launch shape first, then the traffic, the pipes, the stalls."""
-    rec, ev = sc.rec, sc.ev
-    causes = shape.shape_causes(rec, sc.ctx, ev, sc.outcomes)
+    rec = sc.rec
+    causes = [said for cause in _SHAPE if (said := sc.said(cause))]
     # a refuted grid is no launch bound
     unit = Unit.LAUNCH if any(not r.detail.get("refuted") for r, _ in causes) else None
     latency = sc.said(Cause.MEMORY_LATENCY)
@@ -148,10 +164,10 @@ def _latency(sc: Scene) -> tuple[Unit | None, list[Said | None]]:
         else sc.said(Cause.EXTRA_READS),
         coalescing,
         sc.said(Cause.BANK_CONFLICTS),
-        compute.pipe_detail(rec, sc.ctx, ev, sc.outcomes) if rec.matrix else None,
+        sc.pipes() if rec.matrix else None,
         sc.said(Cause.ISSUE_BOUND),
         # long-scoreboard waits on an idle memory system: the latency, said once
-        latency or stalls.dominant_stall(rec, sc.ctx, ev),
+        latency or sc.said(Cause.STALL),
     ]
     if not any(found):
         found.append(_nothing_seen(rec))
@@ -161,14 +177,13 @@ def _latency(sc: Scene) -> tuple[Unit | None, list[Said | None]]:
 
 def _balanced(sc: Scene) -> tuple[Unit | None, list[Said | None]]:
     """Neither SOL line far above the other: the pipes, the traffic, the dominant stall."""
-    rec, ev = sc.rec, sc.ev
     found = [
         *sc.ranked,
-        compute.pipe_detail(rec, sc.ctx, ev, sc.outcomes) if rec.matrix else None,
+        sc.pipes() if sc.rec.matrix else None,
         sc.coalescing,
         sc.said(Cause.BANK_CONFLICTS),
         sc.said(Cause.ISSUE_BOUND),
-        stalls.dominant_stall(rec, sc.ctx, ev),
+        sc.said(Cause.STALL),
     ]
     if not any(found):
         found.append(_open("ComputeWorkloadAnalysis"))
@@ -195,13 +210,10 @@ def _memory_idle(rec: LaunchRecord) -> bool:
     return bool(levels) and max(levels) < th.LATENCY_BOUND_PCT
 
 
-def _dense(rec: LaunchRecord) -> bool:
-    """FLOPs per byte of a matrix product, not of a matrix-vector one (M = 16 decode GEMMs)."""
-    flops, min_bytes = rec.model_flops, rec.model_bytes
-    return bool(flops and min_bytes) and flops / min_bytes >= th.MATMUL_INTENSITY_FLOP_PER_BYTE
-
-
 _SHORT = (Cause.SHORT_OF_ROOF, Cause.SIBLING_FASTER)
+# the launch shape's causes, most specific first: the first found gives the first next step
+_SHAPE = (Cause.LAUNCH_OVERHEAD, Cause.SMALL_GRID, Cause.TAIL, Cause.LOW_OCCUPANCY,
+          Cause.LOW_THEORETICAL_OCCUPANCY, Cause.SHORT_KERNEL)  # fmt: skip
 
 
 def _without(said: Said | None, actions: frozenset) -> Said | None:
@@ -213,14 +225,14 @@ def _why_short(sc: Scene) -> list[Said | None]:
     """A stream short of the copy roof: the dominant stall where captured, else the launch shape,
     else more bytes in flight per thread."""
     rec, ctx, ev = sc.rec, sc.ctx, sc.ev
-    stall = stalls.dominant_stall(rec, ctx, ev)
+    stall = sc.said(Cause.STALL)
     found = ctx.siblings.faster("bytes") if ctx.siblings else None
     share = None
     if stall and found:
         # the sibling's share of stalls on the same reason, where it is at least this case's less
         # a few points (the stall is shared)
         reason = stall[0].detail["stall"]
-        share = stalls.stall_share(LaunchRecord.of(found[0]), reason)
+        share = LaunchRecord.of(found[0]).captured_stall_share(reason)
         if (
             share is not None
             and share * 100 < rec.stall_share(reason) * 100 - th.STALL_SHARED_POINTS
@@ -235,7 +247,8 @@ def _why_short(sc: Scene) -> list[Said | None]:
         return [(Reason(Cause.STALL, keys, detail), [match("bytes")])]
     if stall:
         return [stall]
-    causes = shape.shape_causes(rec, ctx, ev, sc.outcomes)
+    # (a chain's launch overhead is no reason a stream falls short: its figures stay as facts)
+    causes = [said for cause in _SHAPE if (said := sc.said(cause))]
     causes = [c for c in causes if c[0].cause != Cause.LAUNCH_OVERHEAD]
     if causes:
         return causes
