@@ -18,16 +18,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from functools import cache, cached_property
 from operator import itemgetter
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from profkit import thresholds as th
 from profkit.explain.evidence import num, text
 from profkit.explain.kernel_family import Family
 from profkit.explain.kinds import MATRIX, KernelKind, Owner, kernel_kind, owner
 from profkit.explain.model import Bottleneck
+from profkit.stats import MedianRatio
 
-if TYPE_CHECKING:
-    from profkit.explain.siblings import Siblings
+
+class FasterSiblings(Protocol):
+    """What the catalogue's tests ask of a case's siblings (explain.siblings.Siblings, which reads
+    records: typed here by what it answers, so that the record does not import it back)."""
+
+    def faster(self, same: str) -> tuple[Mapping, MedianRatio] | None: ...
+
 
 SECTOR_BYTES = 32
 
@@ -134,7 +140,7 @@ class LaunchRecord:
     stalls: Mapping[str, float] = field(default_factory=dict)
     # the case's other variants, where a test compares with them (diagnose puts them on the
     # record, as the device's SM count and the read floor; a launch's or a report's: None)
-    siblings: Siblings | None = field(default=None, compare=False, repr=False)
+    siblings: FasterSiblings | None = field(default=None, compare=False, repr=False)
     # the bottleneck diagnose classified (profkit/explain/bottleneck.py), where a test reads it
     bottleneck: Bottleneck | None = None
 
