@@ -127,9 +127,6 @@ def findings(key: str) -> tuple:
 KNOWN_MISSES: dict[str, str] = {
     "ho_cumsum-cumsum": "latency / launch: 256 blocks fill 0.48 of a wave, DRAM 25%, memory 44% "
     "and SM 49% both under ncu's 60% latency line; not memory",
-    "ho_layer_norm-aten": "memory / dram, no longer uncoalesced (its 2.5x sectors are 75.6% L1 "
-    "hits), but its first step is match_sibling (Liger's layer norm moves the same bytes in 65% "
-    "of the time), not fewer_bytes / library_options / library_shapes",
     # captured 2026-12-04 16:19-16:20 UTC (jobs/zoo_holdout_liger.toml, after measure_copy's own
     # generator let Liger's CE pass capture), explained by this commit's explain
     "ho_liger_ce-liger": "latency-bound with no cause seen (open_ncu) over its 12 launches, not "

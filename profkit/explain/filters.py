@@ -145,6 +145,19 @@ def fit_advice(
     withheld: list[dict] = []
     whole_op = kind in (KernelKind.ATTENTION, KernelKind.CONVOLUTION) and family not in FUSED_OPS
     for step in steps:
+        d = step.detail
+        if (
+            step.action == Action.MATCH_SIBLING
+            and (family in LIBRARY or family == Family.INDUCTOR)
+            and d.get("sibling")
+            and d.get("outcome") != "noise"
+        ):
+            # a faster sibling of code the user does not write: not what it does differently
+            # (its block size and registers are not the user's to set) but the sibling itself,
+            # another backend for the op; a tied sibling stays a comparison
+            kept = {k: v for k, v in d.items() if k not in ("differs", "compared")}
+            detail = {**kept, "library": str(family), "use_sibling": True}
+            step = Advice(Action.LIBRARY_OPTIONS, step.because, detail)
         if family == Family.INDUCTOR and step.action in CODE_STEPS:
             step = Advice(Action.COMPILER_OPTIONS, step.because, {"instead_of": str(step.action)})
         if family in LIBRARY and step.action in CODE_STEPS:

@@ -863,6 +863,14 @@ def advice_text(step: Advice) -> str:
             "give the scatter locality: sort or bucket the indices (combining duplicates before "
             "the atomics), so a warp's updates share L2 sectors"
         )
+    elif step.action == Action.LIBRARY_OPTIONS and d.get("use_sibling"):
+        # a faster sibling of code the user does not write: another backend (filters.fit_advice)
+        work = "does the same FLOPs" if d.get("same") == "flops" else "moves the same bytes"
+        text = (
+            f"it is {d['library'].replace('_', ' ')} code, not the user's to change: use "
+            f"{d['sibling']} for this op instead (another backend), which {work} in "
+            f"{format_value('_pct', d.get('time_share_pct'))} of the time"
+        )
     elif step.action == Action.LIBRARY_OPTIONS and d.get("library_chain"):
         # a chain of library launches only (catalogue.CONFLICTS' library_chain)
         text = (
