@@ -98,9 +98,11 @@ def label(row: Mapping, cls: OpClass) -> str:
 
 def _backward_sum(row: Mapping, cls: OpClass) -> bool:
     """A reduction autograd runs in backward as aten::sum: the gradient of a broadcast (a bias
-    added to every row sums the rows' gradients). Which broadcast, the trace does not say."""
-    ranges = str(row.get("range") or "").split(" > ")
-    return cls == OpClass.REDUCTION and row.get("op") == "aten::sum" and "backward" in ranges
+    added to every row sums the rows' gradients). Which broadcast, the trace does not say; nor
+    that it is backward, but for the group's innermost range, the program's own "backward"."""
+    return (
+        cls == OpClass.REDUCTION and row.get("op") == "aten::sum" and row.get("range") == "backward"
+    )
 
 
 # CUTLASS names its kernels by the operands' alignment in elements: align8 is 16 bytes of bf16;
