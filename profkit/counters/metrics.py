@@ -51,7 +51,7 @@ STALL_REASONS: tuple[str, ...] = (
     "drain",
     "sleeping",
 )
-STALL_COLUMNS = frozenset(f"stall_{reason}" for reason in STALL_REASONS)
+STALL_COLUMNS = frozenset(f"stall_{reason}_pct" for reason in STALL_REASONS)
 SAMPLE_COUNT = "smsp__pcsamp_sample_count"
 SAMPLED_STALLS: dict[str, str] = {
     reason: "smsp__pcsamp_warps_issue_stalled_"
@@ -478,7 +478,7 @@ DEFAULT_SECTIONS: tuple[str, ...] = (
 # cuBLAS GEMM). Those two sections only add rule messages; SpeedOfLight, Occupancy and LaunchStats
 # cost no pass beyond the metrics.
 PROFILE_METRICS: tuple[str, ...] = (
-    *(m.ncu for m in METRICS if m.column[:-4] not in STALL_COLUMNS),
+    *(m.ncu for m in METRICS if m.column not in STALL_COLUMNS),
     SAMPLE_COUNT,
     *SAMPLED_STALLS.values(),
 )
