@@ -491,6 +491,12 @@ def tune(**opts) -> int:
     "kernel's PyTorch op range",
 )
 @click.option(
+    "--run-to-end",
+    is_flag=True,
+    help="the counter pass lets the program finish (by default, with --step-range, it is "
+    "stopped after its last profiled op call: its later steps profile nothing)",
+)
+@click.option(
     "--ncu-timeout",
     type=float,
     default=1800.0,
@@ -505,7 +511,7 @@ def tune(**opts) -> int:
     help="store the run here (default: profiles/)",
 )
 def profile(command, top, kernel_regex, range_name, launch_skip, launch_count, steps, step_range,
-            group_by, no_counters, no_pace, source, emit_nvtx, ncu_timeout,
+            group_by, no_counters, no_pace, source, emit_nvtx, run_to_end, ncu_timeout,
             out) -> int:  # fmt: skip
     """Profile your own program: kernels ranked by device time, then counters on the top ones.
 
@@ -543,6 +549,7 @@ def profile(command, top, kernel_regex, range_name, launch_skip, launch_count, s
         pace=not no_pace,
         source=source,
         emit_nvtx=emit_nvtx,
+        run_to_end=run_to_end,
         ncu_timeout_s=ncu_timeout,
     )
     outcome = run_profile(program, opts)

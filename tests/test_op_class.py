@@ -90,6 +90,11 @@ def test_backwards_sums_are_named_as_broadcasts_gradients_and_told_where_they_fo
     )
     said = advice_text(fix(r, op_class(r)))
     assert "bias-gradient epilogue" in said and "bias=False" in said and "fuse it away" not in said
+    node = {**row(SUM, "aten::sum", "blocks"), "grad_fn": "AddmmBackward0"}  # any range's name
+    assert label(node, op_class(node)) == (
+        "backward sums (aten::sum in AddmmBackward0: broadcasts' gradients, such as biases')"
+    )
+    assert fix(node, op_class(node)).because == ["op", "grad_fn"]
     forward = row(SUM, "aten::sum", "forward")  # a sum the model asked for: no bias story
     assert (
         fix(forward, op_class(forward)) is None and label(forward, op_class(forward)) == "reduction"

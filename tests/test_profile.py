@@ -62,6 +62,42 @@ def test_a_kernel_gets_its_launch_ranges_op_and_dtype_from_the_trace() -> None:
     assert [r[0] for r in export["ranges"]["rows"]] == ["step", "mlp"]
 
 
+def test_backwards_launches_name_the_autograd_node_that_ran_them() -> None:
+    """torch.profiler's names (as a CPU trace of a Linear's backward has them): the engine's
+    evaluate_function range holds the node's aten calls on autograd's thread; a forward launch
+    has no node."""
+    node = "autograd::engine::evaluate_function: "
+    trace = {
+        "traceEvents": [
+            _x("cpu_op", "aten::sum", 0, 10, tid=1),
+            _x("cuda_runtime", "cudaLaunchKernel", 1, 1, tid=1, correlation=1),
+            _x("cpu_op", f"{node}AddmmBackward0", 20, 30, tid=2),
+            _x("cpu_op", "AddmmBackward0", 21, 28, tid=2),
+            _x("cpu_op", "aten::sum", 30, 10, tid=2),
+            _x("cuda_runtime", "cudaLaunchKernel", 31, 1, tid=2, correlation=2),
+            _x("cpu_op", f"{node}torch::autograd::AccumulateGrad", 60, 10, tid=2),
+            _x("cpu_op", "aten::add_", 61, 5, tid=2),
+            _x("cuda_runtime", "cudaLaunchKernel", 62, 1, tid=2, correlation=3),
+            *(_x("kernel", f"k{c}", 100 + c, 1, tid=7, correlation=c) for c in (1, 2, 3)),
+        ]
+    }
+    export = export_from_trace(trace, {})
+    got = [
+        dict(zip(export["kernels"]["columns"], r, strict=True)) for r in export["kernels"]["rows"]
+    ]
+    assert [(r["op"], r["grad_fn"]) for r in got] == [
+        ("aten::sum", None), ("aten::sum", "AddmmBackward0"), ("aten::add_", "AccumulateGrad")
+    ]  # fmt: skip
+    acts, ranges = timing_pass.frames(export)
+    region = timing_pass.measure_region(acts, ranges)
+    table, _ = timing_pass.groups(region, "tiny")
+    nodes = table.set_index("kernel_name")["grad_fn"]
+    assert pd.isna(nodes["k1"]) and (nodes["k2"], nodes["k3"]) == (
+        "AddmmBackward0",
+        "AccumulateGrad",
+    )
+
+
 # --- timing pass ----------------------------------------------------------------------------------
 
 
@@ -283,10 +319,7 @@ def test_the_child_starts_the_cuda_profiler_where_the_first_measured_step_opens(
 
     from profkit.workload import child
 
-    patched = [(record_function, "__enter__"), (record_function, "__exit__")]
-    patched += [(torch.cuda.nvtx, "range_push"), (torch.cuda.nvtx, "range_pop")]
-    for owner, attr in patched:
-        monkeypatch.setattr(owner, attr, getattr(owner, attr))
+    _restore_hooks_after(monkeypatch)
     started: list[int] = []
     opened: list[str] = []
     monkeypatch.setattr(torch.cuda.profiler, "start", lambda: started.append(len(opened)))
@@ -372,6 +405,17 @@ def test_a_chosen_launch_with_no_op_call_falls_back_to_the_window_and_says_so() 
     assert sel.argv()[-4:] == ["--launch-skip", "0", "--launch-count", "9"]
 
 
+def _restore_hooks_after(monkeypatch) -> None:
+    """The child's gate hooks record_function and NVTX: the test puts them back after."""
+    import torch
+    from torch.autograd.profiler import record_function
+
+    patched = [(record_function, "__enter__"), (record_function, "__exit__")]
+    patched += [(torch.cuda.nvtx, "range_push"), (torch.cuda.nvtx, "range_pop")]
+    for owner, attr in patched:
+        monkeypatch.setattr(owner, attr, getattr(owner, attr))
+
+
 def test_the_childs_gate_starts_the_profiler_only_during_the_chosen_calls(monkeypatch) -> None:
     """Two steps of record_function("step"); the gate names the second step's second mul: the
     profiler is on for it alone, in-place and out-of-place calls numbered as one name."""
@@ -380,10 +424,7 @@ def test_the_childs_gate_starts_the_profiler_only_during_the_chosen_calls(monkey
 
     from profkit.workload import child
 
-    patched = [(record_function, "__enter__"), (record_function, "__exit__")]
-    patched += [(torch.cuda.nvtx, "range_push"), (torch.cuda.nvtx, "range_pop")]
-    for owner, attr in patched:
-        monkeypatch.setattr(owner, attr, getattr(owner, attr))
+    _restore_hooks_after(monkeypatch)
     events: list[str] = []
     monkeypatch.setattr(torch.cuda.profiler, "start", lambda: events.append("start"))
     monkeypatch.setattr(torch.cuda.profiler, "stop", lambda: events.append("stop"))
@@ -397,3 +438,30 @@ def test_the_childs_gate_starts_the_profiler_only_during_the_chosen_calls(monkey
                 events.append(f"step{s} mul1")
                 y = y + 1
     assert events == ["step0 mul0", "step0 mul1", "step1 mul0", "start", "stop", "step1 mul1"]
+
+
+@pytest.mark.parametrize("stop", [True, False])
+def test_the_childs_gate_ends_the_program_after_the_last_chosen_call_unless_told_not(
+    monkeypatch, stop: bool
+) -> None:
+    """Two chosen calls in one step: the program is ended once both have returned (not after
+    the first), and only where the gate's file says stop (profile --run-to-end writes False)."""
+    import torch
+    from torch.autograd.profiler import record_function
+
+    from profkit.workload import child
+
+    _restore_hooks_after(monkeypatch)
+    events: list[str] = []
+    monkeypatch.setattr(torch.cuda.profiler, "start", lambda: None)
+    monkeypatch.setattr(torch.cuda.profiler, "stop", lambda: None)
+    spec = {"step_range": "step", "skipped": 0, "calls": [["aten::mul", 0], ["aten::add", 0]]}
+    x = torch.ones(4)
+    with child._gate({**spec, "stop": stop}, finished=lambda: events.append("ended")):
+        with record_function("step"):
+            y = x * 2
+            events.append("mul")
+            y = y + 1
+            events.append("add")
+            y = y - 1
+    assert events == (["mul", "ended", "add"] if stop else ["mul", "add"])

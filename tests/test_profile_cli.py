@@ -392,13 +392,19 @@ def test_the_counter_pass_gates_ncu_on_the_chosen_launches_op_calls(
     run = only_run(out)
     assert json.loads((run.path / "gate.json").read_text()) == {
         "step_range": "step", "skipped": 1,
-        "calls": [["aten::copy", 0], ["aten::mul", 0], ["aten::rsqrt", 0]],
+        "calls": [["aten::copy", 0], ["aten::mul", 0], ["aten::rsqrt", 0]], "stop": True,
     }  # fmt: skip
+    assert "then the program is stopped" in result.output
     counters = run.manifest["counters"]
     assert (counters["selection"], counters["launches_expected"]) == ("gate", 3)
     # the stand-in ncu hands back all nine launches of fx_rmsnorm: three are used
     assert (counters["kernels_profiled"], counters["launches_used"]) == (9, 3)
     assert "counter pass: 9 launches profiled for 3 used" in result.output
+    # the stand-in ncu runs no program, so none was stopped
+    assert counters["program_stopped"] is False
+    again = profile(tmp_path / "again", script, "--top", 3, "--run-to-end")
+    gate = json.loads((only_run(tmp_path / "again").path / "gate.json").read_text())
+    assert gate["stop"] is False and "stopped" not in again.output
 
 
 def test_the_jobs_goal_check_compares_shares_with_ncus_durations(

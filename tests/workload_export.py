@@ -89,7 +89,7 @@ def hand_export(
         corr += 1
         rows.append(["memset", "Memset (Device)", start, MEMSET_US, t0 + 19.0, corr, 7, None,
                      None, "step > eager", None, None, *([[]] if calls else [])])  # fmt: skip
-    columns = list(KERNEL_COLUMNS)
+    columns = [c for c in KERNEL_COLUMNS if c != "grad_fn"]  # no backward here
     if (
         not calls
     ):  # as written before exports named each launch's op calls: the counter pass's window

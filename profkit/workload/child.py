@@ -32,6 +32,9 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
+# what the child prints where it ends the program after the last gated call (_stop_program)
+STOPPED = "profkit: the counter pass stopped the program after its last profiled call"
+
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m profkit.workload.child")
@@ -172,16 +175,21 @@ def _start_profiler_at(step_range: str, skipped: int) -> None:
     _hook_ranges(opened, lambda _: None, record_functions=True)
 
 
-def _gate(spec: dict):
+def _gate(spec: dict, finished: Callable[[], None] | None = None):
     """A dispatch mode that numbers aten op calls by name from where the step range opens the
     (skipped+1)th time, and runs the calls spec names between cudaProfilerStart and Stop. Modes
-    follow the autograd engine onto its threads, so backward's calls are numbered too."""
+    follow the autograd engine onto its threads, so backward's calls are numbered too. With
+    spec's "stop", the program ends once the last of those calls returns (`finished`, by default
+    _stop_program): ncu profiles nothing after it, so the rest of the program is not run."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
     from profkit.workload.trace import call_key
 
     wanted = {(str(name), int(n)) for name, n in spec["calls"]}
+    left = set(wanted)
+    if finished is None:
+        finished = _stop_program
     counts: dict[str, int] = {}
     lock = threading.Lock()
     state = {"opens": 0, "on": False}
@@ -211,8 +219,27 @@ def _gate(spec: dict):
                 return func(*args, **kwargs)
             finally:
                 torch.cuda.profiler.stop()
+                with lock:
+                    left.discard((name, n))
+                    done = not left
+                if done and spec.get("stop"):
+                    finished()
 
     return Gate()
+
+
+def _stop_program() -> None:
+    """End the program now, from whichever thread ran the last chosen call: its kernels are
+    profiled (ncu replays a launch before the launch returns), so the steps after it and the
+    teardown would only cost time. os._exit skips atexit and torch's teardown; status 0."""
+    import torch
+
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    print(STOPPED, file=sys.stderr, flush=True)
+    os._exit(0)
 
 
 def _run(program: list[str]) -> tuple[int, float]:

@@ -301,13 +301,15 @@ def is_composite(name: str) -> bool:
     return bool(kinds) and all(kinds)
 
 
-def write_gate(selection: Selection, path: Path) -> Path:
-    """The gate's file for the child (profkit.workload.child --gate)."""
+def write_gate(selection: Selection, path: Path, *, stop: bool = True) -> Path:
+    """The gate's file for the child (profkit.workload.child --gate); with stop, the child ends
+    the program after the last gated call (its later steps would profile nothing)."""
     assert selection.gate is not None and selection.start is not None
     data = {
         "step_range": selection.start[0],
         "skipped": selection.start[1],
         "calls": [list(g) for g in selection.gate],
+        "stop": stop,
     }
     path.write_text(json.dumps(data) + "\n")
     return path

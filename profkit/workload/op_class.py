@@ -92,17 +92,19 @@ def label(row: Mapping, cls: OpClass) -> str:
         dtype = str(row.get("dtype") or "")
         return f"dtype casts to {dtype} (copy_)" if dtype in _DTYPE_WORDS else "copies (copy_)"
     if _backward_sum(row, cls):
-        return "backward sums (aten::sum: broadcasts' gradients, such as biases')"
+        node = f" in {row['grad_fn']}" if row.get("grad_fn") else ""
+        return f"backward sums (aten::sum{node}: broadcasts' gradients, such as biases')"
     return str(cls)
 
 
 def _backward_sum(row: Mapping, cls: OpClass) -> bool:
     """A reduction autograd runs in backward as aten::sum: the gradient of a broadcast (a bias
-    added to every row sums the rows' gradients). Which broadcast, the trace does not say; nor
-    that it is backward, but for the group's innermost range, the program's own "backward"."""
-    return (
-        cls == OpClass.REDUCTION and row.get("op") == "aten::sum" and row.get("range") == "backward"
-    )
+    added to every row sums the rows' gradients). Backward's, where the group's launches ran in
+    an autograd node (its grad_fn: AddmmBackward0 ...); in runs before the export named nodes,
+    where its innermost range is the program's own "backward"."""
+    if cls != OpClass.REDUCTION or row.get("op") != "aten::sum":
+        return False
+    return bool(row.get("grad_fn")) or row.get("range") == "backward"
 
 
 # CUTLASS names its kernels by the operands' alignment in elements: align8 is 16 bytes of bf16;
@@ -141,5 +143,5 @@ def fix(row: Mapping, cls: OpClass) -> Advice | None:
     if cls == OpClass.ACTIVATION:
         return Advice(Action.ACTIVATION_EPILOGUE, ["op"])
     if _backward_sum(row, cls):
-        return Advice(Action.BIAS_GRADS, ["op", "range"])
+        return Advice(Action.BIAS_GRADS, ["op", "grad_fn" if row.get("grad_fn") else "range"])
     return None

@@ -26,6 +26,7 @@ from profkit.counters import ncu
 from profkit.errors import ProfkitError
 from profkit.textsafe import cut_middle
 from profkit.workload import counter_pass, pace, timing_pass
+from profkit.workload.child import STOPPED
 from profkit.workload.program import Program, child_env
 
 EXPORT = store.PROFILE_EXPORT  # the child's export, kept in the run: every figure traces to it
@@ -52,6 +53,7 @@ class ProfileOptions:
     source: bool = False  # after the counter pass, the source pass over the same launches
     pace: bool = True  # with a step range: the pace pass (the step's period without the profiler)
     emit_nvtx: bool = False  # the counter pass under emit_nvtx: ncu's report names each op range
+    run_to_end: bool = False  # the counter pass lets the program finish after its last gated call
     ncu_timeout_s: float = 1800.0
 
 
@@ -209,10 +211,12 @@ def _counters(program, opts, writer, console, acts, region, table, ops):
     )
     for note in notes:
         console.print(f"[yellow]note:[/] {note}")
-    gate = _gate_file(selection, writer)
+    gate = _gate_file(selection, writer, stop=not opts.run_to_end)
     used = len(selection.chosen)
     if gate is not None:
         how = f"{selection.count} launch(es) for the {used} chosen, each inside its op call"
+        if not opts.run_to_end:
+            how += ", then the program is stopped"
     else:
         how = (
             f"launches {selection.skip}..{selection.skip + selection.count - 1} of those named, "
@@ -234,6 +238,7 @@ def _counters(program, opts, writer, console, acts, region, table, ops):
         launches_expected=selection.count,
         launches_used=used,
         passes=counter_pass.passes(log),
+        program_stopped=STOPPED in log,
         notes=notes,
     )
     if result.problem == "no_kernels":
@@ -304,11 +309,13 @@ def _source(selection, program, writer, console, opts, matched) -> dict:
     return block
 
 
-def _gate_file(selection: counter_pass.Selection, writer: store.RunWriter) -> Path | None:
+def _gate_file(
+    selection: counter_pass.Selection, writer: store.RunWriter, *, stop: bool
+) -> Path | None:
     """The gate's file in the run (kept: it names the calls profiled), or None for a window."""
     if selection.gate is None:
         return None
-    return counter_pass.write_gate(selection, writer.path(GATE))
+    return counter_pass.write_gate(selection, writer.path(GATE), stop=stop)
 
 
 def run_child(argv: list[str]) -> tuple[int, float, list[str]]:

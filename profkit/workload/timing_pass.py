@@ -202,6 +202,11 @@ def _union_us(starts: pd.Series, durs: pd.Series) -> float:
     return float(total)
 
 
+def _mode(values: pd.Series) -> object:
+    values = values.dropna()
+    return values.mode().iloc[0] if len(values) else None
+
+
 def listed(names: list[str], most: int = 12) -> str:
     """Names for a message: the first `most`, then how many more."""
     if not names:
@@ -221,18 +226,15 @@ def groups(region: Region, workload: str) -> tuple[pd.DataFrame, pd.DataFrame]:
         ms = g["ms"].to_numpy(float)
         dtypes = g["dtype"].dropna()
         ops = g["op"].dropna()
-        outer = g["outer_op"].dropna() if "outer_op" in g else g["op"].iloc[:0]
         rows.append(
             {
                 "kernel": workload,
                 "kernel_name": name,
                 "range": where,
                 "op": ops.mode().iloc[0] if len(ops) else None,
-                **(
-                    {"outer_op": outer.mode().iloc[0] if len(outer) else None}
-                    if "outer_op" in g
-                    else {}
-                ),  # fmt: skip
+                # the op the step called, and the autograd node of backward's launches (exports
+                # since issue 33), each the group's most common
+                **{c: _mode(g[c]) for c in ("outer_op", "grad_fn") if c in g},
                 "dtype": dtypes.mode().iloc[0] if len(dtypes) else "unknown",
                 "grid": grid,
                 "block": block,

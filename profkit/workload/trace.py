@@ -7,7 +7,9 @@ profkit's child also opens as record_function) are those whose time span holds t
 any thread of the program: loss.backward() launches from autograd's own thread while the user's
 range on the main thread is still open. Its op is the innermost PyTorch op on the launching thread
 (the range torch.autograd.profiler.emit_nvtx would emit), with the op's first floating input type;
-its op_ids name every aten op call holding it there (the export's "ops"), for the counter pass.
+its op_ids name every aten op call holding it there (the export's "ops"), for the counter pass;
+its grad_fn names the autograd node evaluating there (the engine's "evaluate_function" range), so
+backward's kernels say which forward op's gradient they compute, whatever the user's ranges.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ KERNEL_COLUMNS = (
     "op",
     "dtype",
     "op_ids",  # the aten ops holding the launch on its thread (rows of "ops"), outermost first
+    "grad_fn",  # the autograd node (AddmmBackward0 ...) whose backward launched it; None outside
 )
 OP_COLUMNS = ("name", "start_us", "end_us", "tid")
 RANGE_COLUMNS = ("name", "start_us", "end_us", "tid")
@@ -37,6 +40,7 @@ RANGE_SEP = " > "
 
 _ACTIVITY = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 _LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
+_NODE = "autograd::engine::evaluate_function: "
 # torch's names for element types (record_shapes' "Input type") -> profkit's dtype names
 _DTYPES = {
     "c10::BFloat16": "bfloat16",
@@ -71,13 +75,16 @@ def export_from_trace(trace: Mapping, meta: Mapping) -> dict:
     index = {id(e): i for i, e in enumerate(aten)}
     innermost: list[dict | None] = [None] * len(activities)
     chains: list[list[int]] = [[] for _ in activities]
+    nodes: list[str | None] = [None] * len(activities)
     for tid, spans in ops.items():
         mine = [i for i, c in enumerate(calls) if c is not None and c.get("tid") == tid]
         for i, found in zip(mine, _holders(spans, [at[i] for i in mine]), strict=True):
             innermost[i] = found[-1] if found else None
             chains[i] = [index[id(e)] for e in found if id(e) in index]
+            nodes[i] = _grad_fn(found)
     rows = []
-    for e, when, held, op, chain in zip(activities, at, ranges, innermost, chains, strict=True):
+    columns = (activities, at, ranges, innermost, chains, nodes)
+    for e, when, held, op, chain, node in zip(*columns, strict=True):
         args = e.get("args") or {}
         rows.append(
             [
@@ -94,6 +101,7 @@ def export_from_trace(trace: Mapping, meta: Mapping) -> dict:
                 op.get("name") if op else None,
                 _dtype(op),
                 chain,
+                node,
             ]
         )
     rows.sort(key=lambda r: (r[2], r[5] if r[5] is not None else -1))
@@ -117,6 +125,16 @@ def call_key(name: str) -> str:
     out-of-place as one (the autograd engine accumulates gradients with add_, but with add under
     a dispatch mode)."""
     return name[:-1] if name.endswith("_") else name
+
+
+def _grad_fn(holders: list[dict]) -> str | None:
+    """The innermost autograd node evaluating among a launch's holders (AddmmBackward0; the
+    engine's own nodes without their torch::autograd:: namespace), None outside backward."""
+    for e in reversed(holders):
+        name = str(e.get("name", ""))
+        if name.startswith(_NODE):
+            return name[len(_NODE) :].rsplit("::", 1)[-1]
+    return None
 
 
 def _aten(e: Mapping) -> bool:
