@@ -92,7 +92,7 @@ def test_backwards_sums_are_named_as_broadcasts_gradients_and_told_where_they_fo
     assert "bias-gradient epilogue" in said and "bias=False" in said and "fuse it away" not in said
     node = {**row(SUM, "aten::sum", "blocks"), "grad_fn": "AddmmBackward0"}  # any range's name
     assert label(node, op_class(node)) == (
-        "backward sums (aten::sum in AddmmBackward0: broadcasts' gradients, such as biases')"
+        "backward sums (aten::sum in AddmmBackward0: Linear layers' bias gradients)"
     )
     assert fix(node, op_class(node)).because == ["op", "grad_fn"]
     forward = row(SUM, "aten::sum", "forward")  # a sum the model asked for: no bias story

@@ -78,7 +78,10 @@ def test_backwards_launches_name_the_autograd_node_that_ran_them() -> None:
             _x("cpu_op", f"{node}torch::autograd::AccumulateGrad", 60, 10, tid=2),
             _x("cpu_op", "aten::add_", 61, 5, tid=2),
             _x("cuda_runtime", "cudaLaunchKernel", 62, 1, tid=2, correlation=3),
-            *(_x("kernel", f"k{c}", 100 + c, 1, tid=7, correlation=c) for c in (1, 2, 3)),
+            *(
+                _x("kernel", f"k{c}", 100 + c, 1, tid=7, correlation=c, grid=[1, 1, 1])
+                for c in (1, 2, 3)
+            ),
         ]
     }
     export = export_from_trace(trace, {})

@@ -1,10 +1,9 @@
 """`profkit profile` on a GPT-2 124M training step on the H200 (examples/gpt_train.py: bf16
 autocast over fp32 weights, fused AdamW, batch 8 x 1024, 50,257-token vocabulary; the last 10 of
-20 steps measured; jobs/profile_gpt.toml's second call, 2026-12-04, commit 7adc5a8): the counter
-pass profiled, through the gate (issue 33), the 10 launches it used and the fused AdamW call's 6
-other chunks (the first call's window had taken 251); each of the top 10 groups is named for what
-it is and told a fix an engineer training that model would act on. Tables only (no raw report),
-from tests/data/workloads/."""
+20 steps measured; jobs/profile_gpt.toml, session 13, 2026-12-04): the counter pass profiled,
+through the gate (issue 33), exactly the 10 launches it used, then stopped the program; each of
+the top 10 groups is named for what it is and told a fix an engineer training that model would
+act on. Tables only (no raw report), from tests/data/workloads/."""
 
 from __future__ import annotations
 
@@ -17,9 +16,9 @@ from profkit.counters.metrics import SAMPLE_COUNT, STALL_REASONS
 from profkit.explain import Action
 from profkit.explain.phrases import advice_text
 from profkit.workload.explain import explain_profile
-from profkit.workload.op_class import OpClass, op_class
+from profkit.workload.op_class import OpClass, fix, label, op_class
 
-RUN = Path(__file__).parent / "data" / "workloads" / "gpt_train-20261204-182454-vm-8851ca"
+RUN = Path(__file__).parent / "data" / "workloads" / "gpt_train-20261204-205444-vm-ce64d1"
 # the catalogue's generic advice for library code, which an op fused already must not get
 FUSE_AWAY = "fuse it away"
 
@@ -36,8 +35,9 @@ def top(run: store.Run) -> list[dict]:
 
 def test_the_gate_profiled_the_launches_it_predicted(run: store.Run, top: list[dict]) -> None:
     """ncu profiled what the gate predicted, matched by launch order: the 10 chosen launches, the
-    fused AdamW call's later chunks cut by the launch count (140 passes, 27.2 s; session 11's
-    window took 251 launches, 4,769 passes, 197.8 s; its gate 16 launches, 304 passes). The
+    fused AdamW call's later chunks cut by the launch count, and the program was stopped after
+    the last (140 passes, 23.3 s; session 11's window took 251 launches, 4,769 passes, 197.8 s;
+    its gate 16 launches, 304 passes). The
     run's timing export (1.5 MB) is left out of the stored copy (store.EVIDENCE_ONLY) to keep the
     tree small; the gate's derivation from an export is tested on hand-built ones
     (test_profile.py)."""
@@ -48,6 +48,25 @@ def test_the_gate_profiled_the_launches_it_predicted(run: store.Run, top: list[d
     assert c["groups"] == [r["case"] for r in top]
     assert sorted(run.kernels["case"]) == sorted(r["case"] for r in top)
     assert len(c["gate_calls"]) == 10 and run.verified
+    assert c["program_stopped"] is True
+
+
+def test_backwards_sums_are_named_by_their_autograd_node(run: store.Run) -> None:
+    """The timing export names each backward launch's autograd node (grad_fn): the top backward
+    aten::sum group is the Linear layers' bias gradients (AddmmBackward0), told to fold them; a
+    sum under AddBackward0 (a broadcast add's, such as the position embedding's over the batch)
+    is a broadcast's gradient, without the bias story."""
+    sums = run.cases[(run.cases["op"] == "aten::sum") & run.cases["grad_fn"].notna()]
+    assert set(sums["grad_fn"]) == {"AddmmBackward0", "AddBackward0"}
+    found = {f.case: f for f in explain_profile(run).findings}
+    f = found[sums.sort_values("rank")["case"].iloc[0]]
+    assert "backward sums (aten::sum in AddmmBackward0: Linear layers' bias gradients)" in f.subject
+    assert f.next[0].action == Action.BIAS_GRADS and f.next[0].because == ["op", "grad_fn"]
+    other = sums[sums["grad_fn"] == "AddBackward0"].iloc[0].to_dict()
+    assert label(other, op_class(other)) == (
+        "backward sums (aten::sum in AddBackward0: a broadcast's gradient)"
+    )
+    assert fix(other, op_class(other)) is None
 
 
 def test_each_top_group_is_told_a_fix_and_no_fused_op_to_fuse_away(run: store.Run) -> None:
@@ -107,7 +126,9 @@ def test_the_headline_table_gives_the_step_per_op_class(run: store.Run) -> None:
     assert shares == sorted(shares, reverse=True) and classes[0] == "matmul"
     assert 90 < sum(shares) + idle < 105  # the step alone: kernels, and the GPU's idle share
     assert "Counter pass: ncu profiled 10 launches to use 10 (the top 10 groups, gate" in head
-    assert "(140 passes, stall reasons sampled) in 27.2 s" in head
+    assert (
+        "(140 passes, stall reasons sampled) in 23.3 s, the program stopped after the last" in head
+    )
 
 
 def test_the_stall_shares_were_sampled_in_one_pass(run: store.Run) -> None:

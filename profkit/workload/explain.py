@@ -235,6 +235,8 @@ def _cost(counters: Mapping) -> str:
     sampled = SAMPLE_COUNT in (counters.get("metrics") or [])
     how = ", stall reasons sampled" if sampled else ""
     wall = f"({counters.get('passes')} passes{how}) in {float(counters.get('wall_s') or 0):.1f} s"
+    if counters.get("program_stopped"):  # the program ended after its last profiled call
+        wall += ", the program stopped after the last"
     top = _count(groups, "group")
     if counters.get("launches_used") is None:  # a run from before the gate (issue 33)
         return f" Counter pass: ncu profiled {profiled} for the top {top} {wall}."

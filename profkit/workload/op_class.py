@@ -92,8 +92,11 @@ def label(row: Mapping, cls: OpClass) -> str:
         dtype = str(row.get("dtype") or "")
         return f"dtype casts to {dtype} (copy_)" if dtype in _DTYPE_WORDS else "copies (copy_)"
     if _backward_sum(row, cls):
-        node = f" in {row['grad_fn']}" if row.get("grad_fn") else ""
-        return f"backward sums (aten::sum{node}: broadcasts' gradients, such as biases')"
+        node = row.get("grad_fn")
+        if not node:  # a run from before the export named autograd's nodes
+            return "backward sums (aten::sum: broadcasts' gradients, such as biases')"
+        what = "Linear layers' bias gradients" if _bias_grads(row) else "a broadcast's gradient"
+        return f"backward sums (aten::sum in {node}: {what})"
     return str(cls)
 
 
@@ -105,6 +108,17 @@ def _backward_sum(row: Mapping, cls: OpClass) -> bool:
     if cls != OpClass.REDUCTION or row.get("op") != "aten::sum":
         return False
     return bool(row.get("grad_fn")) or row.get("range") == "backward"
+
+
+# the autograd nodes whose aten::sum is a biased Linear's bias gradient (F.linear runs addmm)
+_LINEAR_NODES = ("AddmmBackward0",)
+
+
+def _bias_grads(row: Mapping) -> bool:
+    """A backward sum that is a Linear's bias gradient: its node is addmm's; in a run from before
+    the export named nodes, any backward sum (a transformer's are mostly those)."""
+    node = row.get("grad_fn")
+    return node in _LINEAR_NODES if node else row.get("range") == "backward"
 
 
 # CUTLASS names its kernels by the operands' alignment in elements: align8 is 16 bytes of bf16;
@@ -142,6 +156,6 @@ def fix(row: Mapping, cls: OpClass) -> Advice | None:
         return Advice(Action.NORM_NEIGHBOURS, ["op"])
     if cls == OpClass.ACTIVATION:
         return Advice(Action.ACTIVATION_EPILOGUE, ["op"])
-    if _backward_sum(row, cls):
+    if _backward_sum(row, cls) and _bias_grads(row):
         return Advice(Action.BIAS_GRADS, ["op", "grad_fn" if row.get("grad_fn") else "range"])
     return None
