@@ -460,11 +460,15 @@ def test_the_childs_gate_ends_the_program_after_the_last_chosen_call_unless_told
     monkeypatch.setattr(torch.cuda.profiler, "stop", lambda: None)
     spec = {"step_range": "step", "skipped": 0, "calls": [["aten::mul", 0], ["aten::add", 0]]}
     x = torch.ones(4)
+    modes = torch._C._len_torch_dispatch_stack
     with child._gate({**spec, "stop": stop}, finished=lambda: events.append("ended")):
+        assert modes() == 0  # the mode is entered where the measured step opens, not before
         with record_function("step"):
+            assert modes() == 1
             y = x * 2
             events.append("mul")
             y = y + 1
             events.append("add")
             y = y - 1
     assert events == (["mul", "ended", "add"] if stop else ["mul", "add"])
+    assert modes() == 0

@@ -176,11 +176,13 @@ def _start_profiler_at(step_range: str, skipped: int) -> None:
 
 
 def _gate(spec: dict, finished: Callable[[], None] | None = None):
-    """A dispatch mode that numbers aten op calls by name from where the step range opens the
-    (skipped+1)th time, and runs the calls spec names between cudaProfilerStart and Stop. Modes
-    follow the autograd engine onto its threads, so backward's calls are numbered too. With
-    spec's "stop", the program ends once the last of those calls returns (`finished`, by default
-    _stop_program): ncu profiles nothing after it, so the rest of the program is not run."""
+    """A dispatch mode, entered where the step range opens the (skipped+1)th time (before it, no
+    aten call pays for a Python mode), that numbers aten op calls by name from there and runs
+    the calls spec names between cudaProfilerStart and Stop. Modes follow the autograd engine
+    onto its threads, so backward's calls are numbered too. With spec's "stop", the program ends
+    once the last of those calls returns (`finished`, by default _stop_program): ncu profiles
+    nothing after it, so the rest of the program is not run. -> a context for the program's run,
+    which leaves the mode if it was entered."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -192,22 +194,10 @@ def _gate(spec: dict, finished: Callable[[], None] | None = None):
         finished = _stop_program
     counts: dict[str, int] = {}
     lock = threading.Lock()
-    state = {"opens": 0, "on": False}
-
-    def opened(name: str) -> str:
-        if name == spec["step_range"]:
-            if state["opens"] == spec["skipped"]:
-                state["on"] = True
-            state["opens"] += 1
-        return name
-
-    _hook_ranges(opened, lambda _: None, record_functions=True)
 
     class Gate(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
-            if not state["on"]:
-                return func(*args, **kwargs)
             name = call_key(func._schema.name)
             with lock:
                 n = counts.get(name, 0)
@@ -225,7 +215,27 @@ def _gate(spec: dict, finished: Callable[[], None] | None = None):
                 if done and spec.get("stop"):
                     finished()
 
-    return Gate()
+    gate, opens, entered = Gate(), [0], []
+
+    def opened(name: str) -> str:
+        if name == spec["step_range"]:
+            if opens[0] == spec["skipped"]:
+                gate.__enter__()
+                entered.append(gate)
+            opens[0] += 1
+        return name
+
+    _hook_ranges(opened, lambda _: None, record_functions=True)
+
+    @contextlib.contextmanager
+    def run():
+        try:
+            yield gate
+        finally:
+            if entered:
+                gate.__exit__(None, None, None)
+
+    return run()
 
 
 def _stop_program() -> None:
