@@ -151,6 +151,7 @@ def test_its_remedy_follows_the_owner_never_fuse_for_library_code() -> None:
     inductor = _case(softmax, "compile", "float32", "1024x32768")
     assert _causes(inductor)[0] == "one_block_per_sm"
     assert inductor.next[0].action == Action.COMPILER_OPTIONS
+    assert "coordinate_descent_tuning" in advice_text(inductor.next[0])
     # the user's own Triton: smaller programs, several resident per SM
     rec, ctx = _liger_ce_launch()
     user = diagnose(replace(rec, family=Family.TRITON), ctx)

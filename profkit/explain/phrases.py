@@ -866,6 +866,14 @@ def advice_text(step: Advice) -> str:
             "formulation of the op) or use another backend for the op that runs several "
             "smaller programs per SM"
         )
+    elif step.action == Action.COMPILER_OPTIONS and d.get("one_block"):
+        # Inductor fixed the reduction's num_warps; its coordinate-descent tuner searches it
+        text = (
+            "it is Triton code torch.compile generated, one large program per SM: let Inductor "
+            "search num_warps and the block sizes (torch._inductor.config."
+            "coordinate_descent_tuning = True), or give it another formulation of the op; the "
+            "source lines map to Inductor's generated file"
+        )
     elif step.action == Action.MORE_PROGRAMS and d.get("one_block"):
         text = (
             "run several programs per SM: fewer warps per program (num_warps 4-8 rather than "
