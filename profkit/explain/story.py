@@ -224,27 +224,8 @@ def _without(said: Said | None, actions: frozenset) -> Said | None:
 def _why_short(sc: Scene) -> list[Said | None]:
     """A stream short of the copy roof: the dominant stall where captured, else the launch shape,
     else more bytes in flight per thread."""
-    rec, ctx, ev = sc.rec, sc.ctx, sc.ev
-    stall = sc.said(Cause.STALL)
-    found = ctx.siblings.faster("bytes") if ctx.siblings else None
-    share = None
-    if stall and found:
-        # the sibling's share of stalls on the same reason, where it is at least this case's less
-        # a few points (the stall is shared)
-        reason = stall[0].detail["stall"]
-        share = LaunchRecord.of(found[0]).captured_stall_share(reason)
-        if (
-            share is not None
-            and share * 100 < rec.stall_share(reason) * 100 - th.STALL_SHARED_POINTS
-        ):
-            share = None
-    if share is not None:
-        # the sibling that moves the same bytes faster waits as much on the same stall: that
-        # stall does not explain the gap to it; what differs between the two does
-        ev.put("sibling_stall_share_pct", share * 100)
-        detail = {**stall[0].detail, "shared_with": str(found[0].get("variant"))}
-        keys = [*stall[0].keys, "sibling_stall_share_pct"]
-        return [(Reason(Cause.STALL, keys, detail), [match("bytes")])]
+    rec, ev = sc.rec, sc.ev
+    stall = sc.said(Cause.STALL)  # one a faster sibling shares points at it (catalogue._stall)
     if stall:
         return [stall]
     # (a chain's launch overhead is no reason a stream falls short: its figures stay as facts)
