@@ -64,7 +64,7 @@ Teller = Callable[[Scene], Said]
 
 @dataclass(frozen=True)
 class Story:
-    slots: tuple[Slot | Teller, ...]
+    slots: tuple[Slot, ...]
     judge: Callable[[LaunchRecord, Evidence], Unit | None] | None = None  # the unit it is bound on
     launch: frozenset[Cause] = frozenset()  # said (not refuted by a sibling): bound on the launch
     lead: bool = False  # no unit else: the leading cause's entry's (catalogue.unit_of)
@@ -78,17 +78,22 @@ def _without(said: Said | None, actions: frozenset) -> Said | None:
     return (said[0], [s for s in said[1] if s.action not in actions]) if said else None
 
 
-def _open(section: str) -> Said:
-    return Reason(Cause.NO_CAUSE_SEEN, [], {"section": section}), [
-        Advice(Action.OPEN_NCU, [], {"section": section})
-    ]
+@dataclass(frozen=True)
+class Unseen:
+    """What is said where a story says nothing: open a section of ncu's report."""
+
+    section: str
+    quoted: bool  # the reason names the section (else: nothing under both SOL lines)
+    profile: bool  # where no stalls were captured, profile them first instead
 
 
-def _nothing_seen(sc: Scene) -> Said:
-    """No cause under both SOL lines: the stalls, profiled where none were captured."""
-    if not stalls.has_stalls(sc.rec):
+def _unseen(sc: Scene, row: Unseen) -> Said:
+    if row.profile and not stalls.has_stalls(sc.rec):
         return Reason(Cause.NO_CAUSE_SEEN), [Advice(Action.PROFILE_STALLS)]
-    return Reason(Cause.NO_CAUSE_SEEN), _open("WarpStateStats")[1]
+    detail = {"section": row.section}
+    return Reason(Cause.NO_CAUSE_SEEN, [], detail if row.quoted else {}), [
+        Advice(Action.OPEN_NCU, [], detail)
+    ]
 
 
 def _bytes_in_flight(sc: Scene) -> Said:
@@ -209,11 +214,12 @@ STORIES: dict[Bottleneck, Story] = {
     ),
 }
 
-# what is said where a story says nothing: the section of ncu's report to read, or the stalls
-UNSEEN: dict[Bottleneck, Teller] = {
-    Bottleneck.COMPUTE: lambda sc: _open("ComputeWorkloadAnalysis"),
-    Bottleneck.LATENCY: _nothing_seen,
-    Bottleneck.BALANCED: lambda sc: _open("ComputeWorkloadAnalysis"),
+# what is said where a story says nothing: the pipes' section, or under both SOL lines the stalls
+# (profiled where none were captured)
+UNSEEN: dict[Bottleneck, Unseen] = {
+    Bottleneck.COMPUTE: Unseen("ComputeWorkloadAnalysis", quoted=True, profile=False),
+    Bottleneck.LATENCY: Unseen("WarpStateStats", quoted=False, profile=True),
+    Bottleneck.BALANCED: Unseen("ComputeWorkloadAnalysis", quoted=True, profile=False),
 }
 
 # said first: a short stream as fast as a copy of its bytes, whose stalls and shape are a copy's
@@ -267,7 +273,7 @@ def tell(
         _fill(sc, slot)
     for slot in story.slots:
         if slot is UNSEEN_HERE:
-            found += [] if any(found) else [UNSEEN[kind](sc)]
+            found += [] if any(found) else [_unseen(sc, UNSEEN[kind])]
         else:
             found.append(_fill(sc, slot))
     found = [*filter(None, (_fill(sc, s) for s in BEFORE.get(kind, ()))), *found]
