@@ -4,10 +4,11 @@ the tables below and decides nothing of its own:
 1. OPENING: every story opens with the catalogue's ranked entries (Entry.rank); coalescing is
    looked at for its figures, and a refuted cause's figures stay as facts (UNSAID);
 2. the bottleneck's Story (STORIES): its judge names the unit (the busy memory level, the busy
-   pipe); each Slot, where its flag holds (FLAGS), is the first of its causes found and not
-   refuted, with its kind's remedy (catalogue.said; a slot names an entry, and says the cause
-   that entry's judgment ended in: Found.cause), its steps in `bare` dropped where that flag
-   holds; at UNSEEN_HERE, where nothing is said yet, the bottleneck's UNSEEN;
+   pipe); the causes it looks at first are judged (Story.look); each Slot, where its flag holds
+   (FLAGS), is the first of its causes found and not refuted, with its kind's remedy
+   (catalogue.said; a slot names an entry, and says the cause that entry's judgment ended in:
+   Found.cause), its steps in `bare` dropped where that flag holds; at UNSEEN_HERE, where
+   nothing is said yet, the bottleneck's UNSEEN;
 3. BEFORE: causes said ahead of the story (looked at after it);
 4. DEMOTED: a roof cause said, the other causes stay as facts without the steps it names;
 5. short of the roof (SHORT) with no cause named: WHY_SHORT's first tier that says anything;
@@ -55,7 +56,7 @@ class Scene:
     ctx: Context
     ev: Evidence
     outcomes: catalogue.Outcomes
-    flags: frozenset[str] = frozenset()
+    flags: dict[str, bool] = field(default_factory=dict)  # each of FLAGS, whether it holds
     memo: dict[tuple[Cause, KernelKind | None], Said | None] = field(default_factory=dict)
 
 
@@ -64,6 +65,8 @@ Teller = Callable[[Scene], Said]
 
 @dataclass(frozen=True)
 class Story:
+    """A bottleneck's story: its slots in the order they are said, and how its unit is named."""
+
     slots: tuple[Slot, ...]
     judge: Callable[[LaunchRecord, Evidence], Unit | None] | None = None  # the unit it is bound on
     launch: frozenset[Cause] = frozenset()  # said (not refuted by a sibling): bound on the launch
@@ -167,7 +170,7 @@ STORIES: dict[Bottleneck, Story] = {
             Slot((Cause.DATA_IN_L2,)),
         ),
         memory.busy_level,
-        look=(Slot((Cause.EXTRA_READS,), "solo"),),
+        look=(Slot((Cause.EXTRA_READS,), "solo"),),  # the re-reads judged before the pipes
     ),
     # bound on a pipe: which, and why; then issue and the dominant stall
     Bottleneck.COMPUTE: Story(
@@ -199,6 +202,7 @@ STORIES: dict[Bottleneck, Story] = {
         ),
         launch=frozenset(c for s in SHAPE for c in s.causes),
         lead=True,  # programs too small to amortize their launch are bound on its blocks
+        # the shape decides the unit, the latency whether loads in flight lead
         look=(*SHAPE, Slot((Cause.MEMORY_LATENCY,))),
     ),
     # neither SOL line far above the other: the pipes, the traffic, the dominant stall
@@ -222,7 +226,8 @@ UNSEEN: dict[Bottleneck, Unseen] = {
     Bottleneck.BALANCED: Unseen("ComputeWorkloadAnalysis", quoted=True, profile=False),
 }
 
-# said first: a short stream as fast as a copy of its bytes, whose stalls and shape are a copy's
+# said first (judged once the story is told): a short stream as fast as a copy of its bytes,
+# whose stalls and shape are a copy's too
 _AT_SIZE_ROOF = (Slot((Cause.AT_SIZE_ROOF,)),)
 BEFORE: dict[Bottleneck, tuple[Slot, ...]] = {
     Bottleneck.LATENCY: _AT_SIZE_ROOF,
@@ -238,7 +243,7 @@ DEMOTED: dict[Cause, frozenset[Action]] = {
 # short of the copy roof, or near it while a sibling streams the same bytes faster
 SHORT = frozenset({Cause.SHORT_OF_ROOF, Cause.SIBLING_FASTER})
 
-# short with no cause named: the first tier that says anything is why
+# short with no other cause named (said with a step): the first tier that says anything is why
 WHY_SHORT: tuple[tuple[Slot | Teller, ...], ...] = (
     # the dominant stall (one a faster sibling shares points at it: catalogue._stall)
     (Slot((Cause.STALL,)),),
@@ -306,7 +311,7 @@ def _fill(sc: Scene, slot: Slot | Teller) -> Said | None:
     says; None where the slot's flag does not hold, nothing is found, or it is a fact."""
     if callable(slot):
         return slot(sc)
-    if slot.when and slot.when not in sc.flags:
+    if slot.when and not sc.flags[slot.when]:
         return None
     said = None
     for cause in slot.causes:
@@ -317,15 +322,15 @@ def _fill(sc: Scene, slot: Slot | Teller) -> Said | None:
             sc.memo[cause, slot.kind] = catalogue.said(sc.outcomes, cause, kind, sc.ev)
         if said := sc.memo[cause, slot.kind]:
             break
-    if said and slot.bare and slot.bare[0] in sc.flags:
+    if said and slot.bare and sc.flags[slot.bare[0]]:
         said = _without(said, slot.bare[1])
     return None if slot.fact else said
 
 
 def _flags(
     rec: LaunchRecord, ctx: Context, outcomes: catalogue.Outcomes, unit: Unit | None
-) -> frozenset[str]:
-    """Which of FLAGS hold for this launch (each read from the record and its context once)."""
+) -> dict[str, bool]:
+    """Whether each of FLAGS holds for this launch (read from the record and its context once)."""
     chain = (rec.kernel_count or 1) > 1
     flops, model = rec.model_flops, rec.model_bytes
     dense = bool(flops and model) and flops / model >= th.MATMUL_INTENSITY_FLOP_PER_BYTE
@@ -334,7 +339,7 @@ def _flags(
         Cause.LOW_THEORETICAL_OCCUPANCY not in outcomes.refuted
     )
     levels = [v for v in (rec.memory_pct, rec.dram_pct, rec.l2_pct, rec.l1_pct) if v is not None]
-    held = {
+    return {
         "chain": chain,
         "solo": not chain,
         "matrix": rec.matrix,
@@ -343,4 +348,3 @@ def _flags(
         "loads_short": grid is not None and bool(sms) and grid >= sms and not capped,
         "memory_idle": bool(levels) and max(levels) < th.LATENCY_BOUND_PCT,
     }
-    return frozenset(name for name, holds in held.items() if holds)
