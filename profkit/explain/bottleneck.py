@@ -9,9 +9,10 @@ from collections.abc import Callable
 from operator import itemgetter
 
 from profkit import thresholds as th
+from profkit.explain import catalogue
 from profkit.explain.evidence import Evidence
 from profkit.explain.kinds import KernelKind, Owner
-from profkit.explain.model import Bottleneck
+from profkit.explain.model import Bottleneck, Cause
 from profkit.explain.record import LaunchRecord
 from profkit.explain.roofs import busiest_pipe
 
@@ -88,6 +89,24 @@ def _waits_on_memory(rec: LaunchRecord, ev: Evidence) -> bool:
     return True
 
 
+def _streams_one_program_per_sm(rec: LaunchRecord, ev: Evidence) -> bool:
+    """Under both SOL lines, yet the time goes to streaming DRAM: its DRAM line at or over its SM
+    line, its model's FLOP per byte far under the FMA ridge (no pipe can be the bound), and one
+    program per SM (the catalogue's entry), which cannot keep enough loads in flight to reach
+    the latency line. Liger's cross entropy: DRAM 48%, SM 44%, 1.5 FLOP/B against a 15.5 ridge,
+    one 32-warp program per SM."""
+    ridge, intensity, dram = rec.fma_ridge_flop_per_byte, rec.flop_per_byte, rec.dram_pct
+    if ridge is None or intensity is None or dram is None or dram < rec.sm_pct:
+        return False
+    if intensity >= th.STREAM_RIDGE_FRACTION * ridge:
+        return False
+    if not catalogue.holds(rec, Cause.ONE_BLOCK_PER_SM):
+        return False
+    ev.put("flop_per_byte", intensity)
+    ev.put("fma_ridge_flop_per_byte", ridge)
+    return True
+
+
 _ALL = frozenset(Bottleneck)
 # (the bottlenecks it overrides, its test, the bottleneck it makes): read in this order, each on
 # the bottleneck the overrides before it left
@@ -98,6 +117,7 @@ OVERRIDES: tuple[
     (frozenset({Bottleneck.LATENCY}), _memory_queues_full, Bottleneck.MEMORY),
     (_ALL - {Bottleneck.COMPUTE}, _matmul_on_its_math, Bottleneck.COMPUTE),
     (frozenset({Bottleneck.COMPUTE, Bottleneck.BALANCED}), _waits_on_memory, Bottleneck.MEMORY),
+    (frozenset({Bottleneck.LATENCY}), _streams_one_program_per_sm, Bottleneck.MEMORY),
 )
 
 

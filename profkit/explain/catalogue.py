@@ -20,9 +20,9 @@ from operator import itemgetter
 from profkit import thresholds as th
 from profkit.explain.context import Said
 from profkit.explain.evidence import Evidence
-from profkit.explain.kinds import FALLBACK, KernelKind, Owner
+from profkit.explain.kinds import FALLBACK, MATRIX, KernelKind, Owner
 from profkit.explain.model import Action, Advice, Bottleneck, Cause, Reason, Unit
-from profkit.explain.record import SECTOR_BYTES, LaunchRecord
+from profkit.explain.record import SECTOR_BYTES, WARPS_PER_SM, LaunchRecord
 from profkit.explain.roofs import busiest_pipe, near_copy_line
 from profkit.explain.siblings import match
 from profkit.explain.stalls import ADVICE_TEXT
@@ -54,11 +54,17 @@ class Entry:
     # ANY: the default; None: no step for that kind (the cause is a fact there); empty: its test
     # chooses the steps by the evidence (Found.steps)
     remedies: Mapping[KernelKind, Action | None] = field(default_factory=dict)
+    # the remedy where the code's owner decides it, read before the kind's: a library's options
+    # or another backend, Inductor's inputs and options, for a cause in code the user cannot edit
+    owners: Mapping[Owner, Action] = field(default_factory=dict)
     # causes its finding refutes: their reasons (and steps) are dropped where it is found
     refutes: frozenset[Cause] = frozenset()
     # the kernel kinds it applies to (empty: every kind); elsewhere it is not judged at all, and
     # not listed as "not measured"
     kinds: frozenset[KernelKind] = frozenset()
+    # the bottlenecks it applies to (empty: every one); elsewhere it is not judged at all, and not
+    # listed as "not measured"
+    bottlenecks: frozenset[Bottleneck] = frozenset()
     # where the cause holds yet costs little time: the evidence that shows it (said as a fact,
     # detail "minor", with no step; the cause is looked for elsewhere)
     minor: Callable[[LaunchRecord], dict | None] | None = None
@@ -72,8 +78,11 @@ class Entry:
     # never rules it out (where it finds nothing, the cause stays "not measured")
     fallback: Callable[[LaunchRecord], dict | Found | None] | None = None
 
-    def remedy(self, kind: KernelKind) -> Action | None:
-        """The kind's remedy, else its nearest kind's (profkit.explain.kinds.FALLBACK), else ANY."""
+    def remedy(self, kind: KernelKind, owner: Owner = Owner.USER) -> Action | None:
+        """The owner's remedy (Entry.owners), else the kind's, else its nearest kind's
+        (profkit.explain.kinds.FALLBACK), else ANY."""
+        if owner in self.owners:
+            return self.owners[owner]
         for k in (kind, FALLBACK.get(kind), KernelKind.ANY):
             if k in self.remedies:
                 return self.remedies[k]
@@ -91,6 +100,7 @@ class Outcome:
     detail: dict = field(default_factory=dict)  # the reason's and its step's
     steps: tuple[Advice, ...] | None = None  # Found.steps
     cause: Cause | None = None  # Found.cause, else the entry's
+    owner: Owner = Owner.USER  # the record's (Entry.owners picks the remedy by it)
 
 
 # --- tests: each reads the record only --------------------------------------------------------
@@ -335,7 +345,7 @@ def _small_programs(r: LaunchRecord) -> dict | None:
     if waves < th.SMALL_PROGRAM_WAVES or achieved >= th.LOW_OCCUPANCY_RATIO * theoretical:
         return None
     warps = math.ceil(threads / 32)
-    capped = 100.0 * th.MAX_BLOCKS_PER_SM * warps / _WARPS_PER_SM
+    capped = 100.0 * th.MAX_BLOCKS_PER_SM * warps / WARPS_PER_SM
     if theoretical > capped + 0.5:  # another limit (registers, shared memory) caps it lower
         return None
     return {
@@ -347,7 +357,25 @@ def _small_programs(r: LaunchRecord) -> dict | None:
     }
 
 
-_WARPS_PER_SM = 64  # compute capability 8.0 and 9.0 (the Programming Guide's table)
+def _one_block_per_sm(r: LaunchRecord) -> Found | None:
+    """One large program per SM at a time over several waves, with memory under ncu's latency
+    line: each SM runs its programs one after another, and while one waits at its barriers and
+    reductions no other program's loads are in flight (a one-program-per-row kernel of many
+    warps: Liger's cross entropy, 32 warps, registers and warps allowing one block, DRAM 48%).
+    A small block held alone is low theoretical occupancy (or shared memory's) instead."""
+    blocks, waves = r.resident_blocks_per_sm, r.waves_per_sm
+    theoretical = r.theoretical_occupancy_pct
+    if round(blocks) != 1 or waves < th.ONE_BLOCK_WAVES:
+        return None
+    if round(theoretical, 1) <= th.LOW_THEORETICAL_OCCUPANCY_PCT or (
+        r.memory_pct >= th.LATENCY_BOUND_PCT
+    ):
+        return None  # warps capped low: that entry's; memory busy: bandwidth, not loads in flight
+    evidence = {"resident_blocks_per_sm": blocks, "block_size": r.block_size,
+                "theoretical_occupancy_pct": theoretical, "waves_per_sm": waves,
+                "memory_throughput_pct": r.memory_pct}  # fmt: skip
+    detail = {"library": str(r.family)} if r.owner == Owner.LIBRARY else {}
+    return Found(evidence, list(evidence), {"one_block": True, **detail})
 
 
 def _shared_limits_occupancy(r: LaunchRecord) -> dict | None:
@@ -587,8 +615,16 @@ def _bank_conflicts_minor(r: LaunchRecord) -> dict | None:
 
 
 def _data_in_l2(r: LaunchRecord) -> dict | None:
+    """DRAM bytes under the model's: writes still in L2 at the kernel's end (ncu flushes the
+    caches before each launch, so reads all cross DRAM). Where the bytes missing from DRAM exceed
+    every byte the kernel stored, no write left in L2 accounts for them: the model counts traffic
+    the kernel did not make (Liger's cross entropy: 521 MB short of a 1.0 GB model that writes
+    the gradient, 262 KB stored)."""
     dram, model = r.dram_bytes, r.model_bytes
     if not model or dram / model >= th.L2_RESIDENT_BYTES_RATIO:
+        return None
+    stored = r.global_st_sectors
+    if stored is not None and model - dram > stored * SECTOR_BYTES:
         return None
     return {"dram_bytes": dram, "bytes": model, "dram_over_model_x": dram / model}
 
@@ -712,6 +748,25 @@ CATALOGUE: tuple[Entry, ...] = (
         rank=50,
     ),
     Entry(
+        Cause.ONE_BLOCK_PER_SM,
+        Unit.LAUNCH,
+        ("resident_blocks_per_sm", "theoretical_occupancy_pct", "waves_per_sm", "memory_pct"),
+        _one_block_per_sm,
+        "two or more blocks resident per SM (ncu's occupancy limiters), or memory at or over "
+        "ncu's latency line, or under two waves (the grid's shape is the cause)",
+        # the user's Triton: smaller programs so several are resident (fewer warps, or the row
+        # split over programs); code the user does not edit: its options, another backend
+        {KernelKind.ANY: Action.MORE_PROGRAMS},
+        owners={Owner.LIBRARY: Action.LIBRARY_OPTIONS, Owner.INDUCTOR: Action.COMPILER_OPTIONS},
+        # one program's waits are the SM's: its stalls and latency are that program's alone
+        refutes=frozenset({Cause.STALL, Cause.MEMORY_LATENCY}),
+        # a matrix product holds one large tile per SM by design (its stalls say why it waits)
+        kinds=frozenset(KernelKind) - MATRIX - {KernelKind.ANY},
+        # an SM busy on its own work is no SM short of loads in flight
+        bottlenecks=frozenset({Bottleneck.LATENCY, Bottleneck.MEMORY}),
+        rank=55,
+    ),
+    Entry(
         Cause.SHARED_LIMITS_OCCUPANCY,
         Unit.LAUNCH,
         ("occupancy_limit_shared_mem", "theoretical_occupancy_pct"),
@@ -783,7 +838,8 @@ CATALOGUE: tuple[Entry, ...] = (
         Unit.L2,
         ("dram_bytes", "model_bytes"),
         _data_in_l2,
-        "DRAM bytes at or above the model's: nothing stayed behind in L2",
+        "DRAM bytes at or above the model's: nothing stayed behind in L2; or fewer bytes stored "
+        "than DRAM misses (the model counts writes the kernel did not make)",
         {KernelKind.ANY: None},  # a caveat on the DRAM figures, not a limit
     ),
     Entry(
@@ -882,6 +938,8 @@ def evaluate(rec: LaunchRecord) -> Outcomes:
     for entry in CATALOGUE:
         if entry.kinds and rec.kind not in entry.kinds:
             continue
+        if entry.bottlenecks and rec.bottleneck not in entry.bottlenecks:
+            continue
         if entry.chains and (rec.kernel_count or 1) <= 1:
             continue
         missing = tuple(n for n in entry.needs if getattr(rec, n) is None)
@@ -895,10 +953,11 @@ def evaluate(rec: LaunchRecord) -> Outcomes:
         if isinstance(result, Found):
             out.append(Outcome(entry, "found", result.evidence, keys=result.keys,
                                detail=result.detail, steps=result.steps,
-                               cause=result.cause))  # fmt: skip
+                               cause=result.cause, owner=rec.owner))  # fmt: skip
             continue
         minor = entry.minor(rec) if result and entry.minor else None
-        out.append(Outcome(entry, "found" if result else "absent", result or {}, minor=minor))
+        out.append(Outcome(entry, "found" if result else "absent", result or {}, minor=minor,
+                           owner=rec.owner))  # fmt: skip
     out.found, out.by_entry = {}, {}
     for o in out:
         if o.status == "found":
@@ -909,6 +968,16 @@ def evaluate(rec: LaunchRecord) -> Outcomes:
         dict.fromkeys(str(o.entry.cause) for o in out if o.status == "not measured")
     )
     return out
+
+
+def holds(rec: LaunchRecord, cause: Cause) -> bool:
+    """Whether the entry of `cause` finds it on the record, where it applies to the record's kind
+    and has its counters: asked where the bottleneck is decided (its overrides), before the
+    entries are evaluated on the bottleneck they make."""
+    entry = next(e for e in CATALOGUE if e.cause == cause)
+    if entry.kinds and rec.kind not in entry.kinds:
+        return False
+    return all(getattr(rec, n) is not None for n in entry.needs) and bool(entry.test(rec))
 
 
 # the entries said before any story from the SOL lines, in their declared order (Entry.rank)
@@ -939,7 +1008,7 @@ def said(outcomes: Outcomes, cause: Cause, kernel: KernelKind, ev: Evidence) -> 
         return Reason(cause, keys, {"minor": True}), []
     if hit.steps is not None:
         return Reason(cause, keys, dict(hit.detail)), list(hit.steps)
-    action = hit.entry.remedy(kernel)
+    action = hit.entry.remedy(kernel, hit.owner)
     detail = {"pipe": str(hit.entry.unit)} if cause == Cause.PIPE_BUSY else dict(hit.detail)
     return Reason(cause, keys, detail), [Advice(action, keys, detail)] if action else []
 

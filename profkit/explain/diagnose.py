@@ -42,16 +42,18 @@ class Diagnosis:
 def diagnose(rec: LaunchRecord, ctx: Context) -> Diagnosis | None:
     """None when the row has no throughput counters."""
     ev = Evidence()
+    # what the catalogue's tests read besides the counters: the device (its SM count, large copy
+    # and FMA peak), the case's dtype, read floor and siblings, then its bottleneck and its share
+    # of the pipe's roof
+    device = ctx.device
+    rec = replace(rec, sm_count=device.sm_count or rec.sm_count, read_floor=ctx.read_floor,
+                  siblings=ctx.siblings, copy_gbps=device.copy_gbps, dtype=ctx.dtype,
+                  compute_capability=device.compute_capability, gpu=device.gpu)  # fmt: skip
     kind = bottleneck(rec, ev)  # 1. classify
     if kind is None:
         return None
-    # what the catalogue's tests read besides the counters: its bottleneck, the device's SM count
-    # and large copy, the case's dtype, read floor and siblings, then its share of the pipe's roof
-    rec = replace(rec, sm_count=ctx.device.sm_count or rec.sm_count, read_floor=ctx.read_floor,
-                  siblings=ctx.siblings, copy_gbps=ctx.device.copy_gbps, bottleneck=kind,
-                  dtype=ctx.dtype)  # fmt: skip
     roof = put_facts(rec, ctx, ev)  # the roofs and the detail view's figures
-    rec = replace(rec, pipe_roof_pct=roof)
+    rec = replace(rec, bottleneck=kind, pipe_roof_pct=roof)
     outcomes = catalogue.evaluate(rec)  # 2. evaluate
     ev.put("kernel_kind", str(rec.kind))
     unit, said = story.tell(kind, rec, ctx, ev, outcomes)  # 3. order, with remedies

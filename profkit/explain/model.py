@@ -71,6 +71,9 @@ class Cause(StrEnum):
     SMALL_PROGRAMS = "small_programs"
     # shared memory per block is the tightest occupancy limiter (launch__occupancy_limit_*)
     SHARED_LIMITS_OCCUPANCY = "shared_limits_occupancy"
+    # one large program per SM at a time (the resident-block limit holds one): while it waits at
+    # its barriers and reductions no other program's loads are in flight
+    ONE_BLOCK_PER_SM = "one_block_per_sm"
     # memory-barrier stalls from atomics' ordering (Triton's default sem="acq_rel")
     ATOMIC_ORDERING = "atomic_ordering"
     # a cast (copy_) per weight per step under autocast

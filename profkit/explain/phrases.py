@@ -401,6 +401,23 @@ REASON_WORDS: tuple[Words, ...] = (
         "at that size ({resident_block_cap_pct}); blocks retire about as fast as they launch.",
     ),
     Words(
+        Cause.ONE_BLOCK_PER_SM,
+        "Memory-bound though ncu's SOL reads {sol_bottleneck}: at {flop_per_byte} against the "
+        "FMA pipe's {fma_ridge_flop_per_byte} ridge its time goes to streaming memory, yet each "
+        "SM holds {resident_blocks_per_sm} program of {block_size} threads at a time "
+        "({theoretical_occupancy_pct} theoretical occupancy, {waves_per_sm} waves): while it "
+        "waits at its barriers and reductions no other program's loads are in flight, so memory "
+        "runs at only {memory_throughput_pct}.",
+        ("flop_per_byte", "fma_ridge_flop_per_byte", "sol_bottleneck"),
+    ),
+    Words(
+        Cause.ONE_BLOCK_PER_SM,
+        "Each SM holds {resident_blocks_per_sm} program of {block_size} threads at a time "
+        "({theoretical_occupancy_pct} theoretical occupancy) and runs them one after another "
+        "over {waves_per_sm} waves: while one waits at its barriers and reductions no other "
+        "program's loads are in flight, so memory runs at only {memory_throughput_pct}.",
+    ),
+    Words(
         Cause.SHARED_LIMITS_OCCUPANCY,
         lambda r, ev: say(
             "Shared memory per block"
@@ -840,6 +857,20 @@ def advice_text(step: Advice) -> str:
         text = (
             f"it is {d['library'].replace('_', ' ')} library code: fuse it away "
             "(torch.compile or a fused kernel) rather than tune it"
+        )
+    elif step.action == Action.LIBRARY_OPTIONS and d.get("one_block") and d.get("library"):
+        # one large program per SM in code the user calls (catalogue's one_block_per_sm)
+        text = (
+            f"it is {d['library'].replace('_', ' ')} library code, whose launch shape (one large "
+            "program per SM) the library fixes: change the call (its options, another "
+            "formulation of the op) or use another backend for the op that runs several "
+            "smaller programs per SM"
+        )
+    elif step.action == Action.MORE_PROGRAMS and d.get("one_block"):
+        text = (
+            "run several programs per SM: fewer warps per program (num_warps 4-8 rather than "
+            "32), or each row split over several programs (a split reduction), so one "
+            "program's loads are in flight while another waits at its barriers"
         )
     elif step.action == Action.LIBRARY_SHAPES and (
         d.get("library") in FUSED_OPS or d.get("whole_op")

@@ -20,6 +20,7 @@ from functools import cache, cached_property
 from operator import itemgetter
 from typing import Protocol
 
+from profkit import peaks
 from profkit import thresholds as th
 from profkit.explain.evidence import num, text
 from profkit.explain.kernel_family import Family
@@ -36,6 +37,7 @@ class FasterSiblings(Protocol):
 
 
 SECTOR_BYTES = 32
+WARPS_PER_SM = 64  # resident warps an SM holds: compute capability 8.0 and 9.0 (Programming Guide)
 
 # record field -> stored column (the same name unless listed)
 _COLUMNS = {
@@ -136,6 +138,9 @@ class LaunchRecord:
     sm_count: float | None = None
     cc_major: float | None = None
     cc_minor: float | None = None
+    # the run's device (diagnose puts them on the record, as the SM count): the FMA ridge's peak
+    compute_capability: str | None = None
+    gpu: str | None = None
     # --- stalls: reason -> share of active warps' cycles --------------------------------------
     stalls: Mapping[str, float] = field(default_factory=dict)
     # the case's other variants, where a test compares with them (diagnose puts them on the
@@ -259,6 +264,37 @@ class LaunchRecord:
         if grid is not None and self.sm_count and grid < self.sm_count:
             return True
         return 1 - waves >= th.TAIL_IDLE_SHARE
+
+    @property
+    def resident_blocks_per_sm(self) -> float | None:
+        """Blocks an SM holds at once: the tightest of ncu's occupancy limiters where all four were
+        captured, else theoretical occupancy's warps over one block's warps (the same figure:
+        ncu's theoretical occupancy is the limiters' blocks times a block's warps)."""
+        limits = (self.occupancy_limit_registers, self.occupancy_limit_warps,
+                  self.occupancy_limit_shared_mem, self.occupancy_limit_blocks)  # fmt: skip
+        if all(v is not None for v in limits):
+            return min(limits)
+        theoretical, threads = self.theoretical_occupancy_pct, self.block_size
+        if theoretical is None or not threads:
+            return None
+        return theoretical / 100 * WARPS_PER_SM / math.ceil(threads / 32)
+
+    @property
+    def flop_per_byte(self) -> float | None:
+        """The model's arithmetic intensity (None without a model)."""
+        flops, moved = self.model_flops, self.model_bytes
+        return flops / moved if flops and moved else None
+
+    @property
+    def fma_ridge_flop_per_byte(self) -> float | None:
+        """The FLOP per byte at which the FMA pipe's peak (profkit.peaks, at the clock the case
+        was timed at, else ncu's) and the device copy's rate meet: below it, no vector math is
+        fast enough to be the bound. None without the device's rate, clock or copy."""
+        clock = self.sm_clock_mhz or self.ncu_sm_clock_mhz
+        peak = peaks.peak(self.compute_capability, "fp32_fma", self.sm_count, clock, self.gpu)
+        if peak is None or not self.copy_gbps:
+            return None
+        return peak[0] / (self.copy_gbps * 1e9)
 
     @property
     def tail_idle_share(self) -> float | None:
@@ -431,7 +467,8 @@ def _stall_reason(key: object) -> str | None:
 def _numeric_fields() -> tuple[tuple[str, str], ...]:
     """(field, stored column) of each number a record reads from a row: explain builds thousands
     of records per run, and dataclasses.fields is slow to ask each time."""
-    text_fields = ("name", "family", "op", "shape", "dtype", "stalls", "siblings", "bottleneck")
+    text_fields = ("name", "family", "op", "shape", "dtype", "stalls", "siblings", "bottleneck",
+                   "compute_capability", "gpu")  # fmt: skip
     return tuple(
         (f.name, LaunchRecord.column(f.name))
         for f in fields(LaunchRecord)

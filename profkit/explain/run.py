@@ -262,18 +262,9 @@ def _chain(
     the time (a GEMM and its split-K reduction), the case is that launch, judged with the case's
     model; otherwise by the group of launches holding the most time."""
     f.launches = launches.drill_down(rows, ctx, lab=lab)
-    f.bottleneck, where_time = launches.where_time_goes(f.launches, ev)
-    # the unit holding most of the dominant group's time (launches without one count as none)
-    shares: dict = {}
-    for x in f.launches:
-        if x.bottleneck == f.bottleneck:
-            shares[x.unit] = shares.get(x.unit, 0.0) + (x.share_pct or 0.0)
-    f.unit = max(shares, key=lambda u: shares[u]) if shares else None
-    f.reasons = [where_time]
-    own: list[Advice] = []  # the dominant launch's, already fitted to its own owner
-    ruled: list[dict] = []
     top, top_row = max(zip(f.launches, rows, strict=True), key=lambda p: p[0].share_pct or 0.0)
     case = LaunchRecord.of(row)
+    diagnosis = None
     if (top.share_pct or 0.0) >= th.DOMINANT_LAUNCH_PCT:
         # the dominant launch's counters, judged with the case's model and timing
         rec = replace(
@@ -284,15 +275,29 @@ def _chain(
             copy_gbps_same_size=case.copy_gbps_same_size,
         )
         diagnosis = diagnose(rec, ctx)
-        if diagnosis is not None:
-            ev.update(diagnosis.evidence)
-            f.bottleneck, f.unit = diagnosis.bottleneck, diagnosis.unit
-            f.reasons += diagnosis.reasons
-            # each step names the launch it answers
-            own = [Advice(s.action, s.because, {**s.detail, "launch": top.name})
-                   for s in diagnosis.steps]  # fmt: skip
-            ruled = diagnosis.ruled_out
-            f.not_measured = diagnosis.not_measured
+        if diagnosis is not None and diagnosis.bottleneck != top.bottleneck:
+            # what the model shows (its FLOP per byte: a stream ncu calls latency-bound) is that
+            # launch's bottleneck too, so the groups of launches say the case's finding
+            top.bottleneck, top.unit = diagnosis.bottleneck, diagnosis.unit
+    f.bottleneck, where_time = launches.where_time_goes(f.launches, ev)
+    # the unit holding most of the dominant group's time (launches without one count as none)
+    shares: dict = {}
+    for x in f.launches:
+        if x.bottleneck == f.bottleneck:
+            shares[x.unit] = shares.get(x.unit, 0.0) + (x.share_pct or 0.0)
+    f.unit = max(shares, key=lambda u: shares[u]) if shares else None
+    f.reasons = [where_time]
+    own: list[Advice] = []  # the dominant launch's, already fitted to its own owner
+    ruled: list[dict] = []
+    if diagnosis is not None:
+        ev.update(diagnosis.evidence)
+        f.bottleneck, f.unit = diagnosis.bottleneck, diagnosis.unit
+        f.reasons += diagnosis.reasons
+        # each step names the launch it answers
+        own = [Advice(s.action, s.because, {**s.detail, "launch": top.name})
+               for s in diagnosis.steps]  # fmt: skip
+        ruled = diagnosis.ruled_out
+        f.not_measured = diagnosis.not_measured
     steps: list[Advice] = []  # the chain's own: about all its launches
     casts = launches.weight_casts(rows, f.launches) if ctx.dtype == "float32" else None
     if casts:  # autocast's weight casts (aten::_to_copy): the catalogue's entry, on the case
