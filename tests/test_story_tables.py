@@ -40,13 +40,14 @@ def _story_causes(kind: Bottleneck) -> set[Cause]:
 
 @cache
 def _told() -> tuple[tuple, ...]:
-    """(bottleneck, record, context, outcomes, said) for each diagnosis the stored runs make."""
+    """(bottleneck, record, context, outcomes, said, evidence) for each diagnosis the stored runs
+    make."""
     out = []
     real = story.tell
 
     def spy(kind, rec, ctx, ev, outcomes):
         unit, said = real(kind, rec, ctx, ev, outcomes)
-        out.append((kind, rec, ctx, outcomes, said))
+        out.append((kind, rec, ctx, outcomes, said, ev))
         return unit, said
 
     folders = [DATA / d for d in ("zoo", "holdout", "runs", "peers")]
@@ -69,7 +70,7 @@ def test_every_bottleneck_diagnose_reaches_has_a_story() -> None:
 def test_every_slot_names_causes_the_catalogue_can_find() -> None:
     """A slot's cause is an entry's, or one an entry's judgment ends in on a stored run."""
     entries = {e.cause for e in catalogue.CATALOGUE}
-    ended = {c for *_, outcomes, _ in _told() for c in outcomes.found}
+    ended = {c for *_, outcomes, _, _ in _told() for c in outcomes.found}
     for slot in _slots():
         for cause in slot.causes:
             assert isinstance(cause, Cause), slot
@@ -87,7 +88,7 @@ def test_every_entry_is_told_somewhere() -> None:
 def test_flags_are_the_ones_slots_read() -> None:
     read = {s.when for s in _slots() if s.when} | {s.bare[0] for s in _slots() if s.bare}
     assert read == set(story.FLAGS), read ^ set(story.FLAGS)
-    _, rec, ctx, outcomes, _ = _told()[0]
+    _, rec, ctx, outcomes, _, _ = _told()[0]
     assert set(story._flags(rec, ctx, outcomes, None)) == set(story.FLAGS)
 
 
@@ -100,13 +101,23 @@ def test_what_a_story_looks_at_first_it_says_in_its_slots() -> None:
 def test_unseen_is_declared_where_a_story_reaches_it() -> None:
     holding = {kind for kind, s in story.STORIES.items() if story.UNSEEN_HERE in s.slots}
     assert holding == set(story.UNSEEN)
-    said = {kind for kind, *_, s in _told() if any(r.cause == Cause.NO_CAUSE_SEEN for r, _ in s)}
+    said = {kind for kind, *_, s, _ in _told() if any(r.cause == Cause.NO_CAUSE_SEEN for r, _ in s)}
     assert said & holding, "no stored run reaches a story's UNSEEN"
 
 
-def test_unsaid_causes_are_ones_an_entry_refutes() -> None:
+def test_unsaid_causes_are_refuted_and_keep_their_own_figures() -> None:
+    """Each UNSAID cause is one an entry refutes; refuted on a stored launch, its figures under
+    the declared prefix (one at least) are in the launch's evidence."""
     refuted = {c for e in catalogue.CATALOGUE for c in e.refutes}
     assert set(story.UNSAID) <= refuted
+    for cause, own in story.UNSAID.items():
+        kept = [
+            ({k for k in outcomes.found[cause].evidence if k.startswith(own)}, ev)
+            for *_, outcomes, _, ev in _told()
+            if cause in outcomes.found and cause in outcomes.refuted
+        ]
+        assert kept, f"{cause}: refuted on no stored launch"
+        assert all(keys and keys <= set(ev) for keys, ev in kept), cause
 
 
 def test_before_is_said_first_under_each_bottleneck_that_declares_it() -> None:
@@ -118,7 +129,7 @@ def test_before_is_said_first_under_each_bottleneck_that_declares_it() -> None:
             assert cause not in _story_causes(kind)
             hit = next((t for t in _told() if any(r.cause == cause for r, _ in t[4])), None)
             assert hit is not None, f"{cause}: said on no stored run"
-            _, rec, ctx, _, _ = hit
+            _, rec, ctx, _, _, _ = hit
             rec = replace(rec, bottleneck=kind)
             _, said = story.tell(kind, rec, ctx, Evidence(), catalogue.evaluate(rec))
             assert said[0][0].cause == cause, (kind, [r.cause for r, _ in said])
@@ -129,7 +140,7 @@ def test_a_demoted_roof_leaves_the_others_without_its_steps() -> None:
     the steps it demotes; and it is a roof: its own steps are none of those (a cause that
     demoted its own kind of step, more programs or more bytes in flight, would be no roof)."""
     for roof, actions in story.DEMOTED.items():
-        beside = [s for *_, s in _told() if len(s) > 1 and any(r.cause == roof for r, _ in s)]
+        beside = [s for *_, s, _ in _told() if len(s) > 1 and any(r.cause == roof for r, _ in s)]
         assert beside, f"{roof}: said beside another cause on no stored run"
         for said in beside:
             own = {a.action for r, steps in said if r.cause == roof for a in steps}
@@ -144,7 +155,7 @@ def test_each_why_short_tier_is_reached() -> None:
     assert callable(story.WHY_SHORT[-1][0])
     after = [
         [r for r, _ in s[i + 1 :]]
-        for *_, s in _told()
+        for *_, s, _ in _told()
         for i, (r, _) in enumerate(s)
         if r.cause in story.SHORT
     ]
@@ -164,6 +175,6 @@ def test_sibling_step_replaces_an_empty_step_on_some_stored_launch() -> None:
         assert cause in story.SHORT  # beside a named cause only where short of the roof
         assert any(
             r.cause == cause and [a.action for a in steps] == [Action.MATCH_SIBLING]
-            for *_, s in _told()
+            for *_, s, _ in _told()
             for r, steps in s
         ), f"{cause}: never given a sibling's step"

@@ -2,7 +2,7 @@
 the tables below and decides nothing of its own:
 
 1. OPENING: every story opens with the catalogue's ranked entries (Entry.rank); coalescing is
-   looked at for its figures, and a refuted cause's figures stay as facts (UNSAID);
+   looked at for its figures, and a refuted cause's own figures stay as facts (UNSAID);
 2. the bottleneck's Story (STORIES): its judge names the unit (the busy memory level, the busy
    pipe); the causes it looks at first are judged (Story.look); each Slot, where its flag holds
    (FLAGS), is the first of its causes found and not refuted, with its kind's remedy
@@ -138,8 +138,9 @@ FLAGS = (
 RANKED = tuple(Slot((e.cause,)) for e in catalogue.RANKED)
 # every story opens so: the ranked entries, and coalescing looked at (said where a story places it)
 OPENING = (*RANKED, Slot((Cause.UNCOALESCED,), fact=True))
-# refuted, yet their figures stay as facts (programs too small, atomics' ordering: a stall refuted)
-UNSAID = (Cause.STALL,)
+# refuted, yet its own figures (keys with this prefix) stay as facts: a stall refuted by programs
+# too small, atomics' ordering or one program per SM (not its comparison with a faster sibling)
+UNSAID: dict[Cause, str] = {Cause.STALL: "stall_"}
 # the launch shape's causes, most specific first: the first found gives the first next step
 SHAPE = tuple(
     Slot((c,))
@@ -267,11 +268,12 @@ def tell(
     """The unit the launch is bound on and its causes, each with its steps, in order."""
     story, sc = STORIES[kind], Scene(rec, ctx, ev, outcomes)
     found = [_fill(sc, slot) for slot in OPENING]
-    for cause in UNSAID:
+    for cause, own in UNSAID.items():
         hit = outcomes.found.get(cause)
         if hit is not None and cause in outcomes.refuted:
             for key, value in hit.evidence.items():
-                ev.put(key, value)
+                if key.startswith(own):
+                    ev.put(key, value)
     unit = story.judge(rec, ev) if story.judge else None
     sc.flags = _flags(rec, ctx, outcomes, unit)
     for slot in story.look:
