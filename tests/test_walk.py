@@ -45,8 +45,9 @@ WALK_GOAL = 30
 # (every function, the engine's path): the most any record visits at this commit; before the
 # pipeline (b07d7d8), measured the same way: 113 and 58, and 2 of the 228 records within 30.
 # one_block_per_sm (its test, the override that asks it, the record's three figures they read)
-# took the first from 102 to 105, all read as data: the path stays 30
-WALK_NOW = (105, 30)
+# took the first from 102 to 105, all read as data; story's declared tables (one engine, tell)
+# took the first to 104 and the path from 30 to 29
+WALK_NOW = (104, 29)
 _FOLDED = frozenset({"<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"})
 _TABLE_TESTS = frozenset(
     [e.test.__code__ for e in catalogue.CATALOGUE]

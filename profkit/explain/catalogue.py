@@ -218,13 +218,22 @@ def _memory_latency(r: LaunchRecord) -> dict | None:
 
 def _stall(r: LaunchRecord) -> Found | None:
     """The dominant stall (LaunchRecord.dominant_stall: one sum, one denominator) and the step
-    its reason points to (stalls.ADVICE_TEXT)."""
+    its reason points to (stalls.ADVICE_TEXT). A memory-bound stream's stall that a sibling
+    moving the same bytes faster waits on as much (its share at least this one's less a few
+    points) does not explain the gap to it: what differs between the two is the step."""
     dominant = r.dominant_stall
     if dominant is None or dominant[2] < th.DOMINANT_STALL_SHARE:
         return None
     reason, value, share = dominant
     evidence = {f"stall_{reason}_pct": value, "stall_share_pct": share * 100}
     keys, detail = list(evidence), {"stall": reason}
+    memory = r.bottleneck == Bottleneck.MEMORY
+    faster = r.siblings.faster("bytes") if r.siblings and memory else None
+    theirs = LaunchRecord.of(faster[0]).captured_stall_share(reason) if faster else None
+    if theirs is not None and theirs * 100 >= share * 100 - th.STALL_SHARED_POINTS:
+        evidence["sibling_stall_share_pct"] = theirs * 100
+        detail["shared_with"] = str(faster[0].get("variant"))
+        return Found(evidence, list(evidence), detail, (match("bytes"),))
     action = ADVICE_TEXT.get(reason, Action.OPEN_NCU)
     if r.matrix and reason in ("barrier", "long_scoreboard"):
         # in a tiled tl.dot loop these are the waits for the next stage's tiles, not a

@@ -1,15 +1,29 @@
-"""The causes said for one launch, in their declared order: the catalogue's ranked entries first
-(Entry.rank), then its bottleneck's story (STORIES: the pipes, the memory hierarchy, the launch
-shape's entries (_SHAPE) and the stalls), each cause with its remedy; then one reason per cause,
-those a found entry refutes dropped (Entry.refutes). A step that points at a faster sibling is
-chosen here as siblings.match(...) and quoted by siblings.quote, the one place a sibling's figures
-are read.
+"""The causes said for one launch, in their declared order, by one small engine (`tell`) that reads
+the tables below and decides nothing of its own:
+
+1. OPENING: every story opens with the catalogue's ranked entries (Entry.rank); coalescing is
+   looked at for its figures, and a refuted cause's own figures stay as facts (UNSAID);
+2. the bottleneck's Story (STORIES): its judge names the unit (the busy memory level, the busy
+   pipe); the causes it looks at first are judged (Story.look); each Slot, where its flag holds
+   (FLAGS), is the first of its causes found and not refuted, with its kind's remedy
+   (catalogue.said; a slot names an entry, and says the cause that entry's judgment ended in:
+   Found.cause), its steps in `bare` dropped where that flag holds; at UNSEEN_HERE, where
+   nothing is said yet, the bottleneck's UNSEEN;
+3. BEFORE: causes said ahead of the story (looked at after it);
+4. DEMOTED: a roof cause said, the other causes stay as facts without the steps it names;
+5. short of the roof (SHORT) with no cause named: WHY_SHORT's first tier that says anything;
+   else an empty step of a SIBLING_STEP cause becomes a faster sibling's;
+6. one reason per cause; the unit, where the judge names none: the launch where a cause of the
+   story's `launch` is said, else the leading cause's entry's (Story.lead).
+
+A step that points at a faster sibling is chosen here or in the catalogue as siblings.match(...)
+and quoted by siblings.quote, the one place a sibling's figures are read.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from profkit import thresholds as th
 from profkit.explain import catalogue, compute, memory, stalls
@@ -22,198 +36,44 @@ from profkit.explain.record import LaunchRecord
 from profkit.explain.siblings import match
 
 
+@dataclass(frozen=True)
+class Slot:
+    """One place in a story: the first of `causes` said, where the scene holds `when`."""
+
+    causes: tuple[Cause, ...]
+    when: str = ""  # a flag of FLAGS that must hold ("": always)
+    kind: KernelKind | None = None  # the remedy's kernel kind, where not the record's
+    # (flag, actions): where the flag holds, the cause is said without these steps
+    bare: tuple[str, frozenset[Action]] | None = None
+    fact: bool = False  # looked at for its figures (Evidence), never said
+
+
 @dataclass
 class Scene:
-    """What every bottleneck's story reads: the record, its context and evidence, the catalogue's
-    outcomes, the ranked entries found (None in the place of one not found), coalescing, and
-    whether the record is a chain's."""
+    """What the engine reads and keeps while telling one launch: each cause said once (memo)."""
 
     rec: LaunchRecord
     ctx: Context
     ev: Evidence
     outcomes: catalogue.Outcomes
-    ranked: list[Said | None]
-    coalescing: Said | None
-    chain: bool  # a case of several launches
-
-    def said(self, cause: Cause) -> Said | None:
-        return catalogue.said(self.outcomes, cause, self.rec.kind, self.ev)
-
-    def pipes(self) -> Said | None:
-        """A matrix product's pipes: the Tensor entry's finding (busy, under-fed, unused, or its
-        grid), else the busiest other pipe at its peak, with a GEMM's remedy."""
-        tensor = self.outcomes.by_entry.get(Cause.TENSOR_BUSY)
-        return (self.said(tensor.cause or tensor.entry.cause) if tensor else None) or (
-            catalogue.said(self.outcomes, Cause.PIPE_BUSY, KernelKind.GEMM, self.ev)
-        )
+    flags: dict[str, bool] = field(default_factory=dict)  # each of FLAGS, whether it holds
+    memo: dict[tuple[Cause, KernelKind | None], Said | None] = field(default_factory=dict)
 
 
-def tell(
-    kind: Bottleneck, rec: LaunchRecord, ctx: Context, ev: Evidence, outcomes: catalogue.Outcomes
-) -> tuple[Unit | None, list[Said]]:
-    """The unit the launch is bound on and its causes, each with its steps, in order."""
-    ranked = [catalogue.said(outcomes, e.cause, rec.kind, ev) for e in catalogue.RANKED]
-    coalescing = catalogue.said(outcomes, Cause.UNCOALESCED, rec.kind, ev)
-    chain = (rec.kernel_count or 1) > 1
-    stall = outcomes.found.get(Cause.STALL)
-    if stall is not None and Cause.STALL in outcomes.refuted:
-        # a stall refuted (programs too small, atomics' ordering): its figures stay as facts
-        for key, value in stall.evidence.items():
-            ev.put(key, value)
-    unit, found = STORIES[kind](Scene(rec, ctx, ev, outcomes, ranked, coalescing, chain))
-    if kind in (Bottleneck.LATENCY, Bottleneck.BALANCED):
-        roof = catalogue.said(outcomes, Cause.AT_SIZE_ROOF, rec.kind, ev)
-        if roof:  # a copy of the same bytes is no faster: its stalls and shape are a copy's too
-            found = [roof, *(_without(s, STREAM_STEPS) for s in found)]
-    said: list[Said] = []
-    for s in found:  # one reason per cause (a small grid is both a shape and a matmul cause)
-        if s and s[0].cause not in outcomes.refuted and all(s[0].cause != x[0].cause for x in said):
-            said.append(s)
-    if unit is None and kind == Bottleneck.LATENCY and said:
-        # no unit from the SOL lines: the leading cause's, where its entry names one (programs
-        # too small to amortize their launch are bound on the launch of blocks)
-        unit = catalogue.unit_of(outcomes, said[0][0].cause)
-    return unit, said
+Teller = Callable[[Scene], Said]
 
 
-def _memory(sc: Scene) -> tuple[Unit | None, list[Said | None]]:
-    """Bound on a memory level: the traffic, and where the DRAM level stands to its roof."""
-    rec, ev = sc.rec, sc.ev
-    unit = memory.busy_level(rec, ev)
-    # local-memory traffic refutes "reads its input more than once": spills are the re-reads;
-    # so do sectors fetched beyond the ideal (a strided read pulls whole sectors from DRAM)
-    reads = None if sc.coalescing else sc.said(Cause.EXTRA_READS)
-    # FLOPs per byte of a matrix product, not of a matrix-vector one (M = 16 decode GEMMs)
-    flops, model = rec.model_flops, rec.model_bytes
-    dense = bool(flops and model) and flops / model >= th.MATMUL_INTENSITY_FLOP_PER_BYTE
-    found = [
-        *sc.ranked,
-        # a matmul bound on its caches is one whose tiles are too small to reuse data; on
-        # DRAM, a matrix-vector product by its model streams its weights: not its pipes
-        sc.pipes() if rec.matrix and (unit != Unit.DRAM or dense) else None,
-        sc.said(Cause.EXTRA_PASSES) if sc.chain else reads,
-        sc.coalescing,
-        sc.said(Cause.BANK_CONFLICTS),
-        sc.said(Cause.CACHE_BOUND),
-        # where the DRAM level stands first: re-reads served by the caches are a fact beside it
-        sc.said(Cause.AT_ROOF) or sc.said(Cause.SIBLING_FASTER) or sc.said(Cause.SHORT_OF_ROOF),
-        sc.said(Cause.L2_REUSE),
-        sc.said(Cause.DATA_IN_L2),
-    ]
-    if any(s and s[0].cause == Cause.AT_ROOF for s in found):
-        # at the copy roof only fewer bytes help: the other causes stay as facts
-        found = [s if s and s[0].cause == Cause.AT_ROOF else _without(s, STREAM_STEPS)
-                 for s in found]  # fmt: skip
-    # short of the roof, or near it while a sibling streams the same bytes faster
-    short = any(s and s[0].cause in _SHORT for s in found)
-    named = any(s and s[1] and s[0].cause != Cause.SIBLING_FASTER for s in found)
-    if short and not named:
-        found += _why_short(sc)
-    elif short and sc.ctx.siblings and sc.ctx.siblings.faster("bytes") is not None:
-        # a cause named, while a sibling moves the same bytes measurably faster: what differs
-        # between the two is a step beside that cause's (the first add_rmsnorm, told only to
-        # keep its re-read on chip, while Liger asked for 25% fewer load bytes)
-        found = [(s[0], [match("bytes")]) if s and s[0].cause == Cause.SHORT_OF_ROOF and not s[1]
-                 else s for s in found]  # fmt: skip
-    return unit, found
+@dataclass(frozen=True)
+class Story:
+    """A bottleneck's story: its slots in the order they are said, and how its unit is named."""
 
-
-def _compute(sc: Scene) -> tuple[Unit | None, list[Said | None]]:
-    """Bound on a pipe: which, and why; then issue and the dominant stall."""
-    rec, ev = sc.rec, sc.ev
-    unit = compute.pipe_unit(rec, ev)
-    # GEMM steps only for kernels that issue MMAs or have a matmul's shape; any other busy
-    # pipe gets its own kind's remedy (an FP64 elementwise chain is no matrix product)
-    busy = sc.pipes() if rec.matrix else None
-    found = [
-        *sc.ranked,
-        busy or sc.said(Cause.PIPE_BUSY) or sc.said(Cause.TENSOR_BUSY),
-        sc.said(Cause.BANK_CONFLICTS),
-        sc.said(Cause.ISSUE_BOUND),
-        sc.said(Cause.STALL),
-    ]
-    if not any(found):
-        found.append(_open("ComputeWorkloadAnalysis"))
-    return unit, found
-
-
-def _latency(sc: Scene) -> tuple[Unit | None, list[Said | None]]:
-    """Under both SOL lines: the launch shape first, then the traffic, the pipes, the stalls."""
-    rec = sc.rec
-    causes = [said for cause in _SHAPE if (said := sc.said(cause))]
-    # a refuted grid is no launch bound
-    unit = Unit.LAUNCH if any(not r.detail.get("refuted") for r, _ in causes) else None
-    latency = sc.said(Cause.MEMORY_LATENCY)
-    capped = any(r.cause == Cause.LOW_THEORETICAL_OCCUPANCY for r, _ in causes)
-    if latency and _every_sm_busy(rec, sc.ctx) and not capped:
-        # every SM holds a block: what the SMs lack is loads in flight, not work; the grid
-        # under a wave is one way to that, said after it. Where the launch caps the warps
-        # at a quarter or less, that cap is why too few loads are in flight: said first
-        causes = [latency, *causes]
-    coalescing = sc.coalescing
-    if coalescing and _memory_idle(rec):
-        # wasted sectors cost no time while no memory level is busy: a fact, not a step
-        coalescing = _without(coalescing, frozenset({Action.COALESCE, Action.INDEX_LOCALITY}))
-    found = [
-        *sc.ranked,
-        *causes,
-        sc.said(Cause.EXTRA_PASSES)
-        if sc.chain
-        else None
-        if coalescing
-        else sc.said(Cause.EXTRA_READS),
-        coalescing,
-        sc.said(Cause.BANK_CONFLICTS),
-        sc.pipes() if rec.matrix else None,
-        sc.said(Cause.ISSUE_BOUND),
-        # long-scoreboard waits on an idle memory system: the latency, said once
-        latency or sc.said(Cause.STALL),
-    ]
-    if not any(found):
-        found.append(_nothing_seen(rec))
-    found.append(sc.said(Cause.DATA_IN_L2))
-    return unit, found
-
-
-def _balanced(sc: Scene) -> tuple[Unit | None, list[Said | None]]:
-    """Neither SOL line far above the other: the pipes, the traffic, the dominant stall."""
-    found = [
-        *sc.ranked,
-        sc.pipes() if sc.rec.matrix else None,
-        sc.coalescing,
-        sc.said(Cause.BANK_CONFLICTS),
-        sc.said(Cause.ISSUE_BOUND),
-        sc.said(Cause.STALL),
-    ]
-    if not any(found):
-        found.append(_open("ComputeWorkloadAnalysis"))
-    return None, found
-
-
-STORIES: dict[Bottleneck, Callable[[Scene], tuple[Unit | None, list[Said | None]]]] = {
-    Bottleneck.MEMORY: _memory,
-    Bottleneck.COMPUTE: _compute,
-    Bottleneck.LATENCY: _latency,
-    Bottleneck.BALANCED: _balanced,
-}
-
-
-def _every_sm_busy(rec: LaunchRecord, ctx: Context) -> bool:
-    grid = rec.grid_size
-    return grid is not None and bool(ctx.device.sm_count) and grid >= ctx.device.sm_count
-
-
-def _memory_idle(rec: LaunchRecord) -> bool:
-    """Every memory level measured under ncu's latency line (the zoo's pointer chase: 8x the
-    ideal sectors at 9% DRAM and 17% L2, each load's round trip its whole cost)."""
-    levels = [v for v in (rec.memory_pct, rec.dram_pct, rec.l2_pct, rec.l1_pct) if v is not None]
-    return bool(levels) and max(levels) < th.LATENCY_BOUND_PCT
-
-
-_SHORT = (Cause.SHORT_OF_ROOF, Cause.SIBLING_FASTER)
-# the launch shape's causes, most specific first: the first found gives the first next step
-_SHAPE = (Cause.LAUNCH_OVERHEAD, Cause.SMALL_GRID, Cause.TAIL, Cause.LOW_OCCUPANCY,
-          Cause.LOW_THEORETICAL_OCCUPANCY, Cause.SHORT_KERNEL)  # fmt: skip
+    slots: tuple[Slot, ...]
+    judge: Callable[[LaunchRecord, Evidence], Unit | None] | None = None  # the unit it is bound on
+    launch: frozenset[Cause] = frozenset()  # said (not refuted by a sibling): bound on the launch
+    lead: bool = False  # no unit else: the leading cause's entry's (catalogue.unit_of)
+    # judged before the slots are filled (their figures lead the evidence): what decides the unit
+    # or the order, said in their slots
+    look: tuple[Slot, ...] = ()
 
 
 def _without(said: Said | None, actions: frozenset) -> Said | None:
@@ -221,61 +81,272 @@ def _without(said: Said | None, actions: frozenset) -> Said | None:
     return (said[0], [s for s in said[1] if s.action not in actions]) if said else None
 
 
-def _why_short(sc: Scene) -> list[Said | None]:
-    """A stream short of the copy roof: the dominant stall where captured, else the launch shape,
-    else more bytes in flight per thread."""
-    rec, ctx, ev = sc.rec, sc.ctx, sc.ev
-    stall = sc.said(Cause.STALL)
-    found = ctx.siblings.faster("bytes") if ctx.siblings else None
-    share = None
-    if stall and found:
-        # the sibling's share of stalls on the same reason, where it is at least this case's less
-        # a few points (the stall is shared)
-        reason = stall[0].detail["stall"]
-        share = LaunchRecord.of(found[0]).captured_stall_share(reason)
-        if (
-            share is not None
-            and share * 100 < rec.stall_share(reason) * 100 - th.STALL_SHARED_POINTS
-        ):
-            share = None
-    if share is not None:
-        # the sibling that moves the same bytes faster waits as much on the same stall: that
-        # stall does not explain the gap to it; what differs between the two does
-        ev.put("sibling_stall_share_pct", share * 100)
-        detail = {**stall[0].detail, "shared_with": str(found[0].get("variant"))}
-        keys = [*stall[0].keys, "sibling_stall_share_pct"]
-        return [(Reason(Cause.STALL, keys, detail), [match("bytes")])]
-    if stall:
-        return [stall]
-    # (a chain's launch overhead is no reason a stream falls short: its figures stay as facts)
-    causes = [said for cause in _SHAPE if (said := sc.said(cause))]
-    causes = [c for c in causes if c[0].cause != Cause.LAUNCH_OVERHEAD]
-    if causes:
-        return causes
-    occupancy = rec.theoretical_occupancy_pct
+@dataclass(frozen=True)
+class Unseen:
+    """What is said where a story says nothing: open a section of ncu's report."""
+
+    section: str
+    quoted: bool  # the reason names the section (else: nothing under both SOL lines)
+    profile: bool  # where no stalls were captured, profile them first instead
+
+
+def _unseen(sc: Scene, row: Unseen) -> Said:
+    if row.profile and not stalls.has_stalls(sc.rec):
+        return Reason(Cause.NO_CAUSE_SEEN), [Advice(Action.PROFILE_STALLS)]
+    detail = {"section": row.section}
+    return Reason(Cause.NO_CAUSE_SEEN, [], detail if row.quoted else {}), [
+        Advice(Action.OPEN_NCU, [], detail)
+    ]
+
+
+def _bytes_in_flight(sc: Scene) -> Said:
+    """A stream short of the copy roof with nothing else seen: more bytes in flight per thread
+    (the occupancy quoted), and the stalls profiled where none were captured."""
+    rec, ev = sc.rec, sc.ev
     keys = []
-    if occupancy is not None:
-        ev.put("theoretical_occupancy_pct", occupancy)
-        achieved = rec.achieved_occupancy_pct
-        if achieved is not None:
-            ev.put("achieved_occupancy_pct", achieved)
+    if rec.theoretical_occupancy_pct is not None:
+        ev.put("theoretical_occupancy_pct", rec.theoretical_occupancy_pct)
+        if rec.achieved_occupancy_pct is not None:
+            ev.put("achieved_occupancy_pct", rec.achieved_occupancy_pct)
         keys = [k for k in ("theoretical_occupancy_pct", "achieved_occupancy_pct") if k in ev]
     steps = [Advice(Action.BYTES_IN_FLIGHT, keys)]
     if not stalls.has_stalls(rec):
         steps.append(Advice(Action.PROFILE_STALLS, []))
-    return [(Reason(Cause.NO_CAUSE_SEEN, keys, {"short_of_roof": True}), steps)]
+    return Reason(Cause.NO_CAUSE_SEEN, keys, {"short_of_roof": True}), steps
 
 
-def _nothing_seen(rec: LaunchRecord) -> Said:
-    step = (
-        Advice(Action.PROFILE_STALLS)
-        if not stalls.has_stalls(rec)
-        else _open("WarpStateStats")[1][0]
+# --- the tables ---------------------------------------------------------------------------------
+
+# the flags a Slot's `when` (or `bare`) reads, each why a slot is said or a step dropped
+FLAGS = (
+    "chain",  # a case of several launches: its re-reads are its passes (EXTRA_PASSES)
+    "solo",  # one launch: its re-reads are EXTRA_READS
+    "matrix",  # a matrix product (record.matrix): its pipes are the Tensor entry's, GEMM remedies
+    "plain",  # no matrix product: a busy pipe gets its own kind's remedy
+    # a matmul bound on its caches has tiles too small to reuse data; on DRAM a matrix-vector
+    # product by its model (under 32 FLOP/B) streams its weights: not its pipes
+    "tiles",
+    # every SM holds a block and the launch does not cap the warps at a quarter: what the SMs
+    # lack is loads in flight, said before the launch shape
+    "loads_short",
+    # every memory level under ncu's latency line (the zoo's pointer chase): wasted sectors cost
+    # no time, a fact and not a step
+    "memory_idle",
+)
+
+# one slot per ranked entry (Entry.rank), in the catalogue's declared order
+RANKED = tuple(Slot((e.cause,)) for e in catalogue.RANKED)
+# every story opens so: the ranked entries, and coalescing looked at (said where a story places it)
+OPENING = (*RANKED, Slot((Cause.UNCOALESCED,), fact=True))
+# refuted, yet its own figures (keys with this prefix) stay as facts: a stall refuted by programs
+# too small, atomics' ordering or one program per SM (not its comparison with a faster sibling)
+UNSAID: dict[Cause, str] = {Cause.STALL: "stall_"}
+# the launch shape's causes, most specific first: the first found gives the first next step
+SHAPE = tuple(
+    Slot((c,))
+    for c in (Cause.LAUNCH_OVERHEAD, Cause.SMALL_GRID, Cause.TAIL, Cause.LOW_OCCUPANCY,
+              Cause.LOW_THEORETICAL_OCCUPANCY, Cause.SHORT_KERNEL)
+)  # fmt: skip
+# a matrix product's pipes: the Tensor entry's finding (busy, under-fed, unused, or its grid),
+# else the busiest other pipe at its peak, with a GEMM's remedy
+PIPES = Slot((Cause.TENSOR_BUSY, Cause.PIPE_BUSY), kind=KernelKind.GEMM)
+# where nothing before it is said, the bottleneck's UNSEEN is
+UNSEEN_HERE = Slot(())
+# wasted sectors' steps, dropped where no memory level is busy
+_IDLE_SECTORS = ("memory_idle", frozenset({Action.COALESCE, Action.INDEX_LOCALITY}))
+
+STORIES: dict[Bottleneck, Story] = {
+    # bound on a memory level: the traffic, and where the DRAM level stands to its roof (before
+    # the re-reads served by the caches, a fact beside it)
+    Bottleneck.MEMORY: Story(
+        (
+            replace(PIPES, when="tiles"),
+            Slot((Cause.EXTRA_PASSES,), "chain"),
+            Slot((Cause.EXTRA_READS,), "solo"),
+            Slot((Cause.UNCOALESCED,)),
+            Slot((Cause.BANK_CONFLICTS,)),
+            Slot((Cause.CACHE_BOUND,)),
+            Slot((Cause.AT_ROOF, Cause.SIBLING_FASTER, Cause.SHORT_OF_ROOF)),
+            Slot((Cause.L2_REUSE,)),
+            Slot((Cause.DATA_IN_L2,)),
+        ),
+        memory.busy_level,
+        look=(Slot((Cause.EXTRA_READS,), "solo"),),  # the re-reads judged before the pipes
+    ),
+    # bound on a pipe: which, and why; then issue and the dominant stall
+    Bottleneck.COMPUTE: Story(
+        (
+            replace(PIPES, when="matrix"),
+            Slot((Cause.PIPE_BUSY, Cause.TENSOR_BUSY), "plain"),
+            Slot((Cause.BANK_CONFLICTS,)),
+            Slot((Cause.ISSUE_BOUND,)),
+            Slot((Cause.STALL,)),
+            UNSEEN_HERE,
+        ),
+        compute.pipe_unit,
+    ),
+    # under both SOL lines: the launch shape first, then the traffic, the pipes, the stalls
+    Bottleneck.LATENCY: Story(
+        (
+            Slot((Cause.MEMORY_LATENCY,), "loads_short"),
+            *SHAPE,
+            Slot((Cause.EXTRA_PASSES,), "chain"),
+            Slot((Cause.EXTRA_READS,), "solo"),
+            Slot((Cause.UNCOALESCED,), bare=_IDLE_SECTORS),
+            Slot((Cause.BANK_CONFLICTS,)),
+            replace(PIPES, when="matrix"),
+            Slot((Cause.ISSUE_BOUND,)),
+            # long-scoreboard waits on an idle memory system: the latency, said once
+            Slot((Cause.MEMORY_LATENCY, Cause.STALL)),
+            UNSEEN_HERE,
+            Slot((Cause.DATA_IN_L2,)),
+        ),
+        launch=frozenset(c for s in SHAPE for c in s.causes),
+        lead=True,  # programs too small to amortize their launch are bound on its blocks
+        # the shape decides the unit, the latency whether loads in flight lead
+        look=(*SHAPE, Slot((Cause.MEMORY_LATENCY,))),
+    ),
+    # neither SOL line far above the other: the pipes, the traffic, the dominant stall
+    Bottleneck.BALANCED: Story(
+        (
+            replace(PIPES, when="matrix"),
+            Slot((Cause.UNCOALESCED,)),
+            Slot((Cause.BANK_CONFLICTS,)),
+            Slot((Cause.ISSUE_BOUND,)),
+            Slot((Cause.STALL,)),
+            UNSEEN_HERE,
+        ),
+    ),
+}
+
+# what is said where a story says nothing: the pipes' section, or under both SOL lines the stalls
+# (profiled where none were captured)
+UNSEEN: dict[Bottleneck, Unseen] = {
+    Bottleneck.COMPUTE: Unseen("ComputeWorkloadAnalysis", quoted=True, profile=False),
+    Bottleneck.LATENCY: Unseen("WarpStateStats", quoted=False, profile=True),
+    Bottleneck.BALANCED: Unseen("ComputeWorkloadAnalysis", quoted=True, profile=False),
+}
+
+# said first (judged once the story is told): a short stream as fast as a copy of its bytes,
+# whose stalls and shape are a copy's too
+_AT_SIZE_ROOF = (Slot((Cause.AT_SIZE_ROOF,)),)
+BEFORE: dict[Bottleneck, tuple[Slot, ...]] = {
+    Bottleneck.LATENCY: _AT_SIZE_ROOF,
+    Bottleneck.BALANCED: _AT_SIZE_ROOF,
+}
+
+# at a roof only fewer bytes help: said, the other causes stay as facts without these steps
+DEMOTED: dict[Cause, frozenset[Action]] = {
+    Cause.AT_ROOF: STREAM_STEPS,
+    Cause.AT_SIZE_ROOF: STREAM_STEPS,
+}
+
+# short of the copy roof, or near it while a sibling streams the same bytes faster
+SHORT = frozenset({Cause.SHORT_OF_ROOF, Cause.SIBLING_FASTER})
+
+# short with no other cause named (said with a step): the first tier that says anything is why
+WHY_SHORT: tuple[tuple[Slot | Teller, ...], ...] = (
+    # the dominant stall (one a faster sibling shares points at it: catalogue._stall)
+    (Slot((Cause.STALL,)),),
+    # the launch shape (a chain's launch overhead is no reason a stream falls short: a fact)
+    (Slot((Cause.LAUNCH_OVERHEAD,), fact=True), *SHAPE[1:]),
+    (_bytes_in_flight,),
+)
+
+# a cause said with no step beside a named one, while a sibling sharing this is measurably
+# faster: what differs between the two is its step (the first add_rmsnorm, told only to keep its
+# re-read on chip, while Liger asked for 25% fewer load bytes)
+SIBLING_STEP: dict[Cause, str] = {Cause.SHORT_OF_ROOF: "bytes"}
+
+
+# --- the engine ---------------------------------------------------------------------------------
+
+
+def tell(
+    kind: Bottleneck, rec: LaunchRecord, ctx: Context, ev: Evidence, outcomes: catalogue.Outcomes
+) -> tuple[Unit | None, list[Said]]:
+    """The unit the launch is bound on and its causes, each with its steps, in order."""
+    story, sc = STORIES[kind], Scene(rec, ctx, ev, outcomes)
+    found = [_fill(sc, slot) for slot in OPENING]
+    for cause, own in UNSAID.items():
+        hit = outcomes.found.get(cause)
+        if hit is not None and cause in outcomes.refuted:
+            for key, value in hit.evidence.items():
+                if key.startswith(own):
+                    ev.put(key, value)
+    unit = story.judge(rec, ev) if story.judge else None
+    sc.flags = _flags(rec, ctx, outcomes, unit)
+    for slot in story.look:
+        _fill(sc, slot)
+    for slot in story.slots:
+        if slot is UNSEEN_HERE:
+            found += [] if any(found) else [_unseen(sc, UNSEEN[kind])]
+        else:
+            found.append(_fill(sc, slot))
+    found = [*filter(None, (_fill(sc, s) for s in BEFORE.get(kind, ()))), *found]
+    roof = next((s for s in found if s and s[0].cause in DEMOTED), None)
+    if roof:
+        found = [s if s is roof else _without(s, DEMOTED[roof[0].cause]) for s in found]
+    if any(s and s[0].cause in SHORT for s in found) and not any(
+        s and s[1] and s[0].cause not in SHORT for s in found
+    ):
+        for tier in WHY_SHORT:
+            if said := [s for slot in tier if (s := _fill(sc, slot))]:
+                found += said
+                break
+    elif ctx.siblings:
+        found = [(s[0], [match(same)]) if s and not s[1] and (same := SIBLING_STEP.get(s[0].cause))
+                 and ctx.siblings.faster(same) is not None else s for s in found]  # fmt: skip
+    said: list[Said] = []
+    for s in found:  # one reason per cause (a small grid is both a shape and a matmul cause)
+        if s and s[0].cause not in outcomes.refuted and all(s[0].cause != x[0].cause for x in said):
+            said.append(s)
+    if any(r.cause in story.launch and not r.detail.get("refuted") for r, _ in said):
+        unit = Unit.LAUNCH  # a refuted grid is no launch bound
+    if unit is None and story.lead and said:
+        unit = catalogue.unit_of(outcomes, said[0][0].cause)
+    return unit, said
+
+
+def _fill(sc: Scene, slot: Slot | Teller) -> Said | None:
+    """A slot's cause said (the first of its causes found, each said once), or what a teller
+    says; None where the slot's flag does not hold, nothing is found, or it is a fact."""
+    if callable(slot):
+        return slot(sc)
+    if slot.when and not sc.flags[slot.when]:
+        return None
+    said = None
+    for cause in slot.causes:
+        hit = sc.outcomes.by_entry.get(cause)
+        cause = (hit.cause or cause) if hit else cause  # where the entry's judgment ended
+        if (cause, slot.kind) not in sc.memo:
+            kind = slot.kind or sc.rec.kind
+            sc.memo[cause, slot.kind] = catalogue.said(sc.outcomes, cause, kind, sc.ev)
+        if said := sc.memo[cause, slot.kind]:
+            break
+    if said and slot.bare and sc.flags[slot.bare[0]]:
+        said = _without(said, slot.bare[1])
+    return None if slot.fact else said
+
+
+def _flags(
+    rec: LaunchRecord, ctx: Context, outcomes: catalogue.Outcomes, unit: Unit | None
+) -> dict[str, bool]:
+    """Whether each of FLAGS holds for this launch (read from the record and its context once)."""
+    chain = (rec.kernel_count or 1) > 1
+    flops, model = rec.model_flops, rec.model_bytes
+    dense = bool(flops and model) and flops / model >= th.MATMUL_INTENSITY_FLOP_PER_BYTE
+    grid, sms = rec.grid_size, ctx.device.sm_count
+    capped = Cause.LOW_THEORETICAL_OCCUPANCY in outcomes.found and (
+        Cause.LOW_THEORETICAL_OCCUPANCY not in outcomes.refuted
     )
-    return Reason(Cause.NO_CAUSE_SEEN), [step]
-
-
-def _open(section: str) -> Said:
-    return Reason(Cause.NO_CAUSE_SEEN, [], {"section": section}), [
-        Advice(Action.OPEN_NCU, [], {"section": section})
-    ]
+    levels = [v for v in (rec.memory_pct, rec.dram_pct, rec.l2_pct, rec.l1_pct) if v is not None]
+    return {
+        "chain": chain,
+        "solo": not chain,
+        "matrix": rec.matrix,
+        "plain": not rec.matrix,
+        "tiles": rec.matrix and (unit != Unit.DRAM or dense),
+        "loads_short": grid is not None and bool(sms) and grid >= sms and not capped,
+        "memory_idle": bool(levels) and max(levels) < th.LATENCY_BOUND_PCT,
+    }
