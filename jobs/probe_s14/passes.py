@@ -8,6 +8,7 @@ counter pass costs without them. Run on the H200 from the checkout root:
 2. The stored GPT run's gate (tests/data/workloads/gpt_train-*/gate.json) under ncu as the counter
    pass runs it, with the full set and with each costly family left out, and the program alone.
 """
+
 import argparse
 import json
 import re
@@ -24,19 +25,29 @@ FAMILIES = {
     "sass": "smsp__sass_",
     "pcsamp": "smsp__pcsamp_",
     "atomic_l2": "lts__d_atomic",
-    "atomic_l1": ("l1tex__t_requests_pipe_lsu_mem_global_op_atom",
-                  "l1tex__t_requests_pipe_lsu_mem_global_op_red"),
+    "atomic_l1": (
+        "l1tex__t_requests_pipe_lsu_mem_global_op_atom",
+        "l1tex__t_requests_pipe_lsu_mem_global_op_red",
+    ),
     "shared": ("l1tex__data_bank_conflicts", "l1tex__data_pipe_lsu_wavefronts_mem_shared"),
     "tensor_inst": "sm__inst_executed_pipe_tensor_op_",
     "pipes": ("sm__pipe_", "sm__inst_executed_pipe_xu", "sm__inst_executed_pipe_lsu"),
-    "l1_sectors": ("l1tex__t_sectors_pipe_lsu_mem_global", "l1tex__t_requests_pipe_lsu_mem_global_op_ld",
-                   "l1tex__t_requests_pipe_lsu_mem_global_op_st"),
+    "l1_sectors": (
+        "l1tex__t_sectors_pipe_lsu_mem_global",
+        "l1tex__t_requests_pipe_lsu_mem_global_op_ld",
+        "l1tex__t_requests_pipe_lsu_mem_global_op_st",
+    ),
     "local": "l1tex__t_bytes_pipe_lsu_mem_local",
     "inst": ("smsp__inst_executed.sum", "smsp__inst_executed_op_"),
     "issue": "smsp__issue_active",
     "hit_rates": ("lts__t_sector_hit_rate", "l1tex__t_sector_hit_rate"),
-    "sol": ("dram__throughput", "gpu__compute_memory_throughput", "sm__throughput",
-            "l1tex__throughput", "lts__throughput"),
+    "sol": (
+        "dram__throughput",
+        "gpu__compute_memory_throughput",
+        "sm__throughput",
+        "l1tex__throughput",
+        "lts__throughput",
+    ),
 }
 
 
@@ -60,8 +71,12 @@ def run(argv, env=None, timeout=300):
     wall = time.perf_counter() - t
     out = p.stdout + p.stderr
     passes = [int(x) for x in PASSES.findall(out)]
-    return {"rc": p.returncode, "wall_s": round(wall, 3), "passes": passes,
-            "tail": out[-600:] if p.returncode or not passes else ""}
+    return {
+        "rc": p.returncode,
+        "wall_s": round(wall, 3),
+        "passes": passes,
+        "tail": out[-600:] if p.returncode or not passes else "",
+    }
 
 
 def tiny_sets(report):
@@ -74,11 +89,14 @@ def tiny_sets(report):
     rows["sections_only"] = run(ncu_argv([], PROFILE_SECTIONS, [], report) + tiny)
     for name, prefix in FAMILIES.items():
         drop = set(family(prefix))
-        rows[f"-{name}"] = run(ncu_argv([m for m in full if m not in drop], PROFILE_SECTIONS, [],
-                                        report) + tiny)
+        rows[f"-{name}"] = run(
+            ncu_argv([m for m in full if m not in drop], PROFILE_SECTIONS, [], report) + tiny
+        )
         rows[f"-{name}"]["dropped"] = sorted(drop)
     for m in full:
-        rows[f"-{m}"] = run(ncu_argv([x for x in full if x != m], PROFILE_SECTIONS, [], report) + tiny)
+        rows[f"-{m}"] = run(
+            ncu_argv([x for x in full if x != m], PROFILE_SECTIONS, [], report) + tiny
+        )
     return rows
 
 
@@ -89,11 +107,28 @@ def gpt(report, families, rounds):
     gate.write_text((runs[-1] / "gate.json").read_text())
     c = man["counters"]
     pattern = "|".join(re.escape(n) for n in c["kernel_names"])
-    extra = ["--profile-from-start", "off", "--nvtx", "--kernel-name-base", "function",
-             "--kernel-name", f"regex:^(?:{pattern})$", "--launch-count", str(c["launch_count"])]
+    extra = [
+        "--profile-from-start",
+        "off",
+        "--nvtx",
+        "--kernel-name-base",
+        "function",
+        "--kernel-name",
+        f"regex:^(?:{pattern})$",
+        "--launch-count",
+        str(c["launch_count"]),
+    ]
     program = ["examples/gpt_train.py", "--steps", "20", "--last", "10"]
-    child = [sys.executable, "-m", "profkit.workload.child", "--no-profile", "--gate", str(gate),
-             "--", *program]
+    child = [
+        sys.executable,
+        "-m",
+        "profkit.workload.child",
+        "--no-profile",
+        "--gate",
+        str(gate),
+        "--",
+        *program,
+    ]
     full = list(PROFILE_METRICS)
     variants = {"full": full}
     for name in families:
@@ -104,6 +139,7 @@ def gpt(report, families, rounds):
         variants["-" + "-".join(families)] = [m for m in full if m not in drop]
     rows = {}
     import os
+
     with child_environ():
         env = dict(os.environ)
         rows["alone_0"] = run([sys.executable, *program], env)
@@ -111,8 +147,9 @@ def gpt(report, families, rounds):
             for name, metrics in variants.items():
                 if r and name != "full" and name != list(variants)[-1]:
                     continue  # later rounds: the full set and the leanest one only
-                rows[f"{name}#{r}"] = run(ncu_argv(metrics, PROFILE_SECTIONS, extra, report) + child,
-                                          env, timeout=400)
+                rows[f"{name}#{r}"] = run(
+                    ncu_argv(metrics, PROFILE_SECTIONS, extra, report) + child, env, timeout=400
+                )
             rows[f"alone_{r + 1}"] = run([sys.executable, *program], env)
     return rows
 
@@ -127,8 +164,17 @@ def main():
     Path(a.out).write_text(json.dumps(result, indent=1))
     t = result["tiny"]
     full = max(t["full"]["passes"] or [0])
-    print("tiny alone", t["alone"]["wall_s"], "s; full", full, "passes;", "metrics only",
-          t["metrics_only"]["passes"], "sections only", t["sections_only"]["passes"])
+    print(
+        "tiny alone",
+        t["alone"]["wall_s"],
+        "s; full",
+        full,
+        "passes;",
+        "metrics only",
+        t["metrics_only"]["passes"],
+        "sections only",
+        t["sections_only"]["passes"],
+    )
     saves = {}
     for k, v in t.items():
         if k.startswith("-") and v["passes"] and max(v["passes"]) < full:
@@ -137,13 +183,17 @@ def main():
             print("no passes read:", k, v["rc"], v["tail"][-200:])
     for k, d in sorted(saves.items(), key=lambda kv: -kv[1]):
         print(f"  {k}: -{d} pass(es)")
-    costly = [k[1:] for k, d in sorted(saves.items(), key=lambda kv: -kv[1]) if k[1:] in FAMILIES][:4]
+    costly = [k[1:] for k, d in sorted(saves.items(), key=lambda kv: -kv[1]) if k[1:] in FAMILIES][
+        :4
+    ]
     result["costly_families"] = costly
     result["gpt"] = gpt(report, costly, a.rounds)
     Path(a.out).write_text(json.dumps(result, indent=1))
     for k, v in result["gpt"].items():
-        print(f"gpt {k:40s} {v['wall_s']:7.2f} s  rc {v['rc']}  launches {len(v['passes'])} "
-              f"passes {sum(v['passes'])}")
+        print(
+            f"gpt {k:40s} {v['wall_s']:7.2f} s  rc {v['rc']}  launches {len(v['passes'])} "
+            f"passes {sum(v['passes'])}"
+        )
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ fixed sampling interval (no 'auto' search) keeps the sampled stall shares. Run o
 Each variant is the stored GPT run's gate under ncu as the counter pass runs it (passes.py's
 command) plus extra ncu options; each report's per-launch sample count and stall shares are kept.
 """
+
 import argparse
 import json
 import os
@@ -14,6 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 import passes  # noqa: E402
+
 from profkit.counters.metrics import PROFILE_METRICS, PROFILE_SECTIONS, SAMPLE_COUNT, SAMPLED_STALLS  # noqa: E402
 from profkit.counters.ncu_rep import import_ncu_report  # noqa: E402
 from profkit.workload.program import child_environ  # noqa: E402
@@ -36,14 +38,20 @@ def shares(report):
         for a in range(rng.num_actions()):
             act = rng.action_by_idx(a)
 
-            def val(name):
+            def val(name, act=act):
                 m = act.metric_by_name(name)
                 return None if m is None else m.as_double()
 
             n = val(SAMPLE_COUNT)
-            row = {"kernel": act.name(), "samples": n, "ms": (val("gpu__time_duration.sum") or 0) / 1e6}
+            row = {
+                "kernel": act.name(),
+                "samples": n,
+                "ms": (val("gpu__time_duration.sum") or 0) / 1e6,
+            }
             if n:
-                row.update({k: round(100 * (val(v) or 0) / n, 2) for k, v in SAMPLED_STALLS.items()})
+                row.update(
+                    {k: round(100 * (val(v) or 0) / n, 2) for k, v in SAMPLED_STALLS.items()}
+                )
             out.append(row)
     return out
 
@@ -58,11 +66,28 @@ def main():
     gate.write_text((runs[-1] / "gate.json").read_text())
     c = man["counters"]
     pattern = "|".join(passes.re.escape(n) for n in c["kernel_names"])
-    extra = ["--profile-from-start", "off", "--nvtx", "--kernel-name-base", "function",
-             "--kernel-name", f"regex:^(?:{pattern})$", "--launch-count", str(c["launch_count"])]
+    extra = [
+        "--profile-from-start",
+        "off",
+        "--nvtx",
+        "--kernel-name-base",
+        "function",
+        "--kernel-name",
+        f"regex:^(?:{pattern})$",
+        "--launch-count",
+        str(c["launch_count"]),
+    ]
     program = ["examples/gpt_train.py", "--steps", "20", "--last", "10"]
-    child = [sys.executable, "-m", "profkit.workload.child", "--no-profile", "--gate", str(gate),
-             "--", *program]
+    child = [
+        sys.executable,
+        "-m",
+        "profkit.workload.child",
+        "--no-profile",
+        "--gate",
+        str(gate),
+        "--",
+        *program,
+    ]
     full = list(PROFILE_METRICS)
     lean = [m for m in full if not m.startswith("smsp__pcsamp_")]
     result = {}
@@ -92,7 +117,8 @@ def main():
                 b = base.get(s["kernel"] + str(i))
                 if b and s.get("samples") and b.get("samples"):
                     worst = max(worst, max(abs(s[r] - b[r]) for r in SAMPLED_STALLS))
-            line += f" samples {min(samples):.0f}-{max(samples):.0f} worst share diff vs auto#0 {worst:.1f}"
+            line += f" samples {min(samples):.0f}-{max(samples):.0f}"
+            line += f" worst share diff vs auto#0 {worst:.1f}"
         print(line)
 
 

@@ -1,5 +1,6 @@
-"""One vector-add launch through the CUDA driver API (ctypes, a PTX kernel): a program that starts in
-a fraction of a second, so ncu's replay-pass count can be read for many metric sets."""
+"""One vector-add launch through the CUDA driver API (ctypes, a PTX kernel): a program that
+starts in a fraction of a second, so ncu's replay-pass count can be read for many metric sets."""
+
 import ctypes
 import sys
 
