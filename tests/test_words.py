@@ -5,8 +5,14 @@ from __future__ import annotations
 
 from stored_runs import explained
 
-from profkit.explain.model import Cause, Reason, Verdict
-from profkit.explain.phrases import REASON_WORDS, advice_text, reason_text
+from profkit.explain.model import Advice, Cause, Reason, Verdict
+from profkit.explain.phrases import (
+    ADVICE_TEXT,
+    REASON_WORDS,
+    STEP_WORDS,
+    advice_text,
+    reason_text,
+)
 
 SUM = "sum-20261130-235702-vm-d23604"
 
@@ -52,3 +58,17 @@ def test_the_dominant_stall_has_one_denominator() -> None:
     assert rec.dominant_stall == ("wait", 40.0, 0.4)
     assert rec.captured_stall_share("barrier") == rec.stall_share("barrier") == 0.3
     assert rec.captured_stall_share("membar") is None
+
+
+def test_every_step_words_row_is_reached_by_its_own_detail() -> None:
+    """STEP_WORDS is first-match: a row an earlier row of its action always shadows would never
+    be said. Each row whose condition is keys gets its own words from a detail holding just
+    those keys (and the names its words read), never an earlier row's or the plain text."""
+    for row in STEP_WORDS:
+        if callable(row.when):
+            continue
+        d = {k: True for k in row.when} | {"library": "liger", "sibling": "triton", "pipe": "fma"}
+        said = advice_text(Advice(row.action, detail=d))
+        assert said == (row.words if isinstance(row.words, str) else row.words(d)), row
+        if row.when:
+            assert said != ADVICE_TEXT[row.action], row

@@ -851,136 +851,193 @@ ADVICE_TEXT: dict[Action, str] = {
 }
 
 
+def _lib(d: Mapping) -> str:
+    return str(d["library"]).replace("_", " ")
+
+
+def _use_sibling(d: Mapping) -> str:
+    # a faster sibling of code the user does not write: another backend (filters.fit_advice)
+    work = "does the same FLOPs" if d.get("same") == "flops" else "moves the same bytes"
+    return (
+        f"it is {_lib(d)} code, not the user's to change: use {d['sibling']} for this op "
+        f"instead (another backend), which {work} in "
+        f"{format_value('_pct', d.get('time_share_pct'))} of the time"
+    )
+
+
+def _more_programs_matmul(d: Mapping) -> str:
+    cited = ", ".join(
+        f"{label} {format_value(key, d[key])}"
+        for key, label in (
+            ("grid_size", "grid"),
+            ("waves_per_sm", "waves per SM"),
+            ("dram_throughput_pct", "DRAM"),
+        )  # fmt: skip
+        if d.get(key) is not None
+    )
+    return (
+        "launch more programs, not larger tiles: smaller tiles along N or K, split-K or "
+        f"stream-K, so every SM holds work ({cited})"
+    )
+
+
+@dataclass(frozen=True)
+class StepWords:
+    """A step's words where its detail holds `when` (keys that must be set, or a test of the
+    detail): text, or a function of the detail. First row for the action that holds wins; else
+    ADVICE_TEXT[action]. The detail carries the decisions (owner, kind, cause's flags); this
+    only words them."""
+
+    action: Action
+    words: str | Callable[[Mapping], str]
+    when: tuple[str, ...] | Callable[[Mapping], bool] = ()
+
+    def holds(self, d: Mapping) -> bool:
+        return self.when(d) if callable(self.when) else all(d.get(k) for k in self.when)
+
+
+STEP_WORDS: tuple[StepWords, ...] = (
+    StepWords(
+        Action.FUSE,
+        lambda d: (
+            f"it is {_lib(d)} library code: fuse it away (torch.compile or a fused "
+            "kernel) rather than tune it"
+        ),
+        ("library",),
+    ),
+    # one large program per SM (catalogue's one_block_per_sm), by owner
+    StepWords(
+        Action.LIBRARY_OPTIONS,
+        lambda d: (
+            f"it is {_lib(d)} library code, whose launch shape (one large program per SM) "
+            "the library fixes: change the call (its options, another formulation of the op) "
+            "or use another backend for the op that runs several smaller programs per SM"
+        ),
+        ("one_block", "library"),
+    ),
+    StepWords(
+        Action.COMPILER_OPTIONS,
+        # Inductor fixed the reduction's num_warps; its coordinate-descent tuner searches it
+        "it is Triton code torch.compile generated, one large program per SM: let Inductor "
+        "search num_warps and the block sizes (torch._inductor.config."
+        "coordinate_descent_tuning = True), or give it another formulation of the op; the "
+        "source lines map to Inductor's generated file",
+        ("one_block",),
+    ),
+    StepWords(
+        Action.MORE_PROGRAMS,
+        "run several programs per SM: fewer warps per program (num_warps 4-8 rather than "
+        "32), or each row split over several programs (a split reduction), so one "
+        "program's loads are in flight while another waits at its barriers",
+        ("one_block",),
+    ),
+    StepWords(
+        Action.LIBRARY_SHAPES,
+        lambda d: (
+            f"it is {_lib(d)} library code, a whole op fused already: gains come from "
+            "what it is given (precision; layouts and sizes it favours, e.g. channels-last, "
+            "head or channel dims in multiples of 64) or from another backend for the op (for "
+            "attention, SDPA's flash or memory-efficient kernels), not from fusing it"
+        ),
+        lambda d: d.get("library") in FUSED_OPS or bool(d.get("whole_op")),
+    ),
+    StepWords(
+        Action.PRIVATIZE_ATOMICS,
+        # library atomics (ATen's scatter_add_, index_add_): the call's formulation, not its code
+        "reduce before the atomics: combine updates to the same address first (sort or "
+        "bucket the indices and reduce each run, e.g. a segment reduction, or bincount-style "
+        "per-block counts merged once), so few updates reach one L2 address; fusing keeps "
+        "the atomics",
+        ("library",),
+    ),
+    StepWords(
+        Action.INDEX_LOCALITY,
+        "give the scatter locality: sort or bucket the indices (combining duplicates before "
+        "the atomics), so a warp's updates share L2 sectors",
+        ("atomics",),
+    ),
+    StepWords(Action.LIBRARY_OPTIONS, _use_sibling, ("use_sibling",)),
+    StepWords(
+        Action.LIBRARY_OPTIONS,
+        # a chain of library launches only (catalogue.CONFLICTS' library_chain)
+        "its launches are all library code (a fused library op is the fused form already), "
+        "so there is nothing of the user's to fuse: gains come from the op's options (chunk "
+        "sizes, precision), another formulation of it, or another backend for it",
+        ("library_chain",),
+    ),
+    StepWords(
+        Action.LIBRARY_OPTIONS,
+        # a library sort or scan (catalogue.CONFLICTS): a whole pass, another formulation
+        lambda d: (
+            f"it is {_lib(d)} library code that fusing does not remove (a sort or a scan "
+            "is a whole pass): ask for less of it (top-k or a partial sort instead of a full sort, "
+            "a segmented op, narrower keys, keys only) or use another backend for the op"
+        ),
+        lambda d: d.get("instead_of") == "fuse",
+    ),
+    StepWords(
+        Action.LIBRARY_OPTIONS,
+        lambda d: (
+            f"it is {_lib(d)} library code, attention fused already: gains come from "
+            "another backend for the op (SDPA's flash, cuDNN or memory-efficient kernels; "
+            "FlashAttention-3 on Hopper) or its options (causal masks, head dims in multiples of "
+            "64, precision), not from its tiles"
+        ),
+        lambda d: d.get("whole_op") == "attention",
+    ),
+    StepWords(
+        Action.LIBRARY_SHAPES,  # its Tensor Cores busy
+        "it is library code near its roof: gains come from precision (bf16, fp8), shapes "
+        "(multiples of the tile, batching small GEMMs) or fusing the epilogue",
+        ("near_roof",),
+    ),
+    StepWords(
+        Action.CUT_INSTRUCTIONS,
+        lambda d: (
+            f"cut instructions on the {str(d['pipe']).upper()} pipe (fewer conversions "
+            "and index math; exp2 with a folded scale instead of exp)"
+        ),
+        ("pipe",),
+    ),
+    StepWords(Action.MORE_PROGRAMS, _more_programs_matmul, ("matmul",)),
+    StepWords(Action.MATCH_SIBLING, lambda d: _sibling_step(d)),
+    StepWords(
+        Action.CUDA_GRAPH,
+        # device time is measured by graph replay: a graph or less host work cannot reach it
+        "the loss is in device time, which host-side fixes (CUDA graphs) do not reach: do "
+        "more work per launch, or fuse the kernel with its neighbours, so the launch's fixed "
+        "cost on the GPU is paid once",
+        ("device_loss",),
+    ),
+    StepWords(
+        Action.FIX_CORRECTNESS,
+        "check the reference (and make_inputs) first: the baselines disagree with it too, "
+        "so the reference is the suspect",
+        lambda d: d.get("suspect") == "reference",
+    ),
+    StepWords(
+        Action.OPEN_NCU,
+        lambda d: f"open {d.get('section', 'the details page')} in Nsight Compute",
+    ),
+    StepWords(
+        Action.FEWER_BYTES,
+        "nothing left to tune at this size: the gap to the roof is under the practical "
+        "floor, so only fewer bytes (fusing with its neighbours) or fewer launches help",
+        ("under_floor",),
+    ),
+)
+_STEP_WORDS_BY_ACTION: dict[Action, list[StepWords]] = {}
+for _s in STEP_WORDS:
+    _STEP_WORDS_BY_ACTION.setdefault(_s.action, []).append(_s)
+
+
 def advice_text(step: Advice) -> str:
     d = step.detail
-    if step.action == Action.FUSE and d.get("library"):
-        text = (
-            f"it is {d['library'].replace('_', ' ')} library code: fuse it away "
-            "(torch.compile or a fused kernel) rather than tune it"
-        )
-    elif step.action == Action.LIBRARY_OPTIONS and d.get("one_block") and d.get("library"):
-        # one large program per SM in code the user calls (catalogue's one_block_per_sm)
-        text = (
-            f"it is {d['library'].replace('_', ' ')} library code, whose launch shape (one large "
-            "program per SM) the library fixes: change the call (its options, another "
-            "formulation of the op) or use another backend for the op that runs several "
-            "smaller programs per SM"
-        )
-    elif step.action == Action.COMPILER_OPTIONS and d.get("one_block"):
-        # Inductor fixed the reduction's num_warps; its coordinate-descent tuner searches it
-        text = (
-            "it is Triton code torch.compile generated, one large program per SM: let Inductor "
-            "search num_warps and the block sizes (torch._inductor.config."
-            "coordinate_descent_tuning = True), or give it another formulation of the op; the "
-            "source lines map to Inductor's generated file"
-        )
-    elif step.action == Action.MORE_PROGRAMS and d.get("one_block"):
-        text = (
-            "run several programs per SM: fewer warps per program (num_warps 4-8 rather than "
-            "32), or each row split over several programs (a split reduction), so one "
-            "program's loads are in flight while another waits at its barriers"
-        )
-    elif step.action == Action.LIBRARY_SHAPES and (
-        d.get("library") in FUSED_OPS or d.get("whole_op")
-    ):
-        text = (
-            f"it is {d['library'].replace('_', ' ')} library code, a whole op fused already: gains "
-            "come from what it is given (precision; layouts and sizes it favours, e.g. "
-            "channels-last, head or channel dims in multiples of 64) or from another backend for "
-            "the op (for attention, SDPA's flash or memory-efficient kernels), not from fusing it"
-        )
-    elif step.action == Action.PRIVATIZE_ATOMICS and d.get("library"):
-        # library atomics (ATen's scatter_add_, index_add_): the call's formulation, not its code
-        text = (
-            "reduce before the atomics: combine updates to the same address first (sort or "
-            "bucket the indices and reduce each run, e.g. a segment reduction, or bincount-style "
-            "per-block counts merged once), so few updates reach one L2 address; fusing keeps "
-            "the atomics"
-        )
-    elif step.action == Action.INDEX_LOCALITY and d.get("atomics"):
-        text = (
-            "give the scatter locality: sort or bucket the indices (combining duplicates before "
-            "the atomics), so a warp's updates share L2 sectors"
-        )
-    elif step.action == Action.LIBRARY_OPTIONS and d.get("use_sibling"):
-        # a faster sibling of code the user does not write: another backend (filters.fit_advice)
-        work = "does the same FLOPs" if d.get("same") == "flops" else "moves the same bytes"
-        text = (
-            f"it is {d['library'].replace('_', ' ')} code, not the user's to change: use "
-            f"{d['sibling']} for this op instead (another backend), which {work} in "
-            f"{format_value('_pct', d.get('time_share_pct'))} of the time"
-        )
-    elif step.action == Action.LIBRARY_OPTIONS and d.get("library_chain"):
-        # a chain of library launches only (catalogue.CONFLICTS' library_chain)
-        text = (
-            "its launches are all library code (a fused library op is the fused form already), "
-            "so there is nothing of the user's to fuse: gains come from the op's options (chunk "
-            "sizes, precision), another formulation of it, or another backend for it"
-        )
-    elif step.action == Action.LIBRARY_OPTIONS and d.get("instead_of") == "fuse":
-        # a library sort or scan (catalogue.CONFLICTS): a whole pass, another formulation
-        text = (
-            f"it is {d['library'].replace('_', ' ')} library code that fusing does not remove (a "
-            "sort or a scan is a whole pass): "
-            "ask for less of it (top-k or a partial sort instead of a full sort, a segmented op, "
-            "narrower keys, keys only) or use another backend for the op"
-        )
-    elif step.action == Action.LIBRARY_OPTIONS and d.get("whole_op") == "attention":
-        text = (
-            f"it is {d['library'].replace('_', ' ')} library code, attention fused already: gains "
-            "come from another backend for the op (SDPA's flash, cuDNN or memory-efficient "
-            "kernels; FlashAttention-3 on Hopper) or its options (causal masks, head dims in "
-            "multiples of 64, precision), not from its tiles"
-        )
-    elif step.action == Action.LIBRARY_SHAPES and d.get("near_roof"):  # its Tensor Cores busy
-        text = (
-            "it is library code near its roof: gains come from precision (bf16, fp8), shapes "
-            "(multiples of the tile, batching small GEMMs) or fusing the epilogue"
-        )
-    elif step.action == Action.LIBRARY_SHAPES and d.get("library"):
-        text = ADVICE_TEXT[Action.LIBRARY_SHAPES]
-    elif step.action == Action.CUT_INSTRUCTIONS and d.get("pipe"):
-        text = (
-            f"cut instructions on the {str(d['pipe']).upper()} pipe (fewer conversions and "
-            "index math; exp2 with a folded scale instead of exp)"
-        )
-    elif step.action == Action.MORE_PROGRAMS and d.get("matmul"):
-        cited = ", ".join(
-            f"{label} {format_value(key, d[key])}"
-            for key, label in (
-                ("grid_size", "grid"),
-                ("waves_per_sm", "waves per SM"),
-                ("dram_throughput_pct", "DRAM"),
-            )  # fmt: skip
-            if d.get(key) is not None
-        )
-        text = (
-            "launch more programs, not larger tiles: smaller tiles along N or K, split-K or "
-            f"stream-K, so every SM holds work ({cited})"
-        )
-    elif step.action == Action.MATCH_SIBLING:
-        text = _sibling_step(d)
-    elif step.action == Action.CUDA_GRAPH and d.get("device_loss"):
-        # device time is measured by graph replay: a graph or less host work cannot reach it
-        text = (
-            "the loss is in device time, which host-side fixes (CUDA graphs) do not reach: do "
-            "more work per launch, or fuse the kernel with its neighbours, so the launch's fixed "
-            "cost on the GPU is paid once"
-        )
-    elif step.action == Action.FIX_CORRECTNESS and d.get("suspect") == "reference":
-        text = (
-            "check the reference (and make_inputs) first: the baselines disagree with it too, "
-            "so the reference is the suspect"
-        )
-    elif step.action == Action.OPEN_NCU:
-        text = f"open {d.get('section', 'the details page')} in Nsight Compute"
-    elif step.action == Action.FEWER_BYTES and d.get("under_floor"):
-        text = (
-            "nothing left to tune at this size: the gap to the roof is under the practical "
-            "floor, so only fewer bytes (fusing with its neighbours) or fewer launches help"
-        )
-    else:
+    row = next((w for w in _STEP_WORDS_BY_ACTION.get(step.action, ()) if w.holds(d)), None)
+    if row is None:
         text = ADVICE_TEXT[step.action]
+    else:
+        text = row.words if isinstance(row.words, str) else row.words(d)
     if d.get("gain_us") is not None:
         text += f" (up to {format_value('_us', d['gain_us'])} to gain)"
     if d.get("launch"):  # one launch of several: the step is for it
