@@ -22,7 +22,6 @@ from profkit.workload.program import child_environ  # noqa: E402
 
 VARIANTS = {
     "auto": [],
-    "maxpasses1": ["--sampling-max-passes", "1"],
     "interval5": ["--sampling-interval", "5"],
     "nopcsamp": None,
 }
