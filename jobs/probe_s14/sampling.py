@@ -22,8 +22,7 @@ from profkit.workload.program import child_environ  # noqa: E402
 
 VARIANTS = {
     "auto": [],
-    "interval5": ["--sampling-interval", "5"],
-    "nopcsamp": None,
+    "interval5": ["--warp-sampling-interval", "5"],
 }
 
 
