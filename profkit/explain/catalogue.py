@@ -100,7 +100,6 @@ class Outcome:
     detail: dict = field(default_factory=dict)  # the reason's and its step's
     steps: tuple[Advice, ...] | None = None  # Found.steps
     cause: Cause | None = None  # Found.cause, else the entry's
-    owner: Owner = Owner.USER  # the record's (Entry.owners picks the remedy by it)
 
 
 # --- tests: each reads the record only --------------------------------------------------------
@@ -929,6 +928,7 @@ class Outcomes(list):
     by_entry: dict[Cause, Outcome]
     refuted: frozenset[Cause]
     not_measured: list[str]
+    owner: Owner  # the record's: Entry.owners picks the remedy by it
 
 
 def evaluate(rec: LaunchRecord) -> Outcomes:
@@ -953,11 +953,11 @@ def evaluate(rec: LaunchRecord) -> Outcomes:
         if isinstance(result, Found):
             out.append(Outcome(entry, "found", result.evidence, keys=result.keys,
                                detail=result.detail, steps=result.steps,
-                               cause=result.cause, owner=rec.owner))  # fmt: skip
+                               cause=result.cause))  # fmt: skip
             continue
         minor = entry.minor(rec) if result and entry.minor else None
-        out.append(Outcome(entry, "found" if result else "absent", result or {}, minor=minor,
-                           owner=rec.owner))  # fmt: skip
+        out.append(Outcome(entry, "found" if result else "absent", result or {}, minor=minor))
+    out.owner = rec.owner
     out.found, out.by_entry = {}, {}
     for o in out:
         if o.status == "found":
@@ -1008,7 +1008,7 @@ def said(outcomes: Outcomes, cause: Cause, kernel: KernelKind, ev: Evidence) -> 
         return Reason(cause, keys, {"minor": True}), []
     if hit.steps is not None:
         return Reason(cause, keys, dict(hit.detail)), list(hit.steps)
-    action = hit.entry.remedy(kernel, hit.owner)
+    action = hit.entry.remedy(kernel, outcomes.owner)
     detail = {"pipe": str(hit.entry.unit)} if cause == Cause.PIPE_BUSY else dict(hit.detail)
     return Reason(cause, keys, detail), [Advice(action, keys, detail)] if action else []
 

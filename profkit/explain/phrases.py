@@ -855,9 +855,14 @@ def _lib(d: Mapping) -> str:
     return str(d["library"]).replace("_", " ")
 
 
+def _work(d: Mapping) -> str:
+    """What a faster sibling does the same of: its FLOPs or its bytes."""
+    return "does the same FLOPs" if d.get("same") == "flops" else "moves the same bytes"
+
+
 def _use_sibling(d: Mapping) -> str:
     # a faster sibling of code the user does not write: another backend (filters.fit_advice)
-    work = "does the same FLOPs" if d.get("same") == "flops" else "moves the same bytes"
+    work = _work(d)
     return (
         f"it is {_lib(d)} code, not the user's to change: use {d['sibling']} for this op "
         f"instead (another backend), which {work} in "
@@ -1064,7 +1069,7 @@ def advice_text(step: Advice) -> str:
 
 def _sibling_step(d: Mapping) -> str:
     sibling, share = d.get("sibling"), d.get("time_share_pct")
-    work = "does the same FLOPs" if d.get("same") == "flops" else "moves the same bytes"
+    work = _work(d)
     if d.get("outcome") == "noise":
         text = f"{sibling} {work} in the same time: see what it does differently"
     else:

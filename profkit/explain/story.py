@@ -334,8 +334,7 @@ def _flags(
 ) -> dict[str, bool]:
     """Whether each of FLAGS holds for this launch (read from the record and its context once)."""
     chain = (rec.kernel_count or 1) > 1
-    flops, model = rec.model_flops, rec.model_bytes
-    dense = bool(flops and model) and flops / model >= th.MATMUL_INTENSITY_FLOP_PER_BYTE
+    dense = (rec.flop_per_byte or 0.0) >= th.MATMUL_INTENSITY_FLOP_PER_BYTE
     grid, sms = rec.grid_size, ctx.device.sm_count
     capped = Cause.LOW_THEORETICAL_OCCUPANCY in outcomes.found and (
         Cause.LOW_THEORETICAL_OCCUPANCY not in outcomes.refuted
