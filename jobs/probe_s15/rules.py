@@ -52,8 +52,14 @@ def rules_of(report):
             act = rng.action_by_idx(a)
             for res in act.rule_results():
                 msg = res.rule_message() if res.has_rule_message() else {}
-                out.append([a, res.rule_identifier(), str(msg.get("title", ""))[:60],
-                            str(msg.get("message", ""))[:80]])
+                out.append(
+                    [
+                        a,
+                        res.rule_identifier(),
+                        str(msg.get("title", ""))[:60],
+                        str(msg.get("message", ""))[:80],
+                    ]
+                )
     return out
 
 
@@ -67,23 +73,53 @@ def main():
     gate.write_text((run_dir / "gate.json").read_text())
     names = "|".join(re.escape(n) for n in c["kernel_names"])
     program = ["examples/gpt_train.py", "--steps", "20", "--last", "10"]
-    child = [sys.executable, "-m", "profkit.workload.child", "--no-profile", "--gate", str(gate),
-             "--", *program]
+    child = [
+        sys.executable,
+        "-m",
+        "profkit.workload.child",
+        "--no-profile",
+        "--gate",
+        str(gate),
+        "--",
+        *program,
+    ]
 
     def ncu(report, pattern=names, extra=()):
-        return ["ncu", "--replay-mode", "kernel", "--clock-control", "none", "--cache-control",
-                "all", "--metrics", ",".join(PROFILE_METRICS),
-                *[x for s in PROFILE_SECTIONS for x in ("--section", s)],
-                "--profile-from-start", "off", "--nvtx", "--kernel-name-base", "function",
-                "--kernel-name", f"regex:^(?:{pattern})$", "--launch-count",
-                str(c["launch_count"]), *extra, "-f", "-o", report, *child]
+        return [
+            "ncu",
+            "--replay-mode",
+            "kernel",
+            "--clock-control",
+            "none",
+            "--cache-control",
+            "all",
+            "--metrics",
+            ",".join(PROFILE_METRICS),
+            *[x for s in PROFILE_SECTIONS for x in ("--section", s)],
+            "--profile-from-start",
+            "off",
+            "--nvtx",
+            "--kernel-name-base",
+            "function",
+            "--kernel-name",
+            f"regex:^(?:{pattern})$",
+            "--launch-count",
+            str(c["launch_count"]),
+            *extra,
+            "-f",
+            "-o",
+            report,
+            *child,
+        ]
 
     res = {}
     (out / "ncu-help.txt").write_text(
         subprocess.run(["ncu", "--version"], capture_output=True, text=True).stdout
-        + subprocess.run(["ncu", "--help"], capture_output=True, text=True).stdout)
+        + subprocess.run(["ncu", "--help"], capture_output=True, text=True).stdout
+    )
     with child_environ():
         import os
+
         env = dict(os.environ)
         plan = [
             ("alone#0", [sys.executable, *program]),
@@ -99,19 +135,40 @@ def main():
             res[name] = run(argv, env)
             (out / "probe13.json").write_text(json.dumps(res, indent=1))
     rep, full = "/tmp/p13_norules0.ncu-rep", "/tmp/p13_rules0.ncu-rep"
-    res["import_csv_rules"] = run(["ncu", "-i", rep, "--apply-rules", "yes", "--page", "details",
-                                   "--csv", "--print-details", "all"], keep=out / "offline.csv")
-    res["import_csv_plain"] = run(["ncu", "-i", full, "--page", "details", "--csv",
-                                   "--print-details", "all"], keep=out / "inpass.csv")
-    res["import_text_rules"] = run(["ncu", "-i", rep, "--apply-rules", "yes", "--page",
-                                    "details"], keep="/tmp/p13_offline.txt")
-    res["import_export"] = run(["ncu", "-i", rep, "--apply-rules", "yes", "--export",
-                                "/tmp/p13_applied", "-f"])
-    res["import_o"] = run(["ncu", "-i", rep, "--apply-rules", "yes", "-o", "/tmp/p13_applied2",
-                           "-f"])
-    for key, path in (("rules_in_pass", full), ("rules_norules", rep),
-                      ("rules_export", "/tmp/p13_applied.ncu-rep"),
-                      ("rules_o", "/tmp/p13_applied2.ncu-rep")):
+    res["import_csv_rules"] = run(
+        [
+            "ncu",
+            "-i",
+            rep,
+            "--apply-rules",
+            "yes",
+            "--page",
+            "details",
+            "--csv",
+            "--print-details",
+            "all",
+        ],
+        keep=out / "offline.csv",
+    )
+    res["import_csv_plain"] = run(
+        ["ncu", "-i", full, "--page", "details", "--csv", "--print-details", "all"],
+        keep=out / "inpass.csv",
+    )
+    res["import_text_rules"] = run(
+        ["ncu", "-i", rep, "--apply-rules", "yes", "--page", "details"], keep="/tmp/p13_offline.txt"
+    )
+    res["import_export"] = run(
+        ["ncu", "-i", rep, "--apply-rules", "yes", "--export", "/tmp/p13_applied", "-f"]
+    )
+    res["import_o"] = run(
+        ["ncu", "-i", rep, "--apply-rules", "yes", "-o", "/tmp/p13_applied2", "-f"]
+    )
+    for key, path in (
+        ("rules_in_pass", full),
+        ("rules_norules", rep),
+        ("rules_export", "/tmp/p13_applied.ncu-rep"),
+        ("rules_o", "/tmp/p13_applied2.ncu-rep"),
+    ):
         try:
             res[key] = rules_of(path)
         except Exception as exc:  # a probe: keep what failed
@@ -121,8 +178,10 @@ def main():
     print("offline text: OPT lines", txt.count("OPT "), "WRN lines", txt.count("WRN "))
     for k, v in res.items():
         if isinstance(v, dict):
-            print(f"{k:20s} {v['wall_s']:7.2f} s rc {v['rc']} passes {v['passes']} "
-                  f"out {v['out_bytes']} {v['tail'][-160:]!r}")
+            print(
+                f"{k:20s} {v['wall_s']:7.2f} s rc {v['rc']} passes {v['passes']} "
+                f"out {v['out_bytes']} {v['tail'][-160:]!r}"
+            )
         else:
             print(f"{k:20s} {v if not isinstance(v, list) else len(v)}")
 
