@@ -400,6 +400,9 @@ def test_the_counter_pass_gates_ncu_on_the_chosen_launches_op_calls(
     # the stand-in ncu hands back all nine launches of fx_rmsnorm: three are used
     assert (counters["kernels_profiled"], counters["launches_used"]) == (9, 3)
     assert "counter pass: 9 launches profiled for 3 used" in result.output
+    # its cost against the program's own run time, the pace pass's plain run (issue 33's goal)
+    ratio = counters["wall_s"] / run.manifest["pace"]["child_wall_s"]
+    assert f"{ratio:.2f}x the program run plainly" in " ".join(result.output.split())
     # the stand-in ncu runs no program, so none was stopped
     assert counters["program_stopped"] is False
     again = profile(tmp_path / "again", script, "--top", 3, "--run-to-end")

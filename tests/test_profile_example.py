@@ -89,7 +89,9 @@ def test_the_headline_says_what_the_tables_hold(run: store.Run) -> None:
     c = run.manifest["counters"]
     assert headline.endswith(
         f"Counter pass: ncu profiled {c['kernels_profiled']} launches for the top 10 groups "
-        f"({c['passes']} passes) in {c['wall_s']:.1f} s."
+        f"({c['passes']} passes) in {c['wall_s']:.1f} s, "
+        f"{c['wall_s'] / run.manifest['pace']['child_wall_s']:.2f}x the program run plainly in "
+        f"the pace pass ({run.manifest['pace']['child_wall_s']:.1f} s)."
     )
     rows = {r.split("  ")[1].strip(): r.split()[-4:] for r in table[1:-1]}
     assert list(rows) == list(share.sort_values(ascending=False).index)

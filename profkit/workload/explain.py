@@ -193,7 +193,8 @@ def headline(rows: list[dict], found: Mapping[str, Finding], manifest: Mapping) 
             f" Measured: {region['steps_measured']} step(s), after {region['steps_skipped']} "
             "warm-up step(s)."
         )
-    return text + _pace_text(manifest.get("pace") or {}) + _cost(manifest.get("counters") or {})
+    pace = manifest.get("pace") or {}
+    return text + _pace_text(pace) + _cost(manifest.get("counters") or {}, pace)
 
 
 def _idle(manifest: Mapping) -> tuple[float | None, str, float]:
@@ -225,8 +226,9 @@ def _pace_text(block: Mapping) -> str:
     return ""
 
 
-def _cost(counters: Mapping) -> str:
-    """The counter pass's cost, as the run recorded it."""
+def _cost(counters: Mapping, pace: Mapping) -> str:
+    """The counter pass's cost, as the run recorded it, and against the program's own run time
+    where the pace pass ran the program plainly (issue 33's goal: at most 2x)."""
     if counters.get("status") != "ok" or counters.get("kernels_profiled") is None:
         return ""
     groups = len(counters.get("groups") or [])
@@ -235,6 +237,10 @@ def _cost(counters: Mapping) -> str:
     sampled = SAMPLE_COUNT in (counters.get("metrics") or [])
     how = ", stall reasons sampled" if sampled else ""
     wall = f"({counters.get('passes')} passes{how}) in {float(counters.get('wall_s') or 0):.1f} s"
+    alone = num(pace, "child_wall_s")
+    if alone:
+        wall += f", {float(counters.get('wall_s') or 0) / alone:.2f}x the program run plainly"
+        wall += f" in the pace pass ({alone:.1f} s)"
     if counters.get("program_stopped"):  # the program ended after its last profiled call
         wall += ", the program stopped after the last"
     top = _count(groups, "group")

@@ -114,7 +114,10 @@ def _profile(program: Program, opts: ProfileOptions, writer: store.RunWriter, co
         counters = {"status": "skipped", "reason": f"the program exited with status {status}"}
     elif opts.counters:
         ops = timing_pass.op_calls(export)
-        counters, kernels = _counters(program, opts, writer, console, acts, region, table, ops)
+        alone = (paced or {}).get("child_wall_s")
+        counters, kernels = _counters(
+            program, opts, writer, console, acts, region, table, ops, alone
+        )
     joined = join(table, aggregate_cases(kernels) if kernels is not None else None)
     writer.write_table(store.CASES, joined)
     writer.write_samples(samples)
@@ -194,7 +197,9 @@ def _pace(program, opts, writer, console, region, status) -> dict | None:
     return {**block, "child_wall_s": round(wall_s, 3)}
 
 
-def _counters(program, opts, writer, console, acts, region, table, ops):
+def _counters(program, opts, writer, console, acts, region, table, ops, alone):
+    """The counter pass; alone: the program's plain run time (the pace pass), to say the pass's
+    cost against it."""
     from profkit.counters.ncu_rep import read_report
 
     selection, notes = counter_pass.select(
@@ -267,9 +272,10 @@ def _counters(program, opts, writer, console, acts, region, table, ops):
         kept = tables.rules[tables.rules["launch"].isin(set(matched["launch"]))]
         kept = kept.assign(case=kept["launch"].map(matched.set_index("launch")["case"]))
         writer.write_table(store.RULES, kept)
+    against = f", {result.wall_s / alone:.2f}x the program run plainly" if alone else ""
     console.print(
         f"counter pass: {len(tables.kernels)} launches profiled for {len(matched)} used "
-        f"({block['passes']} passes) in {result.wall_s:.1f} s (matched by {how})"
+        f"({block['passes']} passes) in {result.wall_s:.1f} s{against} (matched by {how})"
     )
     if opts.source:
         block["source_pass"] = _source(selection, program, writer, console, opts, matched)
