@@ -193,8 +193,8 @@ def headline(rows: list[dict], found: Mapping[str, Finding], manifest: Mapping) 
             f" Measured: {region['steps_measured']} step(s), after {region['steps_skipped']} "
             "warm-up step(s)."
         )
-    pace = manifest.get("pace") or {}
-    return text + _pace_text(pace) + _cost(manifest.get("counters") or {}, pace)
+    paced = manifest.get("pace") or {}
+    return text + _pace_text(paced) + _cost(manifest.get("counters") or {}, paced)
 
 
 def _idle(manifest: Mapping) -> tuple[float | None, str, float]:
@@ -226,7 +226,7 @@ def _pace_text(block: Mapping) -> str:
     return ""
 
 
-def _cost(counters: Mapping, pace: Mapping) -> str:
+def _cost(counters: Mapping, paced: Mapping) -> str:
     """The counter pass's cost, as the run recorded it, and against the program's own run time
     where the pace pass ran the program plainly (issue 33's goal: at most 2x)."""
     if counters.get("status") != "ok" or counters.get("kernels_profiled") is None:
@@ -236,11 +236,11 @@ def _cost(counters: Mapping, pace: Mapping) -> str:
     # since session 12 the stall reasons are PC samples' shares, not the stall counters
     sampled = SAMPLE_COUNT in (counters.get("metrics") or [])
     how = ", stall reasons sampled" if sampled else ""
-    wall = f"({counters.get('passes')} passes{how}) in {float(counters.get('wall_s') or 0):.1f} s"
-    alone = num(pace, "child_wall_s")
+    secs = float(counters.get("wall_s") or 0)
+    wall = f"({counters.get('passes')} passes{how}) in {secs:.1f} s"
+    alone = num(paced, "child_wall_s")
     if alone:
-        wall += f", {float(counters.get('wall_s') or 0) / alone:.2f}x the program run plainly"
-        wall += f" in the pace pass ({alone:.1f} s)"
+        wall += pace.against_plain(secs, alone) + f" in the pace pass ({alone:.1f} s)"
     if counters.get("program_stopped"):  # the program ended after its last profiled call
         wall += ", the program stopped after the last"
     top = _count(groups, "group")

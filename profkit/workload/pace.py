@@ -74,6 +74,12 @@ def idle_pct(busy_ms: float, period_ms: float) -> float:
     return 100.0 * (1.0 - busy_ms / max(period_ms, busy_ms)) if busy_ms > 0 else float("nan")
 
 
+def against_plain(wall_s: float, plain_s: float | None) -> str:
+    """A pass's wall time against the program's own run time (the pace pass runs it plainly), the
+    ratio issue 33's goal bounds; empty where no plain run was timed."""
+    return f", {wall_s / plain_s:.2f}x the program run plainly" if plain_s else ""
+
+
 def failed(reason: str) -> dict:
     return {"status": "failed", "reason": reason}
 

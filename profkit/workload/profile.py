@@ -272,7 +272,7 @@ def _counters(program, opts, writer, console, acts, region, table, ops, alone):
         kept = tables.rules[tables.rules["launch"].isin(set(matched["launch"]))]
         kept = kept.assign(case=kept["launch"].map(matched.set_index("launch")["case"]))
         writer.write_table(store.RULES, kept)
-    against = f", {result.wall_s / alone:.2f}x the program run plainly" if alone else ""
+    against = pace.against_plain(result.wall_s, alone)
     console.print(
         f"counter pass: {len(tables.kernels)} launches profiled for {len(matched)} used "
         f"({block['passes']} passes) in {result.wall_s:.1f} s{against} (matched by {how})"
